@@ -1,0 +1,172 @@
+//! Writing Kinesis events exactly as Lambda's event source mapping builds them.
+//!
+//! `aws_lambda_events` cannot be used for this: it writes the arrival timestamp as a string,
+//! adds `"encryptionType":"NONE"` and writes `null` for unset fields, none of which Lambda does.
+
+use std::io::Write as _;
+
+use base64::Engine as _;
+
+/// Where the records of an event come from: the same for every record of one event.
+#[derive(Debug, Clone, Copy)]
+pub struct EventSource<'a> {
+    /// The stream's ARN (`eventSourceARN`).
+    pub stream_arn: &'a str,
+    /// The shard the records were read from (the first half of `eventID`).
+    pub shard_id: &'a str,
+    /// The stream's region (`awsRegion`).
+    pub region: &'a str,
+    /// The event source mapping's execution role (`invokeIdentityArn`).
+    pub invoke_identity_arn: &'a str,
+}
+
+/// One record of an event.
+#[derive(Debug, Clone, Copy)]
+pub struct EventRecord<'a> {
+    /// The record's sequence number (decimal digits).
+    pub sequence_number: &'a str,
+    /// The producer's partition key.
+    pub partition_key: &'a str,
+    /// The record's data, raw; it is written in base64.
+    pub data: &'a [u8],
+    /// When Kinesis accepted the record, in milliseconds since the Unix epoch.
+    pub approximate_arrival_millis: i64,
+}
+
+/// Appends to `out` the JSON of a Kinesis event holding `records`, field for field as Lambda
+/// sends it: `data` in standard base64, `approximateArrivalTimestamp` as epoch seconds with three
+/// decimals, `eventID` as `<shard id>:<sequence number>`, and no `encryptionType`.
+pub fn write_event<'a>(
+    out: &mut Vec<u8>,
+    source: &EventSource<'_>,
+    records: impl IntoIterator<Item = EventRecord<'a>>,
+) {
+    // What follows each record's sequence number in `eventID` is the same for every record.
+    let mut tail = Vec::with_capacity(256);
+    tail.extend_from_slice(br#"","eventName":"aws:kinesis:record","invokeIdentityArn":"#);
+    write_json_string(&mut tail, source.invoke_identity_arn);
+    tail.extend_from_slice(br#","awsRegion":"#);
+    write_json_string(&mut tail, source.region);
+    tail.extend_from_slice(br#","eventSourceARN":"#);
+    write_json_string(&mut tail, source.stream_arn);
+    tail.push(b'}');
+    let mut event_id_head = Vec::with_capacity(64);
+    event_id_head.extend_from_slice(br#"},"eventSource":"aws:kinesis","eventVersion":"1.0","eventID":"#);
+    write_json_string(&mut event_id_head, source.shard_id);
+    event_id_head.pop(); // the closing quote: the sequence number follows
+
+    out.extend_from_slice(br#"{"Records":["#);
+    for (index, record) in records.into_iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(br#"{"kinesis":{"kinesisSchemaVersion":"1.0","partitionKey":"#);
+        write_json_string(out, record.partition_key);
+        out.extend_from_slice(br#","sequenceNumber":""#);
+        out.extend_from_slice(record.sequence_number.as_bytes());
+        out.extend_from_slice(br#"","data":""#);
+        write_base64(out, record.data);
+        out.extend_from_slice(br#"","approximateArrivalTimestamp":"#);
+        write_epoch_seconds(out, record.approximate_arrival_millis);
+        out.extend_from_slice(&event_id_head);
+        out.push(b':');
+        out.extend_from_slice(record.sequence_number.as_bytes());
+        out.extend_from_slice(&tail);
+    }
+    out.extend_from_slice(b"]}");
+}
+
+fn write_base64(out: &mut Vec<u8>, data: &[u8]) {
+    let engine = base64::engine::general_purpose::STANDARD;
+    let start = out.len();
+    out.resize(start + base64::encoded_len(data.len(), true).unwrap_or(0), 0);
+    let written = engine
+        .encode_slice(data, &mut out[start..])
+        .expect("the buffer was sized by encoded_len");
+    out.truncate(start + written);
+}
+
+fn write_epoch_seconds(out: &mut Vec<u8>, millis: i64) {
+    let sign = if millis < 0 { "-" } else { "" };
+    let millis = millis.unsigned_abs();
+    write!(out, "{sign}{}.{:03}", millis / 1000, millis % 1000).expect("writing to a Vec cannot fail");
+}
+
+fn write_json_string(out: &mut Vec<u8>, text: &str) {
+    let plain = text.bytes().all(|byte| byte >= 0x20 && byte != b'"' && byte != b'\\');
+    if plain {
+        out.push(b'"');
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'"');
+    } else {
+        serde_json::to_writer(out, text).expect("a string always serialises");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::KinesisBatch;
+
+    #[test]
+    fn writes_the_event_field_for_field_as_lambda() {
+        let mut out = Vec::new();
+        write_event(
+            &mut out,
+            &EventSource {
+                stream_arn: "arn:aws:kinesis:us-east-2:123456789012:stream/lambda-stream",
+                shard_id: "shardId-000000000006",
+                region: "us-east-2",
+                invoke_identity_arn: "arn:aws:iam::123456789012:role/lambda-role",
+            },
+            [EventRecord {
+                sequence_number: "49590338271490256608559692538361571095921575989136588898",
+                partition_key: "1",
+                data: b"Hello, this is a test.",
+                approximate_arrival_millis: 1_545_084_650_987,
+            }],
+        );
+        let written: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let lambda: serde_json::Value = serde_json::from_str(
+            r#"{"Records":[{
+            "kinesis":{"kinesisSchemaVersion":"1.0","partitionKey":"1",
+                "sequenceNumber":"49590338271490256608559692538361571095921575989136588898",
+                "data":"SGVsbG8sIHRoaXMgaXMgYSB0ZXN0Lg==","approximateArrivalTimestamp":1545084650.987},
+            "eventSource":"aws:kinesis","eventVersion":"1.0",
+            "eventID":"shardId-000000000006:49590338271490256608559692538361571095921575989136588898",
+            "eventName":"aws:kinesis:record",
+            "invokeIdentityArn":"arn:aws:iam::123456789012:role/lambda-role",
+            "awsRegion":"us-east-2",
+            "eventSourceARN":"arn:aws:kinesis:us-east-2:123456789012:stream/lambda-stream"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(written, lambda);
+        assert!(String::from_utf8(out).unwrap().contains(r#""approximateArrivalTimestamp":1545084650.987}"#));
+    }
+
+    #[test]
+    fn keys_that_need_escaping_survive_the_round_trip() {
+        let mut out = Vec::new();
+        let source = EventSource {
+            stream_arn: "arn",
+            shard_id: "shardId-000000000000",
+            region: "eu-west-1",
+            invoke_identity_arn: "role",
+        };
+        let record = |partition_key, sequence_number| EventRecord {
+            sequence_number,
+            partition_key,
+            data: &[0, 159, 146, 150],
+            approximate_arrival_millis: 5,
+        };
+        write_event(&mut out, &source, [record("a\"b\\c\n", "1"), record("clé", "2")]);
+        let batch = KinesisBatch::from_json(&out).unwrap();
+        let keys: Vec<_> = batch.records().map(|r| r.partition_key()).collect();
+        assert_eq!(keys, ["a\"b\\c\n", "clé"]);
+        assert_eq!(batch.record(1).unwrap().shard_id(), "shardId-000000000000");
+        assert_eq!(
+            batch.record(0).unwrap().approximate_arrival(),
+            std::time::UNIX_EPOCH + std::time::Duration::from_millis(5)
+        );
+    }
+}

@@ -1,0 +1,184 @@
+//! The adapter: a handler and its settlement options, as a `tower::Service` over the Lambda event.
+
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll};
+use std::time::Duration;
+
+use lambda_runtime::{Context, Diagnostic, LambdaEvent};
+
+use crate::batch::KinesisBatch;
+use crate::handler::Handler;
+use crate::settle::{BatchResponse, Deadline, Options, Settlement};
+
+/// A Kinesis record handler with the rules it is settled by, ready to run on Lambda.
+///
+/// It is a [`tower::Service`] over `LambdaEvent<KinesisBatch>` whose response is the partial batch
+/// response, so tower layers fit around it. [`run`](Self::run) serves it with `lambda_runtime`.
+///
+/// ```no_run
+/// # use lambda_kinesis::{HandlerOutcome, KinesisAdapter};
+/// # async fn ship(_: &serde_json::Value) -> HandlerOutcome { HandlerOutcome::ack() }
+/// # async fn example() -> Result<(), lambda_kinesis::Error> {
+/// KinesisAdapter::new(ship)
+///     .per_key_lanes(16)
+///     .hold_undecodable()
+///     .deadline_margin(std::time::Duration::from_secs(2))
+///     .run()
+///     .await
+/// # }
+/// ```
+pub struct KinesisAdapter<H, T, K> {
+    handler: Arc<H>,
+    options: Options,
+    marker: PhantomData<fn() -> (T, K)>,
+}
+
+impl<H, T, K> Clone for KinesisAdapter<H, T, K> {
+    fn clone(&self) -> Self {
+        Self {
+            handler: Arc::clone(&self.handler),
+            options: self.options,
+            marker: PhantomData,
+        }
+    }
+}
+
+impl<H, T, K> fmt::Debug for KinesisAdapter<H, T, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KinesisAdapter")
+            .field("handler", &std::any::type_name::<H>())
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+impl<H, T, K> KinesisAdapter<H, T, K>
+where
+    H: Handler<T, K>,
+    T: 'static,
+    K: 'static,
+{
+    /// Wraps a handler with the default rules: records in shard order, stopping at the first held
+    /// record; undecodable records dropped; no new record started in the last 500 ms.
+    pub fn new(handler: H) -> Self {
+        Self {
+            handler: Arc::new(handler),
+            options: Options::default(),
+            marker: PhantomData,
+        }
+    }
+
+    /// Keeps going after a held record, handling the records of every partition key that has no
+    /// held record ahead of it, with up to `max_concurrent_keys` keys handled at once (a lane per
+    /// key, records in shard order within a lane).
+    ///
+    /// The response still names the first unsettled record in shard order: Lambda delivers it and
+    /// everything behind it again, so records finished out of order are handled again too. Choose
+    /// this when records of different keys are independent, the handler is idempotent and waits
+    /// on I/O, so that one slow or failing key does not hold the others' work back. Keep the
+    /// default (stop at the first held record) when records must be handled at most once per
+    /// delivery or in strict shard order.
+    pub fn per_key_lanes(mut self, max_concurrent_keys: usize) -> Self {
+        self.options.lanes = Some(max_concurrent_keys.max(1));
+        self
+    }
+
+    /// Holds records whose data cannot be decoded, instead of dropping them. Choose this when an
+    /// undecodable record means a deployment is missing (a newer producer), not bad data.
+    pub fn hold_undecodable(mut self) -> Self {
+        self.options.hold_undecodable = true;
+        self
+    }
+
+    /// Starts no new record once the invocation has less than `margin` left: the work done so
+    /// far is checkpointed and the rest comes again, instead of the whole batch timing out.
+    /// Make it longer than the slowest record takes.
+    pub fn deadline_margin(mut self, margin: Duration) -> Self {
+        self.options.deadline_margin = margin;
+        self
+    }
+
+    /// Settles a batch as one invocation with `context` would, without Lambda.
+    pub async fn settle(&self, batch: KinesisBatch, context: &Context) -> Settlement {
+        let outcomes = self
+            .handler
+            .settle(&batch, &self.options, Deadline::of(context))
+            .await;
+        Settlement::new(batch, outcomes)
+    }
+
+    /// Runs the adapter as a Lambda function, through `lambda_runtime`, until the runtime stops.
+    pub async fn run(self) -> Result<(), lambda_runtime::Error> {
+        lambda_runtime::run(self).await
+    }
+}
+
+/// What makes the adapter answer Lambda with a function error instead of a response: the event
+/// itself is unusable. Lambda retries the batch (and bisects it, when so configured).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AdapterError {
+    /// The event holds records of more than one shard. Lambda never sends one; a response could
+    /// hold only one shard's checkpoint.
+    #[error("the event mixes records of shards {first} and {second}; a Kinesis event comes from one shard")]
+    MixedShards {
+        /// The first record's shard.
+        first: String,
+        /// Another shard in the same event.
+        second: String,
+    },
+}
+
+impl From<AdapterError> for Diagnostic {
+    fn from(error: AdapterError) -> Self {
+        let error_type = match error {
+            AdapterError::MixedShards { .. } => "LambdaKinesis.MixedShards",
+        };
+        Diagnostic {
+            error_type: error_type.to_owned(),
+            error_message: error.to_string(),
+        }
+    }
+}
+
+fn check_one_shard(batch: &KinesisBatch) -> Result<(), AdapterError> {
+    let mut records = batch.records();
+    let Some(first) = records.next() else {
+        return Ok(());
+    };
+    match records.find(|record| record.shard_id() != first.shard_id()) {
+        None => Ok(()),
+        Some(other) => Err(AdapterError::MixedShards {
+            first: first.shard_id().to_owned(),
+            second: other.shard_id().to_owned(),
+        }),
+    }
+}
+
+impl<H, T, K> tower::Service<LambdaEvent<KinesisBatch>> for KinesisAdapter<H, T, K>
+where
+    H: Handler<T, K>,
+    T: 'static,
+    K: 'static,
+{
+    type Response = BatchResponse;
+    type Error = AdapterError;
+    type Future = Pin<Box<dyn Future<Output = Result<BatchResponse, AdapterError>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut TaskContext<'_>) -> Poll<Result<(), AdapterError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, event: LambdaEvent<KinesisBatch>) -> Self::Future {
+        let adapter = self.clone();
+        Box::pin(async move {
+            let (batch, context) = event.into_parts();
+            check_one_shard(&batch)?;
+            Ok(adapter.settle(batch, &context).await.response())
+        })
+    }
+}

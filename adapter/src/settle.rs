@@ -1,0 +1,489 @@
+//! Settlement: calling the handler over a batch and deciding where the shard's checkpoint stands.
+//!
+//! The one rule everything here serves: the response names the first record, in shard order,
+//! that is not settled (acked or dropped). Lambda checkpoints in front of it and delivers it and
+//! every record behind it again; with nothing named, Lambda checkpoints past the whole batch.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::time::{Duration, SystemTime};
+
+use aws_lambda_events::streams::{KinesisBatchItemFailure, KinesisEventResponse};
+use base64::Engine as _;
+use futures_util::{FutureExt as _, StreamExt as _};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use tracing::Instrument as _;
+
+use crate::batch::{KinesisBatch, RecordMeta};
+use crate::handler::{BatchHandler, FromRecordData};
+use crate::outcome::{
+    BatchOutcome, DropReason, HandlerError, HandlerOutcome, HoldReason, IntoBatchOutcome as _,
+    RecordOutcome, SkipReason,
+};
+use crate::rejection::{Rejection, RejectionKind};
+
+/// How the adapter settles a batch; set through [`KinesisAdapter`](crate::KinesisAdapter).
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    pub(crate) lanes: Option<usize>,
+    pub(crate) hold_undecodable: bool,
+    pub(crate) deadline_margin: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            lanes: None,
+            hold_undecodable: false,
+            deadline_margin: Duration::from_millis(500),
+        }
+    }
+}
+
+/// When the invocation must answer: Lambda's deadline, or none.
+#[derive(Debug, Clone, Copy)]
+pub struct Deadline(Option<SystemTime>);
+
+impl Deadline {
+    /// Reads the deadline of a Lambda context. A deadline of 0 (as in `Context::default()`) means
+    /// none: the context was not made by a runtime.
+    pub(crate) fn of(context: &lambda_runtime::Context) -> Self {
+        match context.deadline {
+            0 => Self(None),
+            _ => Self(Some(context.deadline())),
+        }
+    }
+
+    fn too_close(self, margin: Duration) -> bool {
+        match self.0 {
+            None => false,
+            Some(at) => at
+                .duration_since(SystemTime::now())
+                .map_or(true, |left| left < margin),
+        }
+    }
+}
+
+/// How the engine calls a record handler, whatever its shape.
+pub(crate) trait CallRecord<T>: Send + Sync {
+    fn call_record<'r>(
+        &'r self,
+        record: &'r T,
+        meta: &'r RecordMeta<'r>,
+    ) -> impl Future<Output = Result<HandlerOutcome, HandlerError>> + Send + 'r;
+}
+
+/// Settles a batch with a record handler: in one lane by default, or in one lane per partition key.
+pub(crate) async fn records<T, C>(
+    handler: C,
+    batch: &KinesisBatch,
+    options: &Options,
+    deadline: Deadline,
+) -> Vec<RecordOutcome>
+where
+    T: FromRecordData + Send + Sync,
+    C: CallRecord<T>,
+{
+    let Some(max_concurrent) = options.lanes else {
+        return lane(&handler, batch.records(), options, deadline).await;
+    };
+    // Lanes: the records of each partition key, in shard order. A key's lane stops at its first
+    // held record; the other lanes go on.
+    let mut lane_of_key: HashMap<&str, usize> = HashMap::new();
+    let mut lanes: Vec<Vec<usize>> = Vec::new();
+    for (index, record) in batch.records().enumerate() {
+        let lane = *lane_of_key.entry(record.partition_key()).or_insert_with(|| {
+            lanes.push(Vec::new());
+            lanes.len() - 1
+        });
+        lanes[lane].push(index);
+    }
+    let handler = &handler;
+    let mut settled: Vec<Option<RecordOutcome>> = vec![None; batch.len()];
+    let mut finished = futures_util::stream::iter(lanes)
+        .map(|indices| async move {
+            let records = indices
+                .iter()
+                .map(|&index| batch.record(index).expect("lanes hold indices of the batch"));
+            let outcomes = lane(handler, records, options, deadline).await;
+            (indices, outcomes)
+        })
+        .buffer_unordered(max_concurrent.max(1));
+    while let Some((indices, outcomes)) = finished.next().await {
+        for (index, outcome) in indices.into_iter().zip(outcomes) {
+            settled[index] = Some(outcome);
+        }
+    }
+    settled
+        .into_iter()
+        .map(|outcome| outcome.unwrap_or(RecordOutcome::Skipped(SkipReason::BehindHeldRecord)))
+        .collect()
+}
+
+/// Handles `records` one after the other until one is held; the rest are skipped.
+async fn lane<'b, T, C>(
+    handler: &C,
+    records: impl ExactSizeIterator<Item = RecordMeta<'b>>,
+    options: &Options,
+    deadline: Deadline,
+) -> Vec<RecordOutcome>
+where
+    T: FromRecordData + Send + Sync,
+    C: CallRecord<T>,
+{
+    let total = records.len();
+    let mut outcomes = Vec::with_capacity(total);
+    let mut data = Vec::new();
+    for record in records {
+        if deadline.too_close(options.deadline_margin) {
+            tracing::warn!(
+                shard_id = record.shard_id(),
+                sequence_number = record.sequence_number(),
+                "the invocation's deadline is near: no new record is started, the rest come again"
+            );
+            outcomes.resize(total, RecordOutcome::Skipped(SkipReason::Deadline));
+            break;
+        }
+        let outcome = match decode::<T>(&record, &mut data) {
+            Ok(value) => call(handler, &value, &record).await,
+            Err(rejection) => undecodable(rejection, options),
+        };
+        let held = !outcome.is_settled();
+        outcomes.push(outcome);
+        if held {
+            outcomes.resize(total, RecordOutcome::Skipped(SkipReason::BehindHeldRecord));
+            break;
+        }
+    }
+    outcomes
+}
+
+/// Calls the handler for one record, turning an error or a panic into a held record.
+async fn call<T, C: CallRecord<T>>(handler: &C, value: &T, record: &RecordMeta<'_>) -> RecordOutcome {
+    let span = tracing::info_span!(
+        "record",
+        shard_id = record.shard_id(),
+        sequence_number = record.sequence_number(),
+        partition_key = record.partition_key(),
+    );
+    let started = std::panic::catch_unwind(AssertUnwindSafe(|| handler.call_record(value, record)));
+    let result = match started {
+        Ok(future) => AssertUnwindSafe(future).catch_unwind().instrument(span.clone()).await,
+        Err(panic) => Err(panic),
+    };
+    let _entered = span.enter();
+    match result {
+        Ok(Ok(HandlerOutcome::Ack)) => RecordOutcome::Acked,
+        Ok(Ok(HandlerOutcome::Drop)) => RecordOutcome::Dropped(DropReason::Handler),
+        Ok(Ok(HandlerOutcome::Retry)) => RecordOutcome::Held(HoldReason::Retry),
+        Ok(Err(error)) => {
+            tracing::error!(error = %error, "the handler failed; the record is held");
+            RecordOutcome::Held(HoldReason::Error(error))
+        }
+        Err(panic) => {
+            let message = panic_message(panic.as_ref());
+            tracing::error!(panic = %message, "the handler panicked; the record is held");
+            RecordOutcome::Held(HoldReason::Panicked(message))
+        }
+    }
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = panic.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = panic.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a panic without a message".to_owned()
+    }
+}
+
+/// Decodes a record's data into `data` (a buffer reused across records), then into `T`.
+fn decode<T: FromRecordData>(record: &RecordMeta<'_>, data: &mut Vec<u8>) -> Result<T, Rejection> {
+    let reject = |kind| Rejection {
+        shard_id: record.shard_id().to_owned(),
+        sequence_number: record.sequence_number().to_owned(),
+        kind,
+    };
+    data.clear();
+    base64::engine::general_purpose::STANDARD
+        .decode_vec(record.data_base64(), data)
+        .map_err(|error| reject(RejectionKind::InvalidBase64(error.to_string())))?;
+    T::from_record_data(data).map_err(|error| reject(RejectionKind::InvalidJson(error)))
+}
+
+fn undecodable(rejection: Rejection, options: &Options) -> RecordOutcome {
+    if options.hold_undecodable {
+        tracing::warn!(
+            shard_id = %rejection.shard_id,
+            sequence_number = %rejection.sequence_number,
+            error = %rejection,
+            "undecodable record held"
+        );
+        RecordOutcome::Held(HoldReason::Undecodable(rejection))
+    } else {
+        tracing::warn!(
+            shard_id = %rejection.shard_id,
+            sequence_number = %rejection.sequence_number,
+            error = %rejection,
+            "undecodable record dropped"
+        );
+        RecordOutcome::Dropped(DropReason::Undecodable(rejection))
+    }
+}
+
+/// Settles a batch with a batch handler: one call with every decoded record.
+pub(crate) async fn whole_batch<T, H>(
+    handler: &H,
+    batch: &KinesisBatch,
+    options: &Options,
+    deadline: Deadline,
+) -> Vec<RecordOutcome>
+where
+    T: FromRecordData + Send + Sync,
+    H: for<'a> BatchHandler<'a, T>,
+{
+    let mut outcomes: Vec<Option<RecordOutcome>> = vec![None; batch.len()];
+    let mut values = Vec::with_capacity(batch.len());
+    let mut positions = Vec::with_capacity(batch.len());
+    let mut data = Vec::new();
+    for (index, record) in batch.records().enumerate() {
+        match decode::<T>(&record, &mut data) {
+            Ok(value) => {
+                values.push(value);
+                positions.push(index);
+            }
+            Err(rejection) => {
+                let outcome = undecodable(rejection, options);
+                let held = !outcome.is_settled();
+                outcomes[index] = Some(outcome);
+                if held {
+                    break;
+                }
+            }
+        }
+    }
+    if !values.is_empty() {
+        let given = batch_outcomes(handler, &values, options, deadline, batch, positions[0]).await;
+        for (position, outcome) in positions.into_iter().zip(given) {
+            outcomes[position] = Some(outcome);
+        }
+    }
+    outcomes
+        .into_iter()
+        .map(|outcome| outcome.unwrap_or(RecordOutcome::Skipped(SkipReason::BehindHeldRecord)))
+        .collect()
+}
+
+/// Calls a batch handler and matches what it returned with the `values` it was given.
+async fn batch_outcomes<T, H>(
+    handler: &H,
+    values: &[T],
+    options: &Options,
+    deadline: Deadline,
+    batch: &KinesisBatch,
+    first: usize,
+) -> Vec<RecordOutcome>
+where
+    T: Send + Sync,
+    H: for<'a> BatchHandler<'a, T>,
+{
+    let first = batch.record(first).expect("the first decoded record is in the batch");
+    let span = tracing::info_span!(
+        "batch",
+        shard_id = first.shard_id(),
+        first_sequence_number = first.sequence_number(),
+        records = values.len(),
+    );
+    let _entered = span.enter();
+    let hold_all = |reason: HoldReason| {
+        let mut outcomes = vec![RecordOutcome::Skipped(SkipReason::BehindHeldRecord); values.len()];
+        outcomes[0] = RecordOutcome::Held(reason);
+        outcomes
+    };
+    if deadline.too_close(options.deadline_margin) {
+        tracing::warn!("the invocation's deadline is near: the batch handler is not called");
+        return vec![RecordOutcome::Skipped(SkipReason::Deadline); values.len()];
+    }
+    drop(_entered);
+    let started = std::panic::catch_unwind(AssertUnwindSafe(|| handler.call(values)));
+    let result = match started {
+        Ok(future) => AssertUnwindSafe(future).catch_unwind().instrument(span.clone()).await,
+        Err(panic) => Err(panic),
+    };
+    let _entered = span.enter();
+    let outcome = match result {
+        Ok(output) => output.into_batch_outcome(),
+        Err(panic) => {
+            let message = panic_message(panic.as_ref());
+            tracing::error!(panic = %message, "the batch handler panicked; the batch is held");
+            return hold_all(HoldReason::Panicked(message));
+        }
+    };
+    match outcome {
+        Ok(BatchOutcome::All(outcome)) => vec![record_outcome(outcome); values.len()],
+        Ok(BatchOutcome::Each(each)) if each.len() == values.len() => {
+            each.into_iter().map(record_outcome).collect()
+        }
+        Ok(BatchOutcome::Each(each)) => {
+            tracing::error!(
+                records = values.len(),
+                outcomes = each.len(),
+                "the batch handler returned a number of outcomes unlike the number of records; the batch is held"
+            );
+            hold_all(HoldReason::OutcomeCountMismatch {
+                records: values.len(),
+                outcomes: each.len(),
+            })
+        }
+        Err(error) => {
+            tracing::error!(error = %error, "the batch handler failed; the batch is held");
+            hold_all(HoldReason::Error(error))
+        }
+    }
+}
+
+fn record_outcome(outcome: HandlerOutcome) -> RecordOutcome {
+    match outcome {
+        HandlerOutcome::Ack => RecordOutcome::Acked,
+        HandlerOutcome::Drop => RecordOutcome::Dropped(DropReason::Handler),
+        HandlerOutcome::Retry => RecordOutcome::Held(HoldReason::Retry),
+    }
+}
+
+/// A batch and how each of its records was settled.
+#[derive(Debug, Clone)]
+pub struct Settlement {
+    batch: KinesisBatch,
+    outcomes: Vec<RecordOutcome>,
+}
+
+/// Where the shard's checkpoint stands once Lambda has read the response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checkpoint<'a> {
+    /// Past this record (its sequence number): every record up to it is settled.
+    After(&'a str),
+    /// Where it stood before the batch: its first record is not settled.
+    Unmoved,
+}
+
+impl Settlement {
+    pub(crate) fn new(batch: KinesisBatch, outcomes: Vec<RecordOutcome>) -> Self {
+        debug_assert_eq!(batch.len(), outcomes.len());
+        Self { batch, outcomes }
+    }
+
+    /// Every record with its outcome, in shard order.
+    pub fn records(&self) -> impl ExactSizeIterator<Item = (RecordMeta<'_>, &RecordOutcome)> + '_ {
+        self.batch.records().zip(&self.outcomes)
+    }
+
+    /// Each record's outcome, in shard order.
+    pub fn outcomes(&self) -> &[RecordOutcome] {
+        &self.outcomes
+    }
+
+    /// The outcome of the record at `index`.
+    pub fn outcome(&self, index: usize) -> &RecordOutcome {
+        &self.outcomes[index]
+    }
+
+    /// The index of the first record that is not settled: the one the response names.
+    pub fn first_unsettled(&self) -> Option<usize> {
+        self.outcomes.iter().position(|outcome| !outcome.is_settled())
+    }
+
+    /// The sequence number the response names, if any record is not settled.
+    pub fn held_sequence_number(&self) -> Option<&str> {
+        self.first_unsettled()
+            .and_then(|index| self.batch.record(index))
+            .map(|record| record.sequence_number())
+    }
+
+    /// Where the shard's checkpoint stands once Lambda has read the response.
+    pub fn checkpoint(&self) -> Checkpoint<'_> {
+        let settled = self.first_unsettled().unwrap_or(self.outcomes.len());
+        match settled.checked_sub(1).and_then(|last| self.batch.record(last)) {
+            Some(record) => Checkpoint::After(record.sequence_number()),
+            None => Checkpoint::Unmoved,
+        }
+    }
+
+    /// The records Lambda delivers again: the first unsettled one and every record behind it.
+    pub fn redelivered(&self) -> impl Iterator<Item = RecordMeta<'_>> + '_ {
+        let from = self.first_unsettled().unwrap_or(self.outcomes.len());
+        self.batch.records().skip(from)
+    }
+
+    /// The response for Lambda.
+    pub fn response(&self) -> BatchResponse {
+        let mut failures = KinesisEventResponse::default();
+        if let Some(sequence_number) = self.held_sequence_number() {
+            failures.add_failure(sequence_number);
+        }
+        let dropped = self
+            .records()
+            .filter(|(_, outcome)| matches!(outcome, RecordOutcome::Dropped(_)))
+            .map(|(record, _)| record.sequence_number().to_owned())
+            .collect();
+        BatchResponse { failures, dropped }
+    }
+}
+
+/// The adapter's answer to Lambda: the partial batch response, naming at most one record.
+///
+/// It serialises as `{"batchItemFailures":[...]}`. When records were dropped it also carries
+/// `"lambdaKinesis":{"dropped":[sequence numbers]}`, which Lambda ignores (it reads only
+/// `batchItemFailures`) and the `kinesis-esm` emulator reads to tell drops from acks.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BatchResponse {
+    failures: KinesisEventResponse,
+    dropped: Vec<String>,
+}
+
+impl BatchResponse {
+    /// The standard partial batch response.
+    pub fn failures(&self) -> &KinesisEventResponse {
+        &self.failures
+    }
+
+    /// The sequence numbers of the records that were dropped.
+    pub fn dropped(&self) -> &[String] {
+        &self.dropped
+    }
+
+    /// The sequence number the response names, if any.
+    pub fn item_identifier(&self) -> Option<&str> {
+        self.failures
+            .batch_item_failures
+            .first()
+            .and_then(|failure: &KinesisBatchItemFailure| failure.item_identifier.as_deref())
+    }
+}
+
+impl From<BatchResponse> for KinesisEventResponse {
+    fn from(response: BatchResponse) -> Self {
+        response.failures
+    }
+}
+
+impl Serialize for BatchResponse {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        struct Report<'a>(&'a [String]);
+        impl Serialize for Report<'_> {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let mut map = serializer.serialize_map(Some(1))?;
+                map.serialize_entry("dropped", self.0)?;
+                map.end()
+            }
+        }
+        let entries = if self.dropped.is_empty() { 1 } else { 2 };
+        let mut map = serializer.serialize_map(Some(entries))?;
+        map.serialize_entry("batchItemFailures", &self.failures.batch_item_failures)?;
+        if !self.dropped.is_empty() {
+            map.serialize_entry("lambdaKinesis", &Report(&self.dropped))?;
+        }
+        map.end()
+    }
+}

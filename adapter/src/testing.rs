@@ -1,0 +1,215 @@
+//! A kit for unit-testing Kinesis handlers with in-memory batches.
+//!
+//! Build an event with [`TestEvent`] (records of typed values or raw bytes, with the shard id,
+//! sequence numbers, partition keys and arrival timestamps Lambda gives them), settle it with
+//! [`settle`], and read each record's outcome, the response and where the checkpoint stands:
+//!
+//! ```
+//! use lambda_kinesis::testing::{settle, TestEvent};
+//! use lambda_kinesis::{Checkpoint, HandlerOutcome};
+//!
+//! async fn double_check(n: &u32) -> HandlerOutcome {
+//!     if *n == 2 { HandlerOutcome::retry() } else { HandlerOutcome::ack() }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let event = TestEvent::new().json(&1).json(&2).json(&3);
+//! let settlement = settle(double_check, event.clone()).await;
+//!
+//! assert_eq!(settlement.held_sequence_number(), Some(event.sequence_number(1)));
+//! assert_eq!(settlement.checkpoint(), Checkpoint::After(event.sequence_number(0)));
+//! assert_eq!(settlement.redelivered().count(), 2);
+//! # }
+//! ```
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use aws_lambda_events::kinesis::KinesisEvent;
+use lambda_runtime::Context;
+use serde::Serialize;
+
+use crate::event_json::{write_event, EventRecord, EventSource};
+use crate::handler::Handler;
+use crate::service::KinesisAdapter;
+use crate::settle::Settlement;
+use crate::KinesisBatch;
+
+/// The partition key of records added without one.
+pub const DEFAULT_PARTITION_KEY: &str = "partition-key";
+
+/// A Kinesis event under construction, shaped like the ones Lambda sends: one shard, sequence
+/// numbers of 56 digits that increase record by record, arrival timestamps in milliseconds.
+#[derive(Debug, Clone)]
+pub struct TestEvent {
+    shard_id: String,
+    stream_name: String,
+    region: String,
+    account: String,
+    next_arrival_millis: i64,
+    records: Vec<TestRecord>,
+}
+
+#[derive(Debug, Clone)]
+struct TestRecord {
+    sequence_number: String,
+    partition_key: String,
+    data: Vec<u8>,
+    arrival_millis: i64,
+}
+
+impl Default for TestEvent {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TestEvent {
+    /// An empty event from `shardId-000000000000` of the stream `test-stream` in `us-east-1`.
+    pub fn new() -> Self {
+        Self {
+            shard_id: "shardId-000000000000".to_owned(),
+            stream_name: "test-stream".to_owned(),
+            region: "us-east-1".to_owned(),
+            account: "123456789012".to_owned(),
+            // 2026-01-01T00:00:00Z: a fixed time keeps tests repeatable.
+            next_arrival_millis: 1_767_225_600_000,
+            records: Vec::new(),
+        }
+    }
+
+    /// Sets the shard the records come from.
+    pub fn shard(mut self, shard_id: impl Into<String>) -> Self {
+        self.shard_id = shard_id.into();
+        self
+    }
+
+    /// Sets the stream the records come from (its name; the ARN is built from it).
+    pub fn stream(mut self, name: impl Into<String>) -> Self {
+        self.stream_name = name.into();
+        self
+    }
+
+    /// Sets when the records added next arrived; each one after it arrives a millisecond later.
+    pub fn arrival(mut self, at: SystemTime) -> Self {
+        let millis = at.duration_since(UNIX_EPOCH).unwrap_or_default().as_millis();
+        self.next_arrival_millis = i64::try_from(millis).unwrap_or(i64::MAX);
+        self
+    }
+
+    /// Adds a record whose data is `value` as JSON, under [`DEFAULT_PARTITION_KEY`].
+    pub fn json(self, value: &impl Serialize) -> Self {
+        self.json_keyed(DEFAULT_PARTITION_KEY, value)
+    }
+
+    /// Adds a record whose data is `value` as JSON, under `partition_key`.
+    pub fn json_keyed(self, partition_key: impl Into<String>, value: &impl Serialize) -> Self {
+        let data = serde_json::to_vec(value).expect("the test value serialises to JSON");
+        self.bytes_keyed(partition_key, data)
+    }
+
+    /// Adds a record of raw bytes (which need not be JSON), under [`DEFAULT_PARTITION_KEY`].
+    pub fn bytes(self, data: impl Into<Vec<u8>>) -> Self {
+        self.bytes_keyed(DEFAULT_PARTITION_KEY, data)
+    }
+
+    /// Adds a record of raw bytes under `partition_key`.
+    pub fn bytes_keyed(mut self, partition_key: impl Into<String>, data: impl Into<Vec<u8>>) -> Self {
+        let index = self.records.len() as u64;
+        self.records.push(TestRecord {
+            // Real sequence numbers are 56 digits and far apart; these keep the shape and grow.
+            sequence_number: format!("49590338271490256608559692538361571095921575{:012}", 989_136_588_898 + index * 1_000),
+            partition_key: partition_key.into(),
+            data: data.into(),
+            arrival_millis: self.next_arrival_millis,
+        });
+        self.next_arrival_millis += 1;
+        self
+    }
+
+    /// The sequence number of the record at `index`.
+    ///
+    /// # Panics
+    /// When the event has no record at `index`.
+    pub fn sequence_number(&self, index: usize) -> &str {
+        &self.records[index].sequence_number
+    }
+
+    /// How many records the event holds.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Whether the event holds no record.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// The ARN of the stream the records come from.
+    pub fn stream_arn(&self) -> String {
+        format!("arn:aws:kinesis:{}:{}:stream/{}", self.region, self.account, self.stream_name)
+    }
+
+    /// The event's JSON, exactly as Lambda would send it.
+    pub fn to_json(&self) -> Vec<u8> {
+        let stream_arn = self.stream_arn();
+        let role = format!("arn:aws:iam::{}:role/lambda-kinesis-role", self.account);
+        let mut out = Vec::new();
+        write_event(
+            &mut out,
+            &EventSource {
+                stream_arn: &stream_arn,
+                shard_id: &self.shard_id,
+                region: &self.region,
+                invoke_identity_arn: &role,
+            },
+            self.records.iter().map(|record| EventRecord {
+                sequence_number: &record.sequence_number,
+                partition_key: &record.partition_key,
+                data: &record.data,
+                approximate_arrival_millis: record.arrival_millis,
+            }),
+        );
+        out
+    }
+
+    /// The event as `aws_lambda_events` reads it.
+    pub fn to_event(&self) -> KinesisEvent {
+        serde_json::from_slice(&self.to_json()).expect("aws_lambda_events reads Lambda's events")
+    }
+}
+
+impl From<TestEvent> for KinesisBatch {
+    /// Reads the event's JSON as the adapter reads Lambda's.
+    fn from(event: TestEvent) -> Self {
+        KinesisBatch::from_json(&event.to_json()).expect("the adapter reads Lambda's events")
+    }
+}
+
+impl From<&TestEvent> for KinesisBatch {
+    fn from(event: &TestEvent) -> Self {
+        KinesisBatch::from_json(&event.to_json()).expect("the adapter reads Lambda's events")
+    }
+}
+
+/// Settles `event` with `handler` under the default rules, as one invocation without deadline.
+pub async fn settle<H, T, K>(handler: H, event: impl Into<KinesisBatch>) -> Settlement
+where
+    H: Handler<T, K>,
+    T: 'static,
+    K: 'static,
+{
+    KinesisAdapter::new(handler)
+        .settle(event.into(), &Context::default())
+        .await
+}
+
+/// A Lambda context whose deadline is `remaining` from now, for testing the deadline margin.
+pub fn context_with_deadline(remaining: Duration) -> Context {
+    let deadline = SystemTime::now() + remaining;
+    let mut context = Context::default();
+    context.deadline = deadline
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() as u64);
+    context.request_id = "test-request".to_owned();
+    context
+}
