@@ -13,8 +13,8 @@ use std::time::{Duration, SystemTime};
 
 use aws_lambda_events::kinesis::KinesisEvent;
 use base64::Engine as _;
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 /// A Kinesis event, read once from its JSON into a compact form. This is the payload type the
 /// adapter's [`tower::Service`] takes; build one with [`KinesisBatch::from_json`], with `From`
@@ -86,7 +86,10 @@ impl KinesisBatch {
     fn push_text(&mut self, text: &str) -> Span {
         let start = self.text.len();
         self.text.push_str(text);
-        Span { start, end: self.text.len() }
+        Span {
+            start,
+            end: self.text.len(),
+        }
     }
 
     /// Appends a record; `data_base64` is the record's data as Lambda sends it.
@@ -188,7 +191,11 @@ impl From<KinesisEvent> for KinesisBatch {
                     sequence_number: Cow::Owned(record.kinesis.sequence_number),
                     data: Cow::Owned(data),
                     approximate_arrival_timestamp: ArrivalMillis(
-                        record.kinesis.approximate_arrival_timestamp.0.timestamp_millis(),
+                        record
+                            .kinesis
+                            .approximate_arrival_timestamp
+                            .0
+                            .timestamp_millis(),
                     ),
                 },
             });
@@ -241,7 +248,9 @@ impl<'de> Deserialize<'de> for ArrivalMillis {
                 Ok(ArrivalMillis(seconds.saturating_mul(1000)))
             }
             fn visit_u64<E: de::Error>(self, seconds: u64) -> Result<ArrivalMillis, E> {
-                Ok(ArrivalMillis(i64::try_from(seconds).unwrap_or(i64::MAX / 1000) * 1000))
+                Ok(ArrivalMillis(
+                    i64::try_from(seconds).unwrap_or(i64::MAX / 1000) * 1000,
+                ))
             }
             fn visit_str<E: de::Error>(self, text: &str) -> Result<ArrivalMillis, E> {
                 let seconds: f64 = text.trim().parse().map_err(E::custom)?;
@@ -277,7 +286,9 @@ impl<'de> Visitor<'de> for EventVisitor {
         let mut batch = None;
         while let Some(field) = map.next_key::<Field>()? {
             match field {
-                Field::Records if batch.is_some() => return Err(de::Error::duplicate_field("Records")),
+                Field::Records if batch.is_some() => {
+                    return Err(de::Error::duplicate_field("Records"));
+                }
                 Field::Records => batch = Some(map.next_value_seed(RecordsSeed)?),
                 Field::Other => {
                     map.next_value::<IgnoredAny>()?;
@@ -382,13 +393,19 @@ mod tests {
     fn a_missing_sequence_number_is_an_error_that_says_so() {
         let event = EVENT.replace(r#""sequenceNumber""#, r#""sequence""#);
         let error = KinesisBatch::from_json(event.as_bytes()).unwrap_err();
-        assert!(error.to_string().contains("missing field `sequenceNumber`"), "{error}");
+        assert!(
+            error.to_string().contains("missing field `sequenceNumber`"),
+            "{error}"
+        );
     }
 
     #[test]
     fn an_event_without_records_is_an_error() {
         let error = KinesisBatch::from_json(br#"{"records":[]}"#).unwrap_err();
-        assert!(error.to_string().contains("missing field `Records`"), "{error}");
+        assert!(
+            error.to_string().contains("missing field `Records`"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -51,7 +51,8 @@ pub fn write_event<'a>(
     write_json_string(&mut tail, source.stream_arn);
     tail.push(b'}');
     let mut event_id_head = Vec::with_capacity(64);
-    event_id_head.extend_from_slice(br#"},"eventSource":"aws:kinesis","eventVersion":"1.0","eventID":"#);
+    event_id_head
+        .extend_from_slice(br#"},"eventSource":"aws:kinesis","eventVersion":"1.0","eventID":"#);
     write_json_string(&mut event_id_head, source.shard_id);
     event_id_head.pop(); // the closing quote: the sequence number follows
 
@@ -79,7 +80,10 @@ pub fn write_event<'a>(
 fn write_base64(out: &mut Vec<u8>, data: &[u8]) {
     let engine = base64::engine::general_purpose::STANDARD;
     let start = out.len();
-    out.resize(start + base64::encoded_len(data.len(), true).unwrap_or(0), 0);
+    out.resize(
+        start + base64::encoded_len(data.len(), true).unwrap_or(0),
+        0,
+    );
     let written = engine
         .encode_slice(data, &mut out[start..])
         .expect("the buffer was sized by encoded_len");
@@ -89,11 +93,14 @@ fn write_base64(out: &mut Vec<u8>, data: &[u8]) {
 fn write_epoch_seconds(out: &mut Vec<u8>, millis: i64) {
     let sign = if millis < 0 { "-" } else { "" };
     let millis = millis.unsigned_abs();
-    write!(out, "{sign}{}.{:03}", millis / 1000, millis % 1000).expect("writing to a Vec cannot fail");
+    write!(out, "{sign}{}.{:03}", millis / 1000, millis % 1000)
+        .expect("writing to a Vec cannot fail");
 }
 
 fn write_json_string(out: &mut Vec<u8>, text: &str) {
-    let plain = text.bytes().all(|byte| byte >= 0x20 && byte != b'"' && byte != b'\\');
+    let plain = text
+        .bytes()
+        .all(|byte| byte >= 0x20 && byte != b'"' && byte != b'\\');
     if plain {
         out.push(b'"');
         out.extend_from_slice(text.as_bytes());
@@ -141,7 +148,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(written, lambda);
-        assert!(String::from_utf8(out).unwrap().contains(r#""approximateArrivalTimestamp":1545084650.987}"#));
+        assert!(
+            String::from_utf8(out)
+                .unwrap()
+                .contains(r#""approximateArrivalTimestamp":1545084650.987}"#)
+        );
     }
 
     #[test]
@@ -159,7 +170,11 @@ mod tests {
             data: &[0, 159, 146, 150],
             approximate_arrival_millis: 5,
         };
-        write_event(&mut out, &source, [record("a\"b\\c\n", "1"), record("clé", "2")]);
+        write_event(
+            &mut out,
+            &source,
+            [record("a\"b\\c\n", "1"), record("clé", "2")],
+        );
         let batch = KinesisBatch::from_json(&out).unwrap();
         let keys: Vec<_> = batch.records().map(|r| r.partition_key()).collect();
         assert_eq!(keys, ["a\"b\\c\n", "clé"]);

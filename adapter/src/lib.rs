@@ -76,9 +76,9 @@ pub mod testing;
 pub use aws_lambda_events::kinesis::KinesisEvent;
 pub use aws_lambda_events::streams::{KinesisBatchItemFailure, KinesisEventResponse};
 pub use batch::{KinesisBatch, RecordMeta};
-pub use event_json::{write_event, EventRecord, EventSource};
+pub use event_json::{EventRecord, EventSource, write_event};
 pub use handler::{
-    kind, BatchHandler, FromRecordData, Handler, RawData, RecordHandler, RecordMetaHandler,
+    BatchHandler, FromRecordData, Handler, RawData, RecordHandler, RecordMetaHandler, kind,
 };
 pub use lambda_runtime::{self, Context, Error, LambdaEvent};
 pub use outcome::{

@@ -57,7 +57,9 @@ pub struct HandlerError {
 impl HandlerError {
     /// Wraps anything printable; the text is what gets logged.
     pub fn new(error: impl fmt::Display) -> Self {
-        Self { message: error.to_string() }
+        Self {
+            message: error.to_string(),
+        }
     }
 
     /// The error's text.
@@ -100,7 +102,8 @@ impl<E: fmt::Display> IntoOutcome for Result<HandlerOutcome, E> {
 
 impl<E: fmt::Display> IntoOutcome for Result<(), E> {
     fn into_outcome(self) -> Result<HandlerOutcome, HandlerError> {
-        self.map(|()| HandlerOutcome::Ack).map_err(HandlerError::new)
+        self.map(|()| HandlerOutcome::Ack)
+            .map_err(HandlerError::new)
     }
 }
 

@@ -33,7 +33,9 @@ impl fmt::Display for Rejection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (what, detail) = match &self.kind {
             RejectionKind::InvalidBase64(detail) => ("data is not valid base64", detail),
-            RejectionKind::InvalidJson(detail) => ("data is not valid JSON for the handler's type", detail),
+            RejectionKind::InvalidJson(detail) => {
+                ("data is not valid JSON for the handler's type", detail)
+            }
         };
         write!(
             f,

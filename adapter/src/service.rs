@@ -124,7 +124,9 @@ where
 pub enum AdapterError {
     /// The event holds records of more than one shard. Lambda never sends one; a response could
     /// hold only one shard's checkpoint.
-    #[error("the event mixes records of shards {first} and {second}; a Kinesis event comes from one shard")]
+    #[error(
+        "the event mixes records of shards {first} and {second}; a Kinesis event comes from one shard"
+    )]
     MixedShards {
         /// The first record's shard.
         first: String,

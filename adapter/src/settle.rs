@@ -93,19 +93,23 @@ where
     let mut lane_of_key: HashMap<&str, usize> = HashMap::new();
     let mut lanes: Vec<Vec<usize>> = Vec::new();
     for (index, record) in batch.records().enumerate() {
-        let lane = *lane_of_key.entry(record.partition_key()).or_insert_with(|| {
-            lanes.push(Vec::new());
-            lanes.len() - 1
-        });
+        let lane = *lane_of_key
+            .entry(record.partition_key())
+            .or_insert_with(|| {
+                lanes.push(Vec::new());
+                lanes.len() - 1
+            });
         lanes[lane].push(index);
     }
     let handler = &handler;
     let mut settled: Vec<Option<RecordOutcome>> = vec![None; batch.len()];
     let mut finished = futures_util::stream::iter(lanes)
         .map(|indices| async move {
-            let records = indices
-                .iter()
-                .map(|&index| batch.record(index).expect("lanes hold indices of the batch"));
+            let records = indices.iter().map(|&index| {
+                batch
+                    .record(index)
+                    .expect("lanes hold indices of the batch")
+            });
             let outcomes = lane(handler, records, options, deadline).await;
             (indices, outcomes)
         })
@@ -160,7 +164,11 @@ where
 }
 
 /// Calls the handler for one record, turning an error or a panic into a held record.
-async fn call<T, C: CallRecord<T>>(handler: &C, value: &T, record: &RecordMeta<'_>) -> RecordOutcome {
+async fn call<T, C: CallRecord<T>>(
+    handler: &C,
+    value: &T,
+    record: &RecordMeta<'_>,
+) -> RecordOutcome {
     let span = tracing::info_span!(
         "record",
         shard_id = record.shard_id(),
@@ -169,7 +177,12 @@ async fn call<T, C: CallRecord<T>>(handler: &C, value: &T, record: &RecordMeta<'
     );
     let started = std::panic::catch_unwind(AssertUnwindSafe(|| handler.call_record(value, record)));
     let result = match started {
-        Ok(future) => AssertUnwindSafe(future).catch_unwind().instrument(span.clone()).await,
+        Ok(future) => {
+            AssertUnwindSafe(future)
+                .catch_unwind()
+                .instrument(span.clone())
+                .await
+        }
         Err(panic) => Err(panic),
     };
     let _entered = span.enter();
@@ -289,7 +302,9 @@ where
     T: Send + Sync,
     H: for<'a> BatchHandler<'a, T>,
 {
-    let first = batch.record(first).expect("the first decoded record is in the batch");
+    let first = batch
+        .record(first)
+        .expect("the first decoded record is in the batch");
     let span = tracing::info_span!(
         "batch",
         shard_id = first.shard_id(),
@@ -309,7 +324,12 @@ where
     drop(_entered);
     let started = std::panic::catch_unwind(AssertUnwindSafe(|| handler.call(values)));
     let result = match started {
-        Ok(future) => AssertUnwindSafe(future).catch_unwind().instrument(span.clone()).await,
+        Ok(future) => {
+            AssertUnwindSafe(future)
+                .catch_unwind()
+                .instrument(span.clone())
+                .await
+        }
         Err(panic) => Err(panic),
     };
     let _entered = span.enter();
@@ -391,7 +411,9 @@ impl Settlement {
 
     /// The index of the first record that is not settled: the one the response names.
     pub fn first_unsettled(&self) -> Option<usize> {
-        self.outcomes.iter().position(|outcome| !outcome.is_settled())
+        self.outcomes
+            .iter()
+            .position(|outcome| !outcome.is_settled())
     }
 
     /// The sequence number the response names, if any record is not settled.
@@ -404,7 +426,10 @@ impl Settlement {
     /// Where the shard's checkpoint stands once Lambda has read the response.
     pub fn checkpoint(&self) -> Checkpoint<'_> {
         let settled = self.first_unsettled().unwrap_or(self.outcomes.len());
-        match settled.checked_sub(1).and_then(|last| self.batch.record(last)) {
+        match settled
+            .checked_sub(1)
+            .and_then(|last| self.batch.record(last))
+        {
             Some(record) => Checkpoint::After(record.sequence_number()),
             None => Checkpoint::Unmoved,
         }

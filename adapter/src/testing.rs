@@ -28,11 +28,11 @@ use aws_lambda_events::kinesis::KinesisEvent;
 use lambda_runtime::Context;
 use serde::Serialize;
 
-use crate::event_json::{write_event, EventRecord, EventSource};
+use crate::KinesisBatch;
+use crate::event_json::{EventRecord, EventSource, write_event};
 use crate::handler::Handler;
 use crate::service::KinesisAdapter;
 use crate::settle::Settlement;
-use crate::KinesisBatch;
 
 /// The partition key of records added without one.
 pub const DEFAULT_PARTITION_KEY: &str = "partition-key";
@@ -91,7 +91,10 @@ impl TestEvent {
 
     /// Sets when the records added next arrived; each one after it arrives a millisecond later.
     pub fn arrival(mut self, at: SystemTime) -> Self {
-        let millis = at.duration_since(UNIX_EPOCH).unwrap_or_default().as_millis();
+        let millis = at
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis();
         self.next_arrival_millis = i64::try_from(millis).unwrap_or(i64::MAX);
         self
     }
@@ -113,11 +116,18 @@ impl TestEvent {
     }
 
     /// Adds a record of raw bytes under `partition_key`.
-    pub fn bytes_keyed(mut self, partition_key: impl Into<String>, data: impl Into<Vec<u8>>) -> Self {
+    pub fn bytes_keyed(
+        mut self,
+        partition_key: impl Into<String>,
+        data: impl Into<Vec<u8>>,
+    ) -> Self {
         let index = self.records.len() as u64;
         self.records.push(TestRecord {
             // Real sequence numbers are 56 digits and far apart; these keep the shape and grow.
-            sequence_number: format!("49590338271490256608559692538361571095921575{:012}", 989_136_588_898 + index * 1_000),
+            sequence_number: format!(
+                "49590338271490256608559692538361571095921575{:012}",
+                989_136_588_898 + index * 1_000
+            ),
             partition_key: partition_key.into(),
             data: data.into(),
             arrival_millis: self.next_arrival_millis,
@@ -146,7 +156,10 @@ impl TestEvent {
 
     /// The ARN of the stream the records come from.
     pub fn stream_arn(&self) -> String {
-        format!("arn:aws:kinesis:{}:{}:stream/{}", self.region, self.account, self.stream_name)
+        format!(
+            "arn:aws:kinesis:{}:{}:stream/{}",
+            self.region, self.account, self.stream_name
+        )
     }
 
     /// The event's JSON, exactly as Lambda would send it.

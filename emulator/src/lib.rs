@@ -1,1 +1,11 @@
-//! kinesis-esm
+//! `kinesis-esm`: a local Kinesis event source mapping.
+//!
+//! It reads shards (from the embedded in-memory Kinesis by default, or any Kinesis endpoint),
+//! keeps checkpoints (in memory by default, or in a DynamoDB lease table), honours parent/child
+//! order after splits and merges, and invokes the function the way Lambda's event source mapping
+//! does, so what you see locally is what Lambda would do.
+
+pub mod invoke;
+pub mod lease;
+pub mod sequence;
+pub mod source;

@@ -3,8 +3,8 @@
 //! Run its tests with `cargo test -p shipping`; run it under the emulator with the README's
 //! main command.
 
-use lambda_kinesis::serde::{Deserialize, Serialize};
 use lambda_kinesis::HandlerOutcome;
+use lambda_kinesis::serde::{Deserialize, Serialize};
 
 /// The carriers shipments can be booked with.
 pub const CARRIERS: [&str; 2] = ["dhl", "ups"];

@@ -1,0 +1,3 @@
+//! The `kinesis-esm` command line.
+
+fn main() {}
