@@ -164,7 +164,7 @@ where
 }
 
 /// Calls the handler for one record, turning an error or a panic into a held record.
-async fn call<T, C: CallRecord<T>>(
+async fn call<T: Sync, C: CallRecord<T>>(
     handler: &C,
     value: &T,
     record: &RecordMeta<'_>,

@@ -1,0 +1,71 @@
+//! What an event source mapping is told: the properties of a Kinesis event on a function.
+
+use std::time::{Duration, SystemTime};
+
+/// Where a shard without a checkpoint starts (`StartingPosition`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartingPosition {
+    /// At the oldest record the shard holds.
+    TrimHorizon,
+    /// After the newest record: only records put once the mapping runs.
+    Latest,
+    /// At the first record that arrived at or after this time (`StartingPositionTimestamp`).
+    AtTimestamp(SystemTime),
+}
+
+/// An event source mapping from a Kinesis stream to a function, with Lambda's defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MappingConfig {
+    /// The function's name (`FunctionName`).
+    pub function_name: String,
+    /// The stream's name.
+    pub stream_name: String,
+    /// Where a shard with no checkpoint starts.
+    pub starting_position: StartingPosition,
+    /// The most records in one invocation (`BatchSize`, 1 to 10,000; default 100).
+    pub batch_size: usize,
+    /// How long to gather records before invoking (`MaximumBatchingWindowInSeconds`, 0 to 300).
+    pub maximum_batching_window: Duration,
+    /// How many times a failed batch is retried (`MaximumRetryAttempts`): `None` is -1, until
+    /// the records expire.
+    pub maximum_retry_attempts: Option<u32>,
+    /// Records older than this are discarded before invoking (`MaximumRecordAgeInSeconds`):
+    /// `None` is -1, no limit.
+    pub maximum_record_age: Option<Duration>,
+    /// Whether a batch that fails with a function error is split in two (`BisectBatchOnFunctionError`).
+    pub bisect_batch_on_function_error: bool,
+    /// Whether the function's response is read as a partial batch response
+    /// (`FunctionResponseTypes: [ReportBatchItemFailures]`). Without it the body is ignored.
+    pub report_batch_item_failures: bool,
+    /// Where the record of a discarded batch goes (`DestinationConfig.OnFailure.Destination`).
+    pub on_failure_destination: Option<String>,
+    /// Whether the mapping polls at all (`Enabled`).
+    pub enabled: bool,
+    /// The function's `Timeout`: each invocation's deadline is this far from its start.
+    pub function_timeout: Duration,
+}
+
+impl MappingConfig {
+    /// A mapping with Lambda's defaults: BatchSize 100, no batching window, retries until the
+    /// records expire, no bisection, no partial batch response, a 3-second function timeout.
+    pub fn new(
+        function_name: impl Into<String>,
+        stream_name: impl Into<String>,
+        starting_position: StartingPosition,
+    ) -> Self {
+        Self {
+            function_name: function_name.into(),
+            stream_name: stream_name.into(),
+            starting_position,
+            batch_size: 100,
+            maximum_batching_window: Duration::ZERO,
+            maximum_retry_attempts: None,
+            maximum_record_age: None,
+            bisect_batch_on_function_error: false,
+            report_batch_item_failures: false,
+            on_failure_destination: None,
+            enabled: true,
+            function_timeout: Duration::from_secs(3),
+        }
+    }
+}
