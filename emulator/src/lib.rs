@@ -5,8 +5,11 @@
 //! order after splits and merges, and invokes the function the way Lambda's event source mapping
 //! does, so what you see locally is what Lambda would do.
 
+pub mod backoff;
 pub mod config;
 pub mod invoke;
 pub mod lease;
+pub mod mapping;
+pub mod response;
 pub mod sequence;
 pub mod source;

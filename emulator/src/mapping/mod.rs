@@ -1,0 +1,523 @@
+//! The event source mapping: shard readers, leases, and the order of parents and children.
+//!
+//! A coordinator lists the stream's shards, creates a lease for each, and starts a reader for
+//! every shard whose parents have all reached `SHARD_END`. Each reader keeps one batch in flight,
+//! invokes the function, reads its answer as Lambda does (§A1), retries as Lambda does (§A2) and
+//! writes one checkpoint per settled batch. At the end of a closed shard it creates its children's
+//! leases and checkpoints `SHARD_END`, which lets the coordinator start the children.
+
+mod reader;
+mod status;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant, UNIX_EPOCH};
+
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+use crate::backoff::Backoff;
+use crate::config::{MappingConfig, StartingPosition};
+use crate::invoke::Invoker;
+use crate::lease::{Checkpoint, Lease, LeaseError, LeaseStore, MemoryLeaseStore};
+use crate::source::{Shard, ShardSource, SourceError, StreamDescription};
+
+pub use status::{HeldRecord, MappingEvent, MappingStatus, ShardPhase, ShardStatus};
+
+use reader::{ReaderExit, ShardReader};
+
+/// How the emulator runs a mapping: knobs that are not Lambda properties.
+#[derive(Debug, Clone)]
+pub struct MappingOptions {
+    /// This worker's name in the lease table (`leaseOwner`).
+    pub worker_id: String,
+    /// How long an idle shard waits before reading again when the source cannot signal new
+    /// records (Lambda polls each shard about once a second).
+    pub poll_interval: Duration,
+    /// How often the coordinator lists shards and leases again.
+    pub shard_sync_interval: Duration,
+    /// How long a lease may go unrenewed before another worker takes it (KCL: 10 s).
+    pub failover_time: Duration,
+    /// The first pause before retrying a failed batch.
+    pub retry_backoff_initial: Duration,
+    /// The longest pause between retries of a failed batch.
+    pub retry_backoff_max: Duration,
+    /// The execution role named in events (`invokeIdentityArn`).
+    pub invoke_identity_arn: String,
+}
+
+impl Default for MappingOptions {
+    fn default() -> Self {
+        Self {
+            worker_id: format!("kinesis-esm-{}", uuid::Uuid::new_v4()),
+            poll_interval: Duration::from_secs(1),
+            shard_sync_interval: Duration::from_secs(10),
+            failover_time: Duration::from_secs(10),
+            retry_backoff_initial: Duration::from_millis(100),
+            retry_backoff_max: Duration::from_secs(2),
+            invoke_identity_arn: "arn:aws:iam::000000000000:role/kinesis-esm".to_owned(),
+        }
+    }
+}
+
+/// An event source mapping, ready to start.
+pub struct EventSourceMapping {
+    config: MappingConfig,
+    source: Arc<dyn ShardSource>,
+    invoker: Arc<dyn Invoker>,
+    leases: Arc<dyn LeaseStore>,
+    options: MappingOptions,
+    observer: Option<mpsc::UnboundedSender<MappingEvent>>,
+}
+
+impl EventSourceMapping {
+    /// A mapping from `config.stream_name` in `source` to the function behind `invoker`, with
+    /// checkpoints in a fresh [`MemoryLeaseStore`].
+    pub fn new(
+        config: MappingConfig,
+        source: Arc<dyn ShardSource>,
+        invoker: Arc<dyn Invoker>,
+    ) -> Self {
+        Self {
+            config,
+            source,
+            invoker,
+            leases: Arc::new(MemoryLeaseStore::new()),
+            options: MappingOptions::default(),
+            observer: None,
+        }
+    }
+
+    /// Keeps checkpoints in `leases` instead.
+    pub fn lease_store(mut self, leases: Arc<dyn LeaseStore>) -> Self {
+        self.leases = leases;
+        self
+    }
+
+    /// Sets the emulator's own knobs.
+    pub fn options(mut self, options: MappingOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Sends every [`MappingEvent`] to `observer`.
+    pub fn observe(mut self, observer: mpsc::UnboundedSender<MappingEvent>) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// Starts the mapping on the current tokio runtime.
+    pub fn start(self) -> RunningMapping {
+        let status = MappingStatus {
+            function_name: self.config.function_name.clone(),
+            stream_name: self.config.stream_name.clone(),
+            ..MappingStatus::default()
+        };
+        let (status, status_changes) = watch::channel(status);
+        let (stop, stopping) = watch::channel(false);
+        let shared = Arc::new(Shared {
+            config: self.config,
+            source: self.source,
+            invoker: self.invoker,
+            leases: self.leases,
+            options: self.options,
+            observer: self.observer,
+            status,
+        });
+        let coordinator = tokio::spawn(coordinate(Arc::clone(&shared), stopping));
+        RunningMapping {
+            shared,
+            status: status_changes,
+            stop,
+            coordinator,
+        }
+    }
+}
+
+/// What the coordinator and the readers share.
+struct Shared {
+    config: MappingConfig,
+    source: Arc<dyn ShardSource>,
+    invoker: Arc<dyn Invoker>,
+    leases: Arc<dyn LeaseStore>,
+    options: MappingOptions,
+    observer: Option<mpsc::UnboundedSender<MappingEvent>>,
+    status: watch::Sender<MappingStatus>,
+}
+
+impl Shared {
+    fn emit(&self, event: impl FnOnce() -> MappingEvent) {
+        if let Some(observer) = &self.observer {
+            // A gone observer only means nobody listens any more.
+            let _ = observer.send(event());
+        }
+    }
+
+    fn update_shard(&self, shard_id: &str, change: impl FnOnce(&mut ShardStatus)) {
+        self.status.send_modify(|status| {
+            let shard = status
+                .shards
+                .entry(shard_id.to_owned())
+                .or_insert_with(|| ShardStatus {
+                    shard_id: shard_id.to_owned(),
+                    ..ShardStatus::default()
+                });
+            change(shard);
+        });
+    }
+
+    fn retry_backoff(&self) -> Backoff {
+        Backoff::new(
+            self.options.retry_backoff_initial,
+            self.options.retry_backoff_max,
+        )
+    }
+}
+
+/// A started mapping.
+pub struct RunningMapping {
+    shared: Arc<Shared>,
+    status: watch::Receiver<MappingStatus>,
+    stop: watch::Sender<bool>,
+    coordinator: JoinHandle<()>,
+}
+
+impl RunningMapping {
+    /// The mapping's status now.
+    pub fn status(&self) -> MappingStatus {
+        self.status.borrow().clone()
+    }
+
+    /// The mapping's configuration.
+    pub fn config(&self) -> &MappingConfig {
+        &self.shared.config
+    }
+
+    /// Waits until the status satisfies `condition`, and returns that status.
+    pub async fn wait_for(
+        &self,
+        mut condition: impl FnMut(&MappingStatus) -> bool,
+    ) -> MappingStatus {
+        let mut changes = self.status.clone();
+        let status = changes
+            .wait_for(|status| condition(status))
+            .await
+            .expect("the status outlives the mapping's tasks");
+        status.clone()
+    }
+
+    /// Waits until there is nothing left to do until new records arrive
+    /// ([`MappingStatus::is_idle`]).
+    pub async fn wait_until_idle(&self) -> MappingStatus {
+        self.wait_for(MappingStatus::is_idle).await
+    }
+
+    /// Stops the mapping: each reader finishes the invocation it has in flight, gives its lease
+    /// up and stops. Returns the final status.
+    pub async fn stop(self) -> MappingStatus {
+        let _ = self.stop.send(true);
+        if let Err(error) = self.coordinator.await {
+            tracing::error!(%error, "the mapping's coordinator failed");
+        }
+        self.status.borrow().clone()
+    }
+}
+
+/// The lease key of a shard: the KCL's multi-stream form, tied to the stream's creation time so
+/// that a stream created again under the same name never resumes from the old one's checkpoints.
+fn lease_key(stream: &StreamDescription, shard_id: &str) -> String {
+    let account = stream.arn.split(':').nth(4).unwrap_or("000000000000");
+    let created = stream
+        .created
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs());
+    format!("{account}:{}:{created}:{shard_id}", stream.name)
+}
+
+/// The coordinator's loop: sync shards and leases, start the readers that may run, clean up.
+async fn coordinate(shared: Arc<Shared>, mut stopping: watch::Receiver<bool>) {
+    let mut backoff = shared.retry_backoff();
+    let stream = loop {
+        match shared
+            .source
+            .describe_stream(&shared.config.stream_name)
+            .await
+        {
+            Ok(stream) => break stream,
+            Err(error) => {
+                report_error(
+                    &shared,
+                    format!("describing stream {}: {error}", shared.config.stream_name),
+                );
+                let pause = backoff.next_delay();
+                tokio::select! {
+                    () = tokio::time::sleep(pause) => continue,
+                    _ = stopping.wait_for(|stop| *stop) => return,
+                }
+            }
+        }
+    };
+    let stream = Arc::new(stream);
+    let (exits, mut exited) = mpsc::unbounded_channel::<(String, ReaderExit)>();
+    let mut readers: HashMap<String, JoinHandle<()>> = HashMap::new();
+    let mut expiry = LeaseExpiry::default();
+    loop {
+        if *stopping.borrow() {
+            break;
+        }
+        match sync(
+            &shared,
+            &stream,
+            &mut readers,
+            &mut expiry,
+            &exits,
+            &stopping,
+        )
+        .await
+        {
+            Ok(()) => {
+                backoff.reset();
+                shared.status.send_modify(|status| status.last_error = None);
+            }
+            Err(error) => report_error(&shared, error),
+        }
+        let pause = if shared.status.borrow().last_error.is_some() {
+            backoff.next_delay()
+        } else {
+            shared.options.shard_sync_interval
+        };
+        tokio::select! {
+            exit = exited.recv() => {
+                if let Some((shard_id, exit)) = exit {
+                    readers.remove(&shard_id);
+                    tracing::debug!(shard_id, ?exit, "reader exited");
+                }
+            }
+            () = tokio::time::sleep(pause) => {}
+            _ = stopping.wait_for(|stop| *stop) => break,
+        }
+    }
+    for (_, reader) in readers {
+        let _ = reader.await;
+    }
+}
+
+fn report_error(shared: &Shared, error: String) {
+    tracing::warn!(
+        function = %shared.config.function_name,
+        stream = %shared.config.stream_name,
+        "{error}"
+    );
+    shared
+        .status
+        .send_modify(|status| status.last_error = Some(error));
+}
+
+/// When other workers' leases were last seen to change, to tell a live lease from an expired one.
+#[derive(Default)]
+struct LeaseExpiry {
+    last_change: HashMap<String, (u64, Instant)>,
+}
+
+impl LeaseExpiry {
+    /// Whether `lease` may be taken: unowned, ours, or not renewed for `failover_time`.
+    fn available(&mut self, lease: &Lease, worker_id: &str, failover_time: Duration) -> bool {
+        let now = Instant::now();
+        let seen = self
+            .last_change
+            .entry(lease.lease_key.clone())
+            .or_insert((lease.lease_counter, now));
+        if seen.0 != lease.lease_counter {
+            *seen = (lease.lease_counter, now);
+        }
+        match lease.lease_owner.as_deref() {
+            None => true,
+            Some(owner) if owner == worker_id => true,
+            Some(_) => now.duration_since(seen.1) >= failover_time,
+        }
+    }
+}
+
+/// One round of the coordinator: list shards, create missing leases, start runnable readers.
+async fn sync(
+    shared: &Arc<Shared>,
+    stream: &Arc<StreamDescription>,
+    readers: &mut HashMap<String, JoinHandle<()>>,
+    expiry: &mut LeaseExpiry,
+    exits: &mpsc::UnboundedSender<(String, ReaderExit)>,
+    stopping: &watch::Receiver<bool>,
+) -> Result<(), String> {
+    let config = &shared.config;
+    let shards = shared
+        .source
+        .list_shards(&config.stream_name)
+        .await
+        .map_err(|error: SourceError| {
+            format!("listing the shards of {}: {error}", config.stream_name)
+        })?;
+    let prefix = lease_key(stream, "");
+    let list_leases = || async {
+        let leases = shared
+            .leases
+            .list_leases()
+            .await
+            .map_err(|error: LeaseError| format!("listing leases: {error}"))?;
+        Ok::<_, String>(
+            leases
+                .into_iter()
+                .filter(|lease| lease.lease_key.starts_with(&prefix))
+                .map(|lease| (lease.shard_id.clone(), lease))
+                .collect::<BTreeMap<_, _>>(),
+        )
+    };
+    let mut leases = list_leases().await?;
+    if create_missing_leases(shared, stream, &shards, &leases).await? {
+        leases = list_leases().await?;
+    }
+    let shards_by_id: HashMap<&str, &Shard> = shards
+        .iter()
+        .map(|shard| (shard.shard_id.as_str(), shard))
+        .collect();
+    for lease in leases.values() {
+        shared.update_shard(&lease.shard_id, |status| {
+            status.parent_shard_ids.clone_from(&lease.parent_shard_ids);
+            status.checkpoint = Some(lease.checkpoint.clone());
+            if lease.checkpoint == Checkpoint::ShardEnd {
+                status.phase = ShardPhase::Ended;
+            }
+        });
+    }
+    for lease in leases.values() {
+        if lease.checkpoint == Checkpoint::ShardEnd || readers.contains_key(&lease.shard_id) {
+            continue;
+        }
+        let parents_ended = lease.parent_shard_ids.iter().all(|parent| {
+            leases
+                .get(parent)
+                .is_none_or(|parent| parent.checkpoint == Checkpoint::ShardEnd)
+        });
+        if !parents_ended {
+            shared.update_shard(&lease.shard_id, |status| {
+                status.phase = ShardPhase::WaitingOnParents
+            });
+            continue;
+        }
+        if !expiry.available(
+            lease,
+            &shared.options.worker_id,
+            shared.options.failover_time,
+        ) {
+            shared.update_shard(&lease.shard_id, |status| {
+                status.phase = ShardPhase::NotOwned
+            });
+            continue;
+        }
+        let Some(shard) = shards_by_id.get(lease.shard_id.as_str()) else {
+            // The shard has expired from the stream: nothing is left to read.
+            continue;
+        };
+        let taken = match shared
+            .leases
+            .take_lease(lease, &shared.options.worker_id)
+            .await
+        {
+            Ok(taken) => taken,
+            // Another worker was faster; the next round will see it.
+            Err(LeaseError::LeaseLost { .. }) => continue,
+            Err(error) => return Err(format!("taking the lease of {}: {error}", lease.shard_id)),
+        };
+        let reader = ShardReader::new(
+            Arc::clone(shared),
+            Arc::clone(stream),
+            (*shard).clone(),
+            taken,
+            stopping.clone(),
+        );
+        let exits = exits.clone();
+        let shard_id = lease.shard_id.clone();
+        readers.insert(
+            shard_id.clone(),
+            tokio::spawn(async move {
+                let exit = reader.run().await;
+                let _ = exits.send((shard_id, exit));
+            }),
+        );
+    }
+    clean_up_finished_parents(shared, &leases).await;
+    Ok(())
+}
+
+/// Creates a lease for every shard that should have one and has none. Returns whether any was
+/// created.
+///
+/// On an empty table (the mapping's first start), shards start where `StartingPosition` says;
+/// with `LATEST`, closed shards get no lease (their records are older than "now"). Shards that
+/// appear later are children of resharding and start at `TRIM_HORIZON`, as the KCL does.
+async fn create_missing_leases(
+    shared: &Shared,
+    stream: &StreamDescription,
+    shards: &[Shard],
+    leases: &BTreeMap<String, Lease>,
+) -> Result<bool, String> {
+    let first_start = leases.is_empty();
+    let mut created = false;
+    for shard in shards {
+        if leases.contains_key(&shard.shard_id) {
+            continue;
+        }
+        // A shard whose child has a lease was finished (and its lease cleaned up) or skipped on
+        // purpose: reading it again would deliver old records twice.
+        let has_leased_child = shards.iter().any(|child| {
+            child.parents().any(|parent| parent == shard.shard_id)
+                && leases.contains_key(&child.shard_id)
+        });
+        if has_leased_child {
+            continue;
+        }
+        let checkpoint = if first_start {
+            match shared.config.starting_position {
+                StartingPosition::Latest if shard.is_closed() => continue,
+                StartingPosition::Latest => Checkpoint::Latest,
+                StartingPosition::TrimHorizon => Checkpoint::TrimHorizon,
+                StartingPosition::AtTimestamp(_) => Checkpoint::AtTimestamp,
+            }
+        } else {
+            Checkpoint::TrimHorizon
+        };
+        let mut lease = Lease::new(
+            lease_key(stream, &shard.shard_id),
+            &shard.shard_id,
+            checkpoint,
+        );
+        lease.parent_shard_ids = shard.parents().map(str::to_owned).collect();
+        lease.starting_hash_key = Some(shard.hash_key_range.starting_hash_key.to_string());
+        lease.ending_hash_key = Some(shard.hash_key_range.ending_hash_key.to_string());
+        created |= shared
+            .leases
+            .create_lease_if_absent(&lease)
+            .await
+            .map_err(|error| format!("creating the lease of {}: {error}", shard.shard_id))?;
+    }
+    Ok(created)
+}
+
+/// Deletes the leases of shards that ended and whose children have all started (spec §B7), so the
+/// table does not grow with every reshard. A parent's lease goes only after its own parents'.
+async fn clean_up_finished_parents(shared: &Shared, leases: &BTreeMap<String, Lease>) {
+    for lease in leases.values() {
+        let finished = lease.checkpoint == Checkpoint::ShardEnd
+            && !lease.child_shard_ids.is_empty()
+            && lease.child_shard_ids.iter().all(|child| {
+                leases
+                    .get(child)
+                    .is_some_and(|child| !child.checkpoint.is_initial())
+            })
+            && lease
+                .parent_shard_ids
+                .iter()
+                .all(|parent| !leases.contains_key(parent));
+        if finished && let Err(error) = shared.leases.delete_lease(&lease.lease_key).await {
+            tracing::warn!(shard_id = %lease.shard_id, %error, "could not delete a finished lease");
+        }
+    }
+}

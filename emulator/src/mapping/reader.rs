@@ -1,0 +1,864 @@
+//! One shard's reader: reads, batches, invokes, retries and checkpoints, one batch in flight.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use lambda_kinesis::{EventRecord, EventSource, write_event};
+use serde_json::{Value, json};
+use tokio::sync::{Mutex, watch};
+
+use super::{MappingEvent, ShardPhase, Shared, lease_key};
+use crate::config::StartingPosition;
+use crate::invoke::{Invocation, InvokeOutcome};
+use crate::lease::{Checkpoint, Lease, LeaseError, LeaseStore};
+use crate::mapping::status::HeldRecord;
+use crate::response::{Verdict, read_response};
+use crate::sequence::SequenceNumber;
+use crate::source::{ChildShard, IteratorPosition, Record, Shard, SourceError, StreamDescription};
+
+/// The most records one `GetRecords` call asks for (the API's limit).
+const READ_LIMIT: usize = 10_000;
+/// Lambda's synchronous invocation payload limit.
+const MAX_PAYLOAD_BYTES: usize = 6 * 1024 * 1024;
+/// What an event spends on one record besides its key and data (field names, ids, ARNs).
+const EVENT_BYTES_PER_RECORD: usize = 512;
+
+/// Why a reader stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ReaderExit {
+    /// The shard was read to its end and checkpointed at `SHARD_END`.
+    Ended,
+    /// Another worker took the lease.
+    LeaseLost,
+    /// The mapping is stopping.
+    Stopped,
+    /// The shard or its stream no longer exists.
+    ShardGone,
+}
+
+/// How one read went.
+enum Read {
+    /// Records were added to the buffer.
+    Records,
+    /// The shard holds nothing more for now.
+    Nothing,
+    /// The read failed in a way that a new try may fix (the pause is already taken).
+    TryAgain,
+}
+
+/// How a batch that reached the function failed.
+struct FailedAttempt {
+    reason: String,
+    /// `"Unhandled"` for function errors and timeouts, `None` for a bad response.
+    function_error: Option<&'static str>,
+}
+
+pub(super) struct ShardReader {
+    shared: Arc<Shared>,
+    stream: Arc<StreamDescription>,
+    shard: Shard,
+    lease: Arc<Mutex<Lease>>,
+    stopping: watch::Receiver<bool>,
+    lease_lost: watch::Receiver<bool>,
+    lease_lost_signal: watch::Sender<bool>,
+    region: String,
+    account: String,
+    /// Records read and not yet handed to a batch.
+    buffer: VecDeque<Record>,
+    /// Where to read next; `None` once the shard has been read to its end.
+    iterator: Option<String>,
+    /// The children named at the end of the shard.
+    children: Vec<ChildShard>,
+    last_read: Option<SequenceNumber>,
+    highest_delivered: Option<SequenceNumber>,
+    /// The size of the last event, to size the next one's buffer at once.
+    last_payload_len: usize,
+}
+
+impl ShardReader {
+    pub(super) fn new(
+        shared: Arc<Shared>,
+        stream: Arc<StreamDescription>,
+        shard: Shard,
+        lease: Lease,
+        stopping: watch::Receiver<bool>,
+    ) -> Self {
+        let mut arn = stream.arn.split(':');
+        let region = arn.nth(3).unwrap_or("us-east-1").to_owned();
+        let account = arn.next().unwrap_or("000000000000").to_owned();
+        let (lease_lost_signal, lease_lost) = watch::channel(false);
+        Self {
+            shared,
+            stream,
+            shard,
+            lease: Arc::new(Mutex::new(lease)),
+            stopping,
+            lease_lost,
+            lease_lost_signal,
+            region,
+            account,
+            buffer: VecDeque::new(),
+            iterator: None,
+            children: Vec::new(),
+            last_read: None,
+            highest_delivered: None,
+            last_payload_len: 0,
+        }
+    }
+
+    fn shard_id(&self) -> &str {
+        &self.shard.shard_id
+    }
+
+    pub(super) async fn run(mut self) -> ReaderExit {
+        let renewer = tokio::spawn(renew(
+            Arc::clone(&self.shared),
+            Arc::clone(&self.lease),
+            self.lease_lost_signal.clone(),
+        ));
+        let exit = match self.read_loop().await {
+            Ok(never) => match never {},
+            Err(exit) => exit,
+        };
+        renewer.abort();
+        let phase = match exit {
+            ReaderExit::Ended => ShardPhase::Ended,
+            ReaderExit::LeaseLost => ShardPhase::NotOwned,
+            ReaderExit::Stopped | ReaderExit::ShardGone => ShardPhase::Stopped,
+        };
+        let unsettled = self.buffer.len() as u64;
+        self.shared.update_shard(&self.shard.shard_id, |status| {
+            status.phase = phase;
+            status.unsettled = status.unsettled.min(unsettled);
+        });
+        if exit == ReaderExit::Stopped {
+            // Give the lease up so that the next instance takes the shard at once instead of
+            // waiting for the lease to expire.
+            let lease = self.lease.lock().await;
+            if let Err(error) = self.shared.leases.evict_lease(&lease).await {
+                tracing::debug!(shard_id = %self.shard.shard_id, %error, "could not give the lease up");
+            }
+        }
+        exit
+    }
+
+    async fn read_loop(&mut self) -> Result<std::convert::Infallible, ReaderExit> {
+        let checkpoint = self.lease.lock().await.checkpoint.clone();
+        let position = match &checkpoint {
+            Checkpoint::ShardEnd => return Err(ReaderExit::Ended),
+            Checkpoint::TrimHorizon => IteratorPosition::TrimHorizon,
+            Checkpoint::Latest => IteratorPosition::Latest,
+            Checkpoint::AtTimestamp => match self.shared.config.starting_position {
+                StartingPosition::AtTimestamp(at) => IteratorPosition::AtTimestamp(at),
+                _ => IteratorPosition::TrimHorizon,
+            },
+            Checkpoint::SequenceNumber(last) => IteratorPosition::AfterSequenceNumber(last.clone()),
+        };
+        let shard_id = self.shard.shard_id.clone();
+        self.shared.emit(|| MappingEvent::ShardStarted {
+            shard_id: shard_id.clone(),
+            checkpoint: checkpoint.clone(),
+        });
+        self.shared.update_shard(&shard_id, |status| {
+            status.phase = ShardPhase::Reading;
+            status.checkpoint = Some(checkpoint);
+        });
+        self.iterator = Some(self.shard_iterator(position).await?);
+
+        let batch_size = self.shared.config.batch_size.max(1);
+        let window = self.shared.config.maximum_batching_window;
+        let mut window_start = Instant::now();
+        loop {
+            self.check_running()?;
+            let mut read = Read::Nothing;
+            if self.buffer.len() < batch_size && self.iterator.is_some() {
+                read = self.read().await?;
+            }
+            if matches!(read, Read::TryAgain) {
+                continue;
+            }
+            if self.buffer.is_empty() {
+                if self.iterator.is_none() {
+                    return Err(self.end_shard().await);
+                }
+                self.shared.update_shard(&shard_id, |status| {
+                    if status.held.is_none() {
+                        status.phase = ShardPhase::CaughtUp;
+                    }
+                });
+                self.wait_for_records(self.shared.options.poll_interval)
+                    .await?;
+                window_start = Instant::now();
+                continue;
+            }
+            // Lambda invokes when the batch is full, the window has passed, or the shard has
+            // nothing more (a closed shard's end does not wait for the window).
+            let full = self.buffer.len() >= batch_size;
+            if !full && self.iterator.is_some() && !window.is_zero() {
+                if matches!(read, Read::Records) {
+                    continue;
+                }
+                let window_end = window_start + window;
+                let now = Instant::now();
+                if now < window_end {
+                    self.wait_for_records(window_end - now).await?;
+                    continue;
+                }
+            }
+            let batch = self.take_batch(batch_size);
+            self.process(batch).await?;
+            window_start = Instant::now();
+        }
+    }
+
+    fn check_running(&self) -> Result<(), ReaderExit> {
+        if *self.stopping.borrow() {
+            return Err(ReaderExit::Stopped);
+        }
+        if *self.lease_lost.borrow() {
+            return Err(ReaderExit::LeaseLost);
+        }
+        Ok(())
+    }
+
+    /// Sleeps for `pause`, or less if the mapping stops or the lease is lost.
+    async fn pause(&mut self, pause: Duration) -> Result<(), ReaderExit> {
+        tokio::select! {
+            () = tokio::time::sleep(pause) => {}
+            _ = self.stopping.wait_for(|stop| *stop) => {}
+            _ = self.lease_lost.wait_for(|lost| *lost) => {}
+        }
+        self.check_running()
+    }
+
+    async fn wait_for_records(&mut self, timeout: Duration) -> Result<(), ReaderExit> {
+        let source = Arc::clone(&self.shared.source);
+        let stream = self.shared.config.stream_name.clone();
+        tokio::select! {
+            () = source.wait_for_records(&stream, &self.shard.shard_id, self.last_read.as_ref(), timeout) => {}
+            _ = self.stopping.wait_for(|stop| *stop) => {}
+            _ = self.lease_lost.wait_for(|lost| *lost) => {}
+        }
+        self.check_running()
+    }
+
+    async fn shard_iterator(&mut self, position: IteratorPosition) -> Result<String, ReaderExit> {
+        let mut backoff = self.shared.retry_backoff();
+        loop {
+            let result = self
+                .shared
+                .source
+                .shard_iterator(
+                    &self.shared.config.stream_name,
+                    &self.shard.shard_id,
+                    &position,
+                )
+                .await;
+            match result {
+                Ok(iterator) => return Ok(iterator),
+                Err(SourceError::NotFound { what }) => {
+                    tracing::warn!(shard_id = %self.shard.shard_id, "{what} not found: the reader stops");
+                    return Err(ReaderExit::ShardGone);
+                }
+                Err(error) => {
+                    tracing::warn!(shard_id = %self.shard.shard_id, %error, "getting a shard iterator failed; trying again");
+                    let pause = backoff.next_delay();
+                    self.pause(pause).await?;
+                }
+            }
+        }
+    }
+
+    /// Reads once from the shard into the buffer.
+    async fn read(&mut self) -> Result<Read, ReaderExit> {
+        let Some(iterator) = self.iterator.as_deref() else {
+            return Ok(Read::Nothing);
+        };
+        match self.shared.source.get_records(iterator, READ_LIMIT).await {
+            Ok(output) => {
+                let count = output.records.len();
+                if let Some(last) = output.records.last() {
+                    self.last_read = Some(last.sequence_number.clone());
+                }
+                self.buffer.extend(output.records);
+                self.iterator = output.next_shard_iterator;
+                if self.iterator.is_none() {
+                    self.children = output.child_shards;
+                }
+                let behind = output.millis_behind_latest;
+                self.shared.update_shard(&self.shard.shard_id, |status| {
+                    status.unsettled += count as u64;
+                    status.millis_behind_latest = behind;
+                    if count > 0 && status.held.is_none() {
+                        status.phase = ShardPhase::Reading;
+                    }
+                });
+                Ok(if count > 0 {
+                    Read::Records
+                } else {
+                    Read::Nothing
+                })
+            }
+            Err(SourceError::ExpiredIterator) => {
+                // Resume right after the last record read (or from the checkpoint).
+                let position = match &self.last_read {
+                    Some(last) => IteratorPosition::AfterSequenceNumber(last.clone()),
+                    None => match self.lease.lock().await.checkpoint.clone() {
+                        Checkpoint::SequenceNumber(last) => {
+                            IteratorPosition::AfterSequenceNumber(last)
+                        }
+                        Checkpoint::Latest => IteratorPosition::Latest,
+                        Checkpoint::AtTimestamp => match self.shared.config.starting_position {
+                            StartingPosition::AtTimestamp(at) => IteratorPosition::AtTimestamp(at),
+                            _ => IteratorPosition::TrimHorizon,
+                        },
+                        Checkpoint::TrimHorizon | Checkpoint::ShardEnd => {
+                            IteratorPosition::TrimHorizon
+                        }
+                    },
+                };
+                tracing::debug!(shard_id = %self.shard.shard_id, "the shard iterator expired; renewing it");
+                self.iterator = Some(self.shard_iterator(position).await?);
+                Ok(Read::TryAgain)
+            }
+            Err(SourceError::NotFound { what }) => {
+                tracing::warn!(shard_id = %self.shard.shard_id, "{what} not found: the reader stops");
+                Err(ReaderExit::ShardGone)
+            }
+            Err(error) => {
+                tracing::warn!(shard_id = %self.shard.shard_id, %error, "reading the shard failed; trying again");
+                let pause = self.shared.retry_backoff().next_delay();
+                self.pause(pause).await?;
+                Ok(Read::TryAgain)
+            }
+        }
+    }
+
+    /// Takes the next batch from the buffer: up to `batch_size` records and 6 MB of event.
+    fn take_batch(&mut self, batch_size: usize) -> Vec<Record> {
+        let mut payload = 0;
+        let mut count = 0;
+        for record in self.buffer.iter().take(batch_size) {
+            let size = record.data.len().div_ceil(3) * 4
+                + record.partition_key.len()
+                + EVENT_BYTES_PER_RECORD;
+            if count > 0 && payload + size > MAX_PAYLOAD_BYTES {
+                break;
+            }
+            payload += size;
+            count += 1;
+        }
+        self.buffer.drain(..count).collect()
+    }
+
+    /// Settles one batch as Lambda does (spec §A2): retries, bisection, partial responses.
+    async fn process(&mut self, batch: Vec<Record>) -> Result<(), ReaderExit> {
+        let config = self.shared.config.clone();
+        let sequence_numbers: Vec<SequenceNumber> = batch
+            .iter()
+            .map(|record| record.sequence_number.clone())
+            .collect();
+        // Ranges still to settle, the next on top: bisection pushes the two halves.
+        let mut ranges = vec![(0, batch.len())];
+        while let Some((mut start, end)) = ranges.pop() {
+            let mut attempts = 0u32;
+            let mut invoke_count = 0u32;
+            let mut backoff = self.shared.retry_backoff();
+            while start < end {
+                self.check_running()?;
+                if let Some(max_age) = config.maximum_record_age {
+                    let now = SystemTime::now();
+                    let expired = batch[start..end]
+                        .iter()
+                        .take_while(|record| {
+                            now.duration_since(record.approximate_arrival)
+                                .unwrap_or_default()
+                                > max_age
+                        })
+                        .count();
+                    if expired > 0 {
+                        self.discard(
+                            &batch[start..start + expired],
+                            "RecordAgeExceeded",
+                            invoke_count.max(1),
+                            None,
+                        )
+                        .await?;
+                        start += expired;
+                        continue;
+                    }
+                }
+                let records = &batch[start..end];
+                let outcome = match self.invoke(records).await {
+                    Ok(outcome) => outcome,
+                    Err(error) => {
+                        // The batch never reached the function: no attempt is charged.
+                        tracing::warn!(shard_id = %self.shard.shard_id, %error, "invoking the function failed; trying again");
+                        let pause = backoff.next_delay();
+                        self.pause(pause).await?;
+                        continue;
+                    }
+                };
+                invoke_count += 1;
+                let failed = match outcome {
+                    InvokeOutcome::Response(body) => {
+                        let read = read_response(
+                            &body,
+                            &sequence_numbers[start..end],
+                            config.report_batch_item_failures,
+                        );
+                        let settled_until = match read.verdict {
+                            Verdict::Success => end - start,
+                            Verdict::PartialFailure { first_failed } => first_failed,
+                            Verdict::Failure { .. } => 0,
+                        };
+                        if settled_until > 0 {
+                            let dropped = read
+                                .dropped
+                                .iter()
+                                .filter(|&&index| index < settled_until)
+                                .count();
+                            self.settle(&records[..settled_until], dropped).await?;
+                            start += settled_until;
+                            // Progress starts the remainder's retry budget afresh (spec §A1.7).
+                            attempts = 0;
+                            backoff.reset();
+                            continue;
+                        }
+                        FailedAttempt {
+                            reason: match read.verdict {
+                                Verdict::Failure { reason } => format!("bad response: {reason}"),
+                                _ => "the function reported the batch's first record as failed"
+                                    .to_owned(),
+                            },
+                            function_error: None,
+                        }
+                    }
+                    InvokeOutcome::FunctionError {
+                        error_type,
+                        message,
+                    } => FailedAttempt {
+                        reason: format!("function error {error_type}: {message}"),
+                        function_error: Some("Unhandled"),
+                    },
+                    InvokeOutcome::Timeout => FailedAttempt {
+                        reason: format!(
+                            "the function timed out after {:?}",
+                            config.function_timeout
+                        ),
+                        function_error: Some("Unhandled"),
+                    },
+                };
+                self.hold(&records[0].sequence_number, &failed.reason);
+                if failed.function_error.is_some()
+                    && config.bisect_batch_on_function_error
+                    && end - start > 1
+                {
+                    // Splitting does not count toward the retry quota.
+                    let middle = start + (end - start) / 2;
+                    ranges.push((middle, end));
+                    ranges.push((start, middle));
+                    start = end;
+                    continue;
+                }
+                attempts += 1;
+                if config
+                    .maximum_retry_attempts
+                    .is_some_and(|max| attempts > max)
+                {
+                    self.discard(
+                        records,
+                        "RetryAttemptsExhausted",
+                        invoke_count,
+                        Some(&failed),
+                    )
+                    .await?;
+                    start = end;
+                    continue;
+                }
+                let pause = backoff.next_delay();
+                self.pause(pause).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Invokes the function with `records`.
+    async fn invoke(
+        &mut self,
+        records: &[Record],
+    ) -> Result<InvokeOutcome, crate::invoke::InvokeError> {
+        let first = &records[0].sequence_number;
+        let last = &records[records.len() - 1].sequence_number;
+        let redelivery = self
+            .highest_delivered
+            .as_ref()
+            .is_some_and(|highest| first <= highest);
+        if self
+            .highest_delivered
+            .as_ref()
+            .is_none_or(|highest| last > highest)
+        {
+            self.highest_delivered = Some(last.clone());
+        }
+        let mut payload = Vec::with_capacity(self.last_payload_len);
+        write_event(
+            &mut payload,
+            &EventSource {
+                stream_arn: &self.stream.arn,
+                shard_id: &self.shard.shard_id,
+                region: &self.region,
+                invoke_identity_arn: &self.shared.options.invoke_identity_arn,
+            },
+            records.iter().map(|record| EventRecord {
+                sequence_number: record.sequence_number.as_str(),
+                partition_key: &record.partition_key,
+                data: &record.data,
+                approximate_arrival_millis: millis_since_epoch(record.approximate_arrival),
+            }),
+        );
+        let count = records.len() as u64;
+        self.shared.update_shard(&self.shard.shard_id, |status| {
+            status.delivered += count;
+            status.invocations += 1;
+            status.retries += u64::from(redelivery);
+            if status.held.is_none() {
+                status.phase = ShardPhase::Reading;
+            }
+        });
+        self.shared.emit(|| MappingEvent::Invoked {
+            shard_id: self.shard.shard_id.clone(),
+            records: records
+                .iter()
+                .map(|record| {
+                    (
+                        record.sequence_number.clone(),
+                        Arc::clone(&record.partition_key),
+                    )
+                })
+                .collect(),
+        });
+        self.last_payload_len = payload.len();
+        let invocation = Invocation::new(payload, self.shared.config.function_timeout);
+        self.shared.invoker.invoke(invocation).await
+    }
+
+    /// Marks the shard as blocked on `sequence_number`.
+    fn hold(&self, sequence_number: &SequenceNumber, reason: &str) {
+        tracing::debug!(shard_id = %self.shard.shard_id, %sequence_number, reason, "batch failed");
+        self.shared.update_shard(&self.shard.shard_id, |status| {
+            let failed_deliveries = match &status.held {
+                Some(held) if &held.sequence_number == sequence_number => {
+                    held.failed_deliveries + 1
+                }
+                _ => 1,
+            };
+            status.phase = ShardPhase::Held;
+            status.held = Some(HeldRecord {
+                sequence_number: sequence_number.clone(),
+                failed_deliveries,
+                reason: reason.to_owned(),
+            });
+        });
+    }
+
+    /// Checkpoints past `records`, which the function settled (`dropped` of them by dropping).
+    async fn settle(&mut self, records: &[Record], dropped: usize) -> Result<(), ReaderExit> {
+        let last = records[records.len() - 1].sequence_number.clone();
+        self.checkpoint(Checkpoint::SequenceNumber(last.clone()))
+            .await?;
+        let count = records.len() as u64;
+        self.shared.update_shard(&self.shard.shard_id, |status| {
+            status.acked += count - dropped as u64;
+            status.dropped += dropped as u64;
+            status.unsettled = status.unsettled.saturating_sub(count);
+            if status
+                .held
+                .as_ref()
+                .is_some_and(|held| held.sequence_number <= last)
+            {
+                status.held = None;
+                status.phase = ShardPhase::Reading;
+            }
+        });
+        Ok(())
+    }
+
+    /// Gives `records` up: sends their invocation record to the on-failure destination and
+    /// checkpoints past them, as Lambda does when retries are exhausted or records are too old.
+    async fn discard(
+        &mut self,
+        records: &[Record],
+        condition: &str,
+        invoke_count: u32,
+        failed: Option<&FailedAttempt>,
+    ) -> Result<(), ReaderExit> {
+        let first = &records[0];
+        let last = &records[records.len() - 1];
+        let mut record = json!({
+            "requestContext": {
+                "requestId": uuid::Uuid::new_v4().to_string(),
+                "functionArn": format!(
+                    "arn:aws:lambda:{}:{}:function:{}",
+                    self.region, self.account, self.shared.config.function_name
+                ),
+                "condition": condition,
+                "approximateInvokeCount": invoke_count,
+            },
+            "version": "1.0",
+            "timestamp": iso8601(SystemTime::now()),
+            "KinesisBatchInfo": {
+                "shardId": self.shard.shard_id,
+                "startSequenceNumber": first.sequence_number.as_str(),
+                "endSequenceNumber": last.sequence_number.as_str(),
+                "approximateArrivalOfFirstRecord": iso8601(first.approximate_arrival),
+                "approximateArrivalOfLastRecord": iso8601(last.approximate_arrival),
+                "batchSize": records.len(),
+                "streamArn": self.stream.arn,
+            },
+        });
+        if let Some(failed) = failed {
+            record["responseContext"] = json!({
+                "statusCode": 200,
+                "executedVersion": "$LATEST",
+                "functionError": failed.function_error,
+            });
+        }
+        tracing::warn!(
+            shard_id = %self.shard.shard_id,
+            first = %first.sequence_number,
+            last = %last.sequence_number,
+            condition,
+            destination = self.shared.config.on_failure_destination.as_deref().unwrap_or("none"),
+            "batch discarded"
+        );
+        self.checkpoint(Checkpoint::SequenceNumber(last.sequence_number.clone()))
+            .await?;
+        let record = Arc::new(record);
+        let count = records.len() as u64;
+        let last_sequence_number = last.sequence_number.clone();
+        self.shared
+            .status
+            .send_modify(|status| status.on_failure.push(Arc::clone(&record)));
+        self.shared.update_shard(&self.shard.shard_id, |status| {
+            status.discarded += count;
+            status.unsettled = status.unsettled.saturating_sub(count);
+            if status
+                .held
+                .as_ref()
+                .is_some_and(|held| held.sequence_number <= last_sequence_number)
+            {
+                status.held = None;
+                status.phase = ShardPhase::Reading;
+            }
+        });
+        let shard_id = self.shard.shard_id.clone();
+        self.shared
+            .emit(|| MappingEvent::Discarded { shard_id, record });
+        Ok(())
+    }
+
+    /// Writes a checkpoint, conditional on still holding the lease.
+    async fn checkpoint(&mut self, checkpoint: Checkpoint) -> Result<(), ReaderExit> {
+        let mut backoff = self.shared.retry_backoff();
+        loop {
+            let result = {
+                let mut lease = self.lease.lock().await;
+                let result = self
+                    .shared
+                    .leases
+                    .update_checkpoint(&lease, checkpoint.clone())
+                    .await;
+                if let Ok(updated) = &result {
+                    *lease = updated.clone();
+                }
+                result
+            };
+            match result {
+                Ok(_) => break,
+                Err(LeaseError::LeaseLost { .. }) => {
+                    tracing::warn!(shard_id = %self.shard.shard_id, "the lease was taken by another worker: this reader stops");
+                    let _ = self.lease_lost_signal.send(true);
+                    return Err(ReaderExit::LeaseLost);
+                }
+                Err(error) => {
+                    tracing::warn!(shard_id = %self.shard.shard_id, %error, "writing the checkpoint failed; trying again");
+                    let pause = backoff.next_delay();
+                    self.pause(pause).await?;
+                }
+            }
+        }
+        let shard_id = self.shard.shard_id.clone();
+        self.shared.update_shard(&shard_id, |status| {
+            status.checkpoint = Some(checkpoint.clone())
+        });
+        self.shared.emit(|| MappingEvent::Checkpointed {
+            shard_id,
+            checkpoint,
+        });
+        Ok(())
+    }
+
+    /// Finishes a closed shard read to its end: creates its children's leases, records them,
+    /// and checkpoints `SHARD_END`, which lets the children start.
+    async fn end_shard(&mut self) -> ReaderExit {
+        let children = std::mem::take(&mut self.children);
+        for child in &children {
+            let mut lease = Lease::new(
+                lease_key(&self.stream, &child.shard_id),
+                &child.shard_id,
+                Checkpoint::TrimHorizon,
+            );
+            lease.parent_shard_ids.clone_from(&child.parent_shards);
+            lease.starting_hash_key = Some(child.hash_key_range.starting_hash_key.to_string());
+            lease.ending_hash_key = Some(child.hash_key_range.ending_hash_key.to_string());
+            let write = |leases: Arc<dyn LeaseStore>| {
+                let lease = lease.clone();
+                async move { leases.create_lease_if_absent(&lease).await.map(drop) }
+            };
+            if let Err(exit) = self.lease_write(write).await {
+                return exit;
+            }
+        }
+        let child_shard_ids: Vec<String> = children
+            .iter()
+            .map(|child| child.shard_id.clone())
+            .collect();
+        if !child_shard_ids.is_empty() {
+            let lease = Arc::clone(&self.lease);
+            let ids = child_shard_ids.clone();
+            let write = |leases: Arc<dyn LeaseStore>| {
+                let lease = Arc::clone(&lease);
+                let ids = ids.clone();
+                async move {
+                    let mut lease = lease.lock().await;
+                    *lease = leases.set_child_shard_ids(&lease, &ids).await?;
+                    Ok(())
+                }
+            };
+            let result = self.lease_write(write).await;
+            if let Err(exit) = result {
+                return exit;
+            }
+        }
+        if let Err(exit) = self.checkpoint(Checkpoint::ShardEnd).await {
+            return exit;
+        }
+        tracing::info!(shard_id = %self.shard.shard_id, children = ?child_shard_ids, "shard read to its end: SHARD_END");
+        let shard_id = self.shard_id().to_owned();
+        self.shared.emit(|| MappingEvent::ShardEnded {
+            shard_id,
+            child_shard_ids,
+        });
+        ReaderExit::Ended
+    }
+
+    /// Runs a lease-store write until it succeeds, pausing after failures the store may recover
+    /// from; a lost lease stops the reader.
+    async fn lease_write<F, Fut>(&mut self, write: F) -> Result<(), ReaderExit>
+    where
+        F: Fn(Arc<dyn LeaseStore>) -> Fut,
+        Fut: std::future::Future<Output = Result<(), LeaseError>>,
+    {
+        let mut backoff = self.shared.retry_backoff();
+        loop {
+            match write(Arc::clone(&self.shared.leases)).await {
+                Ok(()) => return Ok(()),
+                Err(LeaseError::LeaseLost { .. }) => {
+                    let _ = self.lease_lost_signal.send(true);
+                    return Err(ReaderExit::LeaseLost);
+                }
+                Err(error) => {
+                    tracing::warn!(shard_id = %self.shard.shard_id, %error, "a lease write failed; trying again");
+                    let pause = backoff.next_delay();
+                    self.pause(pause).await?;
+                }
+            }
+        }
+    }
+}
+
+/// Renews the lease every third of the failover time, as the KCL does, until the lease is lost.
+async fn renew(shared: Arc<Shared>, lease: Arc<Mutex<Lease>>, lost: watch::Sender<bool>) {
+    let period = shared.options.failover_time / 3;
+    loop {
+        tokio::time::sleep(period).await;
+        let mut lease = lease.lock().await;
+        match shared.leases.renew_lease(&lease).await {
+            Ok(renewed) => *lease = renewed,
+            Err(LeaseError::LeaseLost { .. }) => {
+                tracing::warn!(shard_id = %lease.shard_id, "the lease was lost: its reader stops");
+                let _ = lost.send(true);
+                return;
+            }
+            Err(error) => {
+                tracing::warn!(shard_id = %lease.shard_id, %error, "renewing the lease failed")
+            }
+        }
+    }
+}
+
+fn millis_since_epoch(time: SystemTime) -> i64 {
+    match time.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(since) => i64::try_from(since.as_millis()).unwrap_or(i64::MAX),
+        Err(before) => -i64::try_from(before.duration().as_millis()).unwrap_or(i64::MAX),
+    }
+}
+
+/// An ISO-8601 UTC timestamp with milliseconds, as in Lambda's invocation records.
+fn iso8601(time: SystemTime) -> Value {
+    let millis = millis_since_epoch(time);
+    let days = millis.div_euclid(86_400_000);
+    let in_day = millis.rem_euclid(86_400_000);
+    let (year, month, day) = civil_from_days(days);
+    Value::String(format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        in_day / 3_600_000,
+        in_day / 60_000 % 60,
+        in_day / 1000 % 60,
+        in_day % 1000
+    ))
+}
+
+/// The calendar date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_iso8601_with_milliseconds() {
+        let at = SystemTime::UNIX_EPOCH + Duration::from_millis(1_573_691_886_021);
+        assert_eq!(
+            iso8601(at),
+            Value::String("2019-11-14T00:38:06.021Z".to_owned())
+        );
+        assert_eq!(
+            iso8601(SystemTime::UNIX_EPOCH),
+            Value::String("1970-01-01T00:00:00.000Z".to_owned())
+        );
+        let leap = SystemTime::UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
+        assert_eq!(
+            iso8601(leap),
+            Value::String("2000-02-29T00:00:00.000Z".to_owned())
+        );
+    }
+}
