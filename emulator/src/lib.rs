@@ -13,3 +13,4 @@ pub mod mapping;
 pub mod response;
 pub mod sequence;
 pub mod source;
+pub mod summary;

@@ -423,6 +423,7 @@ impl ShardReader {
                             start += settled_until;
                             // Progress starts the remainder's retry budget afresh (spec §A1.7).
                             attempts = 0;
+                            invoke_count = 0;
                             backoff.reset();
                             continue;
                         }
