@@ -10,3 +10,4 @@ pub mod invoke;
 pub mod lease;
 pub mod sequence;
 pub mod source;
+pub mod template;
