@@ -14,3 +14,4 @@ pub mod response;
 pub mod sequence;
 pub mod source;
 pub mod summary;
+pub mod template;

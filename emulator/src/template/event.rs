@@ -1,0 +1,332 @@
+//! A function's `Type: Kinesis` event: one event source mapping.
+
+use std::time::{Duration, UNIX_EPOCH};
+
+use serde_yaml_ng::{Mapping, Value};
+
+use super::StreamResource;
+use super::error::{Problem, Section};
+use super::fields::{Fault, Fields};
+use super::intrinsic::{Resolver, intrinsic, render};
+use super::stream::is_stream_name;
+use crate::config::{MappingConfig, StartingPosition};
+
+const PROPERTIES: &[&str] = &[
+    "Stream",
+    "StartingPosition",
+    "StartingPositionTimestamp",
+    "BatchSize",
+    "MaximumBatchingWindowInSeconds",
+    "MaximumRetryAttempts",
+    "MaximumRecordAgeInSeconds",
+    "BisectBatchOnFunctionError",
+    "FunctionResponseTypes",
+    "DestinationConfig",
+    "Enabled",
+    "ParallelizationFactor",
+    "TumblingWindowInSeconds",
+    "FilterCriteria",
+    "KmsKeyArn",
+    // Only CloudWatch metrics of the mapping: nothing a function can observe.
+    "MetricsConfig",
+];
+
+const STREAM_ARN_FORM: &str = "arn:aws:kinesis:region:account:stream/name";
+
+const ENHANCED_FAN_OUT: &str =
+    "an enhanced fan-out consumer; only the stream itself, read with shared throughput";
+
+/// What the function is called, for the mapping.
+pub(super) struct Target<'a> {
+    pub(super) logical_id: &'a str,
+    pub(super) function_name: &'a str,
+    pub(super) timeout: Duration,
+}
+
+/// Reads one Kinesis event of a function into a mapping.
+pub(super) fn read(
+    target: &Target<'_>,
+    event: &str,
+    properties: &Mapping,
+    resolver: &Resolver<'_>,
+    streams: &[StreamResource],
+) -> Result<MappingConfig, Fault> {
+    let fields = Fields::new(
+        properties,
+        Section::Resource(target.logical_id.to_owned()),
+        Some(event.to_owned()),
+    );
+    fields.check_names(PROPERTIES)?;
+    fields.refuse(
+        "FilterCriteria",
+        "no event filtering: every record reaches the function",
+    )?;
+    fields.refuse(
+        "KmsKeyArn",
+        "it encrypts FilterCriteria, which kinesis-esm does not reproduce",
+    )?;
+    reproduced_only(
+        &fields,
+        resolver,
+        "ParallelizationFactor",
+        1..=10,
+        1,
+        "only 1",
+    )?;
+    reproduced_only(
+        &fields,
+        resolver,
+        "TumblingWindowInSeconds",
+        0..=900,
+        0,
+        "only 0: no tumbling windows",
+    )?;
+
+    let stream_name = stream_name(&fields, resolver, streams)?;
+    let starting_position = starting_position(&fields, resolver)?;
+    let mut mapping = MappingConfig::new(target.function_name, stream_name, starting_position);
+    mapping.function_timeout = target.timeout;
+
+    if let Some(size) = fields.integer(resolver, "BatchSize", 1..=10_000)? {
+        mapping.batch_size = size as usize;
+    }
+    if let Some(seconds) = fields.integer(resolver, "MaximumBatchingWindowInSeconds", 0..=300)? {
+        mapping.maximum_batching_window = Duration::from_secs(seconds as u64);
+    }
+    if let Some(attempts) = fields.integer(resolver, "MaximumRetryAttempts", -1..=10_000)? {
+        mapping.maximum_retry_attempts = u32::try_from(attempts).ok();
+    }
+    if let Some(seconds) = fields.integer(resolver, "MaximumRecordAgeInSeconds", -1..=604_800)? {
+        // The API model allows 0 to 59 but Lambda refuses them: -1 or at least a minute.
+        if (0..60).contains(&seconds) {
+            return Err(fields.fault(
+                "MaximumRecordAgeInSeconds",
+                Problem::OutOfRange {
+                    value: seconds.to_string(),
+                    allowed: "-1, or 60 to 604800".to_owned(),
+                },
+            ));
+        }
+        mapping.maximum_record_age = u64::try_from(seconds).ok().map(Duration::from_secs);
+    }
+    if let Some(bisect) = fields.boolean(resolver, "BisectBatchOnFunctionError")? {
+        mapping.bisect_batch_on_function_error = bisect;
+    }
+    mapping.report_batch_item_failures = report_batch_item_failures(&fields, resolver)?;
+    mapping.on_failure_destination = on_failure_destination(&fields, resolver)?;
+    if let Some(enabled) = fields.boolean(resolver, "Enabled")? {
+        mapping.enabled = enabled;
+    }
+    Ok(mapping)
+}
+
+/// Refuses a property whose allowed range kinesis-esm reproduces only one value of.
+fn reproduced_only(
+    fields: &Fields<'_>,
+    resolver: &Resolver<'_>,
+    name: &str,
+    range: std::ops::RangeInclusive<i64>,
+    reproduced: i64,
+    supported: &str,
+) -> Result<(), Fault> {
+    match fields.integer(resolver, name, range)? {
+        Some(value) if value != reproduced => Err(fields.fault(
+            name,
+            Problem::NotReproduced {
+                value: value.to_string(),
+                supported: supported.to_owned(),
+            },
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The name of the stream `Stream` designates: a stream of the template (by `!GetAtt X.Arn`,
+/// `!Ref X`, `!Sub` or its name), or any stream by its ARN.
+fn stream_name(
+    fields: &Fields<'_>,
+    resolver: &Resolver<'_>,
+    streams: &[StreamResource],
+) -> Result<String, Fault> {
+    let Some(value) = fields.get("Stream") else {
+        return Err(fields.missing(
+            "Stream",
+            " (the stream's ARN, such as !GetAtt MyStream.Arn)",
+        ));
+    };
+    if let Some(logical_id) = referenced_resource(value)
+        && resolver.resource_type(logical_id) == Some("AWS::Kinesis::StreamConsumer")
+    {
+        return Err(fields.fault(
+            "Stream",
+            Problem::NotReproduced {
+                value: render(value),
+                supported: ENHANCED_FAN_OUT.to_owned(),
+            },
+        ));
+    }
+    let text = fields.text(resolver, "Stream")?.unwrap_or_default();
+    if text.starts_with("arn:") {
+        return stream_name_of_arn(&text).map_err(|problem| fields.fault("Stream", problem));
+    }
+    if streams.iter().any(|stream| stream.name == text) {
+        return Ok(text);
+    }
+    Err(fields.fault(
+        "Stream",
+        Problem::Conflict {
+            value: render(value),
+            reason: format!(
+                "names no AWS::Kinesis::Stream of the template and is not a stream ARN ({STREAM_ARN_FORM})"
+            ),
+        },
+    ))
+}
+
+/// The stream name in `arn:partition:kinesis:region:account:stream/name`.
+fn stream_name_of_arn(arn: &str) -> Result<String, Problem> {
+    let not_a_stream = || Problem::NotAllowed {
+        value: arn.to_owned(),
+        allowed: format!("a Kinesis stream ARN, {STREAM_ARN_FORM}"),
+    };
+    let parts: Vec<&str> = arn.splitn(6, ':').collect();
+    let [_, _, service, _, _, resource] = parts.as_slice() else {
+        return Err(not_a_stream());
+    };
+    if *service != "kinesis" {
+        return Err(not_a_stream());
+    }
+    let Some(path) = resource.strip_prefix("stream/") else {
+        return Err(not_a_stream());
+    };
+    if path.contains("/consumer/") {
+        return Err(Problem::NotReproduced {
+            value: arn.to_owned(),
+            supported: ENHANCED_FAN_OUT.to_owned(),
+        });
+    }
+    if !is_stream_name(path) {
+        return Err(not_a_stream());
+    }
+    Ok(path.to_owned())
+}
+
+/// The logical id a `Ref` or `Fn::GetAtt` names, when the value is one.
+fn referenced_resource(value: &Value) -> Option<&str> {
+    let (function, argument) = intrinsic(value)?;
+    match (function.as_str(), argument) {
+        ("Ref", Value::String(logical_id)) => Some(logical_id),
+        ("Fn::GetAtt", Value::String(dotted)) => Some(dotted.split('.').next().unwrap_or(dotted)),
+        ("Fn::GetAtt", Value::Sequence(items)) => items.first()?.as_str(),
+        _ => None,
+    }
+}
+
+fn starting_position(
+    fields: &Fields<'_>,
+    resolver: &Resolver<'_>,
+) -> Result<StartingPosition, Fault> {
+    let position = fields.text(resolver, "StartingPosition")?;
+    let timestamp = fields.number(resolver, "StartingPositionTimestamp")?;
+    match (position.as_deref(), timestamp) {
+        (None, _) => Err(fields.missing(
+            "StartingPosition",
+            " (TRIM_HORIZON, LATEST or AT_TIMESTAMP)",
+        )),
+        (Some("TRIM_HORIZON" | "LATEST"), Some(_)) => {
+            let value = fields
+                .get("StartingPositionTimestamp")
+                .map_or_else(String::new, render);
+            Err(fields.fault(
+                "StartingPositionTimestamp",
+                Problem::Conflict {
+                    value,
+                    reason: "is only read with StartingPosition AT_TIMESTAMP".to_owned(),
+                },
+            ))
+        }
+        (Some("TRIM_HORIZON"), None) => Ok(StartingPosition::TrimHorizon),
+        (Some("LATEST"), None) => Ok(StartingPosition::Latest),
+        (Some("AT_TIMESTAMP"), None) => Err(fields.missing(
+            "StartingPositionTimestamp",
+            " with StartingPosition AT_TIMESTAMP (seconds since the Unix epoch)",
+        )),
+        (Some("AT_TIMESTAMP"), Some(seconds)) if seconds >= 0.0 => Ok(
+            StartingPosition::AtTimestamp(UNIX_EPOCH + Duration::from_secs_f64(seconds)),
+        ),
+        (Some("AT_TIMESTAMP"), Some(seconds)) => Err(fields.fault(
+            "StartingPositionTimestamp",
+            Problem::OutOfRange {
+                value: seconds.to_string(),
+                allowed: "seconds since the Unix epoch, 0 or more".to_owned(),
+            },
+        )),
+        (Some(_), _) => {
+            Err(fields.not_allowed("StartingPosition", "TRIM_HORIZON, LATEST, AT_TIMESTAMP"))
+        }
+    }
+}
+
+/// Whether `FunctionResponseTypes` asks for partial batch responses.
+fn report_batch_item_failures(fields: &Fields<'_>, resolver: &Resolver<'_>) -> Result<bool, Fault> {
+    const ALLOWED: &str = "[] or [ReportBatchItemFailures]";
+    let Some(value) = fields.get("FunctionResponseTypes") else {
+        return Ok(false);
+    };
+    let Value::Sequence(items) = value else {
+        return Err(fields.not_allowed("FunctionResponseTypes", ALLOWED));
+    };
+    let mut types = Vec::with_capacity(items.len());
+    for item in items {
+        types.push(
+            resolver
+                .text(item)
+                .map_err(|reason| fields.unresolved("FunctionResponseTypes", reason))?,
+        );
+    }
+    match types.as_slice() {
+        [] => Ok(false),
+        [only] if only == "ReportBatchItemFailures" => Ok(true),
+        _ => Err(fields.not_allowed("FunctionResponseTypes", ALLOWED)),
+    }
+}
+
+/// `DestinationConfig.OnFailure.Destination`: the logical id of a resource of the template
+/// when written as `!Ref X` or `!GetAtt X.Arn`, else the resolved text (an ARN).
+fn on_failure_destination(
+    fields: &Fields<'_>,
+    resolver: &Resolver<'_>,
+) -> Result<Option<String>, Fault> {
+    if fields.get("DestinationConfig").is_none() {
+        return Ok(None);
+    }
+    let config = fields.nested("DestinationConfig")?;
+    config.check_names(&["OnFailure", "OnSuccess"])?;
+    if config.get("OnSuccess").is_some() {
+        return Err(config.not_allowed(
+            "OnSuccess",
+            "only OnFailure: Lambda has no OnSuccess destination for stream event sources",
+        ));
+    }
+    let on_failure = config.nested("OnFailure")?;
+    if config.get("OnFailure").is_none() {
+        return Err(config.missing("OnFailure", ""));
+    }
+    on_failure.check_names(&["Destination", "Type"])?;
+    if let Some(kind) = on_failure.get("Type")
+        && !matches!(kind.as_str(), Some("SQS" | "SNS" | "S3" | "Kafka"))
+    {
+        return Err(on_failure.not_allowed("Type", "SQS, SNS, S3, Kafka"));
+    }
+    let Some(destination) = on_failure.get("Destination") else {
+        return Err(
+            on_failure.missing("Destination", " (an SQS queue, SNS topic or S3 bucket ARN)")
+        );
+    };
+    if let Some(logical_id) = referenced_resource(destination)
+        && resolver.resource_type(logical_id).is_some()
+    {
+        return Ok(Some(logical_id.to_owned()));
+    }
+    on_failure.text(resolver, "Destination")
+}

@@ -1,0 +1,357 @@
+//! CloudFormation's intrinsic functions, as far as a local run can know their values:
+//! `Ref`, `Fn::GetAtt`, `Fn::Sub` and `Fn::Join`, in their short (`!Ref`) and long (`Ref:`)
+//! forms, over parameters, pseudo-parameters and the template's Kinesis streams.
+
+use std::collections::BTreeMap;
+
+use serde_yaml_ng::{Mapping, Value};
+
+use super::TemplateOptions;
+
+/// The resource type whose `Ref` and `Arn` kinesis-esm knows.
+pub(super) const KINESIS_STREAM: &str = "AWS::Kinesis::Stream";
+
+/// The pseudo-parameters a local run can answer, and how.
+const PSEUDO_PARAMETERS: &str =
+    "AWS::Region, AWS::AccountId, AWS::Partition, AWS::StackName, AWS::URLSuffix";
+
+/// An intrinsic function call found in a value: its long name (`Ref`, `Fn::GetAtt`, ...) and its
+/// argument.
+pub(super) fn intrinsic(value: &Value) -> Option<(String, &Value)> {
+    match value {
+        Value::Tagged(tagged) => {
+            let tag = tagged.tag.to_string();
+            let name = tag.trim_start_matches('!');
+            let long = if name == "Ref" || name == "Condition" {
+                name.to_owned()
+            } else {
+                format!("Fn::{name}")
+            };
+            Some((long, &tagged.value))
+        }
+        Value::Mapping(mapping) if mapping.len() == 1 => {
+            let (key, argument) = mapping.iter().next()?;
+            let key = key.as_str()?;
+            (key == "Ref" || key.starts_with("Fn::")).then(|| (key.to_owned(), argument))
+        }
+        _ => None,
+    }
+}
+
+/// A value as the template wrote it, on one line, for error messages.
+pub(super) fn render(value: &Value) -> String {
+    let mut text = String::new();
+    render_into(value, &mut text);
+    const LIMIT: usize = 120;
+    if text.chars().count() > LIMIT {
+        text = text.chars().take(LIMIT).collect::<String>() + "…";
+    }
+    text
+}
+
+fn render_into(value: &Value, out: &mut String) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(flag) => out.push_str(if *flag { "true" } else { "false" }),
+        Value::Number(number) => out.push_str(&number.to_string()),
+        Value::String(text) if text.is_empty() => out.push_str("\"\""),
+        Value::String(text) => out.push_str(text),
+        Value::Sequence(items) => {
+            out.push('[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push_str(", ");
+                }
+                render_into(item, out);
+            }
+            out.push(']');
+        }
+        Value::Mapping(mapping) => {
+            out.push('{');
+            for (index, (key, item)) in mapping.iter().enumerate() {
+                if index > 0 {
+                    out.push_str(", ");
+                }
+                render_into(key, out);
+                out.push_str(": ");
+                render_into(item, out);
+            }
+            out.push('}');
+        }
+        Value::Tagged(tagged) => {
+            out.push_str(&tagged.tag.to_string());
+            out.push(' ');
+            render_into(&tagged.value, out);
+        }
+    }
+}
+
+/// What `Ref` of a parameter gives.
+#[derive(Debug, Clone)]
+pub(super) enum ParameterValue {
+    /// A single value, from an override or the parameter's `Default`.
+    Text(String),
+    /// No value a local run can know, and why.
+    Unknown(String),
+}
+
+/// Resolves intrinsic functions to text.
+pub(super) struct Resolver<'t> {
+    region: &'t str,
+    account_id: &'t str,
+    stack_name: &'t str,
+    partition: &'static str,
+    url_suffix: &'static str,
+    parameters: BTreeMap<String, ParameterValue>,
+    resources: &'t Mapping,
+    /// The names of the template's Kinesis streams by logical id, once they are known.
+    stream_names: BTreeMap<String, String>,
+}
+
+impl<'t> Resolver<'t> {
+    /// A resolver that knows the parameters and pseudo-parameters, but no stream names yet.
+    pub(super) fn new(
+        options: &'t TemplateOptions,
+        parameters: BTreeMap<String, ParameterValue>,
+        resources: &'t Mapping,
+    ) -> Self {
+        let (partition, url_suffix) = partition_of(&options.region);
+        Self {
+            region: &options.region,
+            account_id: &options.account_id,
+            stack_name: &options.stack_name,
+            partition,
+            url_suffix,
+            parameters,
+            resources,
+            stream_names: BTreeMap::new(),
+        }
+    }
+
+    /// Lets `!Ref` and `!GetAtt X.Arn` of the template's streams resolve from now on.
+    pub(super) fn know_stream(&mut self, logical_id: &str, name: &str) {
+        self.stream_names
+            .insert(logical_id.to_owned(), name.to_owned());
+    }
+
+    /// The `Type` of a resource of the template.
+    pub(super) fn resource_type(&self, logical_id: &str) -> Option<&'t str> {
+        self.resources
+            .get(logical_id)?
+            .as_mapping()?
+            .get("Type")?
+            .as_str()
+    }
+
+    /// The ARN Kinesis gives a stream of this name in the configured region and account.
+    pub(super) fn stream_arn(&self, name: &str) -> String {
+        format!(
+            "arn:{}:kinesis:{}:{}:stream/{name}",
+            self.partition, self.region, self.account_id
+        )
+    }
+
+    /// A scalar with any intrinsic function replaced by the text it resolves to.
+    pub(super) fn scalar(&self, value: &Value) -> Result<Value, String> {
+        if intrinsic(value).is_some() {
+            self.text(value).map(Value::String)
+        } else {
+            Ok(value.clone())
+        }
+    }
+
+    /// The text a value stands for. Numbers and booleans become text as CloudFormation turns
+    /// them into strings; lists and maps are not text.
+    pub(super) fn text(&self, value: &Value) -> Result<String, String> {
+        if let Some((function, argument)) = intrinsic(value) {
+            return match function.as_str() {
+                "Ref" => match argument {
+                    Value::String(name) => self.reference(name),
+                    other => Err(format!("Ref takes a name, not {}", render(other))),
+                },
+                "Fn::GetAtt" => self.get_att_argument(argument),
+                "Fn::Sub" => self.sub_argument(argument),
+                "Fn::Join" => self.join_argument(argument),
+                other => Err(format!(
+                    "{other} is not evaluated by kinesis-esm (it evaluates Ref, Fn::GetAtt, Fn::Sub and Fn::Join)"
+                )),
+            };
+        }
+        match value {
+            Value::String(text) => Ok(text.clone()),
+            Value::Number(number) => Ok(number.to_string()),
+            Value::Bool(flag) => Ok(flag.to_string()),
+            Value::Null => Err("it is empty".to_owned()),
+            Value::Sequence(_) => Err("it is a list, not a single value".to_owned()),
+            Value::Mapping(_) | Value::Tagged(_) => {
+                Err("it is a map, not a single value".to_owned())
+            }
+        }
+    }
+
+    /// `Ref name`: a pseudo-parameter, a parameter or a resource.
+    fn reference(&self, name: &str) -> Result<String, String> {
+        if name.starts_with("AWS::") {
+            return match name {
+                "AWS::Region" => Ok(self.region.to_owned()),
+                "AWS::AccountId" => Ok(self.account_id.to_owned()),
+                "AWS::Partition" => Ok(self.partition.to_owned()),
+                "AWS::StackName" => Ok(self.stack_name.to_owned()),
+                "AWS::URLSuffix" => Ok(self.url_suffix.to_owned()),
+                other => Err(format!(
+                    "{other} has no local value (kinesis-esm knows {PSEUDO_PARAMETERS})"
+                )),
+            };
+        }
+        if let Some(parameter) = self.parameters.get(name) {
+            return match parameter {
+                ParameterValue::Text(text) => Ok(text.clone()),
+                ParameterValue::Unknown(reason) => Err(format!("parameter {name} {reason}")),
+            };
+        }
+        match self.resource_type(name) {
+            Some(KINESIS_STREAM) => self.stream_name(name).map(str::to_owned),
+            Some(other) => Err(format!(
+                "kinesis-esm cannot know what Ref of resource {name} ({other}) would be"
+            )),
+            None => Err(format!(
+                "{name} is neither a parameter nor a resource of the template"
+            )),
+        }
+    }
+
+    fn stream_name(&self, logical_id: &str) -> Result<&str, String> {
+        self.stream_names
+            .get(logical_id)
+            .map(String::as_str)
+            .ok_or_else(|| {
+                format!("the name of stream {logical_id} is not known where it is referenced")
+            })
+    }
+
+    /// `Fn::GetAtt` written as `X.Attribute` or `[X, Attribute]`.
+    fn get_att_argument(&self, argument: &Value) -> Result<String, String> {
+        match argument {
+            Value::String(dotted) => match dotted.split_once('.') {
+                Some((logical_id, attribute)) => self.attribute(logical_id, attribute),
+                None => Err(format!(
+                    "Fn::GetAtt takes LogicalId.Attribute, not {dotted}"
+                )),
+            },
+            Value::Sequence(items) => match items.as_slice() {
+                [Value::String(logical_id), Value::String(attribute)] => {
+                    self.attribute(logical_id, attribute)
+                }
+                _ => Err(format!(
+                    "Fn::GetAtt takes [LogicalId, Attribute], not {}",
+                    render(argument)
+                )),
+            },
+            other => Err(format!(
+                "Fn::GetAtt takes LogicalId.Attribute, not {}",
+                render(other)
+            )),
+        }
+    }
+
+    fn attribute(&self, logical_id: &str, attribute: &str) -> Result<String, String> {
+        match self.resource_type(logical_id) {
+            Some(KINESIS_STREAM) if attribute == "Arn" => {
+                Ok(self.stream_arn(self.stream_name(logical_id)?))
+            }
+            Some(KINESIS_STREAM) => Err(format!(
+                "stream {logical_id} has no attribute {attribute} (AWS::Kinesis::Stream has Arn)"
+            )),
+            Some(other) => Err(format!(
+                "kinesis-esm cannot know attribute {attribute} of resource {logical_id} ({other})"
+            )),
+            None if self.parameters.contains_key(logical_id) => Err(format!(
+                "{logical_id} is a parameter, and parameters have no attributes"
+            )),
+            None => Err(format!("{logical_id} is not a resource of the template")),
+        }
+    }
+
+    /// `Fn::Sub` written as a string or as `[string, {variables}]`.
+    fn sub_argument(&self, argument: &Value) -> Result<String, String> {
+        match argument {
+            Value::String(text) => self.substitute(text, &Mapping::new()),
+            Value::Sequence(items) => match items.as_slice() {
+                [Value::String(text), Value::Mapping(variables)] => {
+                    self.substitute(text, variables)
+                }
+                _ => Err(format!(
+                    "Fn::Sub takes a string or [string, {{variables}}], not {}",
+                    render(argument)
+                )),
+            },
+            other => Err(format!(
+                "Fn::Sub takes a string or [string, {{variables}}], not {}",
+                render(other)
+            )),
+        }
+    }
+
+    /// Replaces `${Name}`, `${Resource.Attribute}` and the variables in `text`; `${!Literal}`
+    /// stays as `${Literal}`.
+    fn substitute(&self, text: &str, variables: &Mapping) -> Result<String, String> {
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(start) = rest.find("${") {
+            out.push_str(&rest[..start]);
+            let after = &rest[start + 2..];
+            let Some(end) = after.find('}') else {
+                return Err(format!(
+                    "Fn::Sub string {text} opens ${{ without closing it"
+                ));
+            };
+            let name = &after[..end];
+            if let Some(literal) = name.strip_prefix('!') {
+                out.push_str("${");
+                out.push_str(literal);
+                out.push('}');
+            } else {
+                let name = name.trim();
+                let value = match variables.get(name) {
+                    Some(variable) => self.text(variable)?,
+                    None => match name.split_once('.') {
+                        Some((logical_id, attribute)) => self.attribute(logical_id, attribute)?,
+                        None => self.reference(name)?,
+                    },
+                };
+                out.push_str(&value);
+            }
+            rest = &after[end + 1..];
+        }
+        out.push_str(rest);
+        Ok(out)
+    }
+
+    /// `Fn::Join` written as `[delimiter, [values]]`.
+    fn join_argument(&self, argument: &Value) -> Result<String, String> {
+        match argument.as_sequence().map(Vec::as_slice) {
+            Some([Value::String(delimiter), Value::Sequence(items)]) => {
+                let parts = items
+                    .iter()
+                    .map(|item| self.text(item))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(parts.join(delimiter))
+            }
+            _ => Err(format!(
+                "Fn::Join takes [delimiter, [values]], not {}",
+                render(argument)
+            )),
+        }
+    }
+}
+
+/// The partition and URL suffix of a region, as `AWS::Partition` and `AWS::URLSuffix` give them.
+fn partition_of(region: &str) -> (&'static str, &'static str) {
+    if region.starts_with("cn-") {
+        ("aws-cn", "amazonaws.com.cn")
+    } else if region.starts_with("us-gov-") {
+        ("aws-us-gov", "amazonaws.com")
+    } else {
+        ("aws", "amazonaws.com")
+    }
+}

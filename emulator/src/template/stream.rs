@@ -1,0 +1,120 @@
+//! `AWS::Kinesis::Stream` resources: the streams the embedded Kinesis creates.
+
+use std::time::Duration;
+
+use serde_yaml_ng::Mapping;
+
+use super::error::{Problem, Section};
+use super::fields::{Fault, Fields};
+use super::intrinsic::{Resolver, render};
+use super::{StreamMode, StreamResource};
+
+/// The shards an on-demand stream starts with: AWS sizes a new on-demand stream for 4 MiB/s of
+/// writes, which is 4 shards of 1 MiB/s each. Locally nothing scales it afterwards.
+pub const ON_DEMAND_SHARD_COUNT: u32 = 4;
+
+/// The most shards one stream may have here: the default shard quota of an account in the
+/// largest regions. More shards than this needs a quota increase on AWS as well.
+pub const MAX_SHARD_COUNT: u32 = 500;
+
+const PROPERTIES: &[&str] = &[
+    "Name",
+    "ShardCount",
+    "RetentionPeriodHours",
+    "StreamModeDetails",
+    "MaxRecordSizeInKiB",
+    "RecordDistributionStrategy",
+    // These change nothing a consumer can observe locally: encryption at rest, tags, metrics
+    // and pre-warmed on-demand capacity.
+    "StreamEncryption",
+    "Tags",
+    "DesiredShardLevelMetrics",
+    "WarmThroughputMiBps",
+];
+
+/// Reads one stream. Its name is `Name`, or the logical id when `Name` is absent: CloudFormation
+/// would generate `<stack>-<logical id>-<random suffix>`, which no local run can predict, and
+/// the logical id is the stable part of that name.
+pub(super) fn read(
+    logical_id: &str,
+    properties: &Mapping,
+    resolver: &Resolver<'_>,
+) -> Result<StreamResource, Fault> {
+    let fields = Fields::new(properties, Section::Resource(logical_id.to_owned()), None);
+    fields.check_names(PROPERTIES)?;
+    fields.refuse(
+        "RecordDistributionStrategy",
+        "records go to shards by the MD5 of their partition key",
+    )?;
+
+    let name = match fields.text(resolver, "Name")? {
+        Some(name) => {
+            if !is_stream_name(&name) {
+                return Err(
+                    fields.not_allowed("Name", "1 to 128 characters among a-z, A-Z, 0-9, _ . -")
+                );
+            }
+            name
+        }
+        None => logical_id.to_owned(),
+    };
+
+    let mode_details = fields.nested("StreamModeDetails")?;
+    mode_details.check_names(&["StreamMode"])?;
+    let mode = match mode_details.text(resolver, "StreamMode")?.as_deref() {
+        None if fields.get("StreamModeDetails").is_some() => {
+            return Err(mode_details.missing("StreamMode", ""));
+        }
+        None | Some("PROVISIONED") => StreamMode::Provisioned,
+        Some("ON_DEMAND") => StreamMode::OnDemand,
+        Some(_) => return Err(mode_details.not_allowed("StreamMode", "ON_DEMAND, PROVISIONED")),
+    };
+
+    let shard_count = fields.integer(resolver, "ShardCount", 1..=i64::from(MAX_SHARD_COUNT))?;
+    let shard_count = match (mode, shard_count) {
+        (StreamMode::OnDemand, Some(_)) => {
+            let value = fields.get("ShardCount").map_or_else(String::new, render);
+            return Err(fields.fault(
+                "ShardCount",
+                Problem::Conflict {
+                    value,
+                    reason: "cannot be set on an ON_DEMAND stream".to_owned(),
+                },
+            ));
+        }
+        (StreamMode::OnDemand, None) => ON_DEMAND_SHARD_COUNT,
+        (StreamMode::Provisioned, count) => count.map_or(1, |count| count as u32),
+    };
+
+    let retention_hours = fields
+        .integer(resolver, "RetentionPeriodHours", 24..=8760)?
+        .unwrap_or(24);
+
+    if let Some(size) = fields.integer(resolver, "MaxRecordSizeInKiB", 1024..=10240)?
+        && size != 1024
+    {
+        return Err(fields.fault(
+            "MaxRecordSizeInKiB",
+            Problem::NotReproduced {
+                value: size.to_string(),
+                supported: "only 1024: records of at most 1 MiB".to_owned(),
+            },
+        ));
+    }
+
+    Ok(StreamResource {
+        logical_id: logical_id.to_owned(),
+        name,
+        shard_count,
+        retention: Duration::from_secs(retention_hours as u64 * 3600),
+        mode,
+    })
+}
+
+/// Whether Kinesis accepts this stream name.
+pub(super) fn is_stream_name(name: &str) -> bool {
+    (1..=128).contains(&name.len())
+        && name
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'.' | b'-'))
+}

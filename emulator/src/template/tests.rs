@@ -1,0 +1,1197 @@
+//! Templates written inline, read into exact configurations or refused with exact messages.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, UNIX_EPOCH};
+
+use super::*;
+use crate::config::StartingPosition;
+
+/// The file every inline template pretends to be: absolute, so `CodeUri` folders are exact.
+const PATH: &str = "/work/app/template.yaml";
+
+fn parse(yaml: &str) -> Result<Template, TemplateError> {
+    Template::parse(PATH, yaml, &TemplateOptions::default())
+}
+
+#[track_caller]
+fn read(yaml: &str) -> Template {
+    match parse(yaml) {
+        Ok(template) => template,
+        Err(error) => panic!("the template was refused: {error}\n{yaml}"),
+    }
+}
+
+/// Checks that the template is refused with a message containing `expected`.
+#[track_caller]
+fn check_error(yaml: &str, expected: &str) {
+    match parse(yaml) {
+        Ok(template) => panic!("the template was accepted: {template:#?}\n{yaml}"),
+        Err(error) => {
+            let message = error.to_string();
+            assert!(
+                message.contains(expected),
+                "the message\n  {message}\ndoes not contain\n  {expected}"
+            );
+        }
+    }
+}
+
+/// A template with the stream `shipments` and one function whose Kinesis event has
+/// `properties` (a flow map's content).
+fn with_event_properties(properties: &str) -> String {
+    format!(
+        "Transform: AWS::Serverless-2016-10-31
+Resources:
+  Shipments:
+    Type: AWS::Kinesis::Stream
+    Properties: {{Name: shipments, ShardCount: 2}}
+  ShippingFunction:
+    Type: AWS::Serverless::Function
+    Properties:
+      Handler: bootstrap
+      Runtime: provided.al2023
+      Events:
+        ShipmentsStream:
+          Type: Kinesis
+          Properties: {{{properties}}}
+"
+    )
+}
+
+/// As [`with_event_properties`], with a valid `Stream` and `StartingPosition` before `extra`.
+fn with_event(extra: &str) -> String {
+    with_event_properties(&format!(
+        "Stream: !GetAtt Shipments.Arn, StartingPosition: LATEST, {extra}"
+    ))
+}
+
+/// A template with the stream `shipments` and one function with `properties` (a flow map's
+/// content) and a valid Kinesis event.
+fn with_function(properties: &str) -> String {
+    format!(
+        "Transform: AWS::Serverless-2016-10-31
+Resources:
+  Shipments:
+    Type: AWS::Kinesis::Stream
+    Properties: {{Name: shipments}}
+  Queue:
+    Type: AWS::SQS::Queue
+  ShippingFunction:
+    Type: AWS::Serverless::Function
+    Properties:
+      {{{properties}, Events: {{ShipmentsStream: {{Type: Kinesis, Properties: {{Stream: !GetAtt Shipments.Arn, StartingPosition: LATEST}}}}}}}}
+"
+    )
+}
+
+/// As [`with_function`] with a valid runtime and handler before `extra`.
+fn with_function_extra(extra: &str) -> String {
+    with_function(&format!(
+        "Handler: bootstrap, Runtime: provided.al2023, {extra}"
+    ))
+}
+
+/// A template with one stream whose properties are `properties` (a flow map's content).
+fn with_stream(properties: &str) -> String {
+    format!(
+        "Resources:
+  Shipments:
+    Type: AWS::Kinesis::Stream
+    Properties: {{{properties}}}
+"
+    )
+}
+
+/// The only mapping of the only function.
+#[track_caller]
+fn only_mapping(template: &Template) -> &MappingConfig {
+    match template.functions.as_slice() {
+        [function] => match function.mappings.as_slice() {
+            [mapping] => mapping,
+            other => panic!("expected one mapping, got {other:#?}"),
+        },
+        other => panic!("expected one function, got {other:#?}"),
+    }
+}
+
+/// Checks the stream name a `Stream` value resolves to.
+#[track_caller]
+fn check_stream(stream: &str, expected_name: &str) {
+    let yaml = with_event_properties(&format!("Stream: {stream}, StartingPosition: LATEST"));
+    assert_eq!(
+        only_mapping(&read(&yaml)).stream_name,
+        expected_name,
+        "{stream}"
+    );
+}
+
+// Successful reads, checked field by field.
+
+#[test]
+fn a_minimal_function_gets_lambda_and_sam_defaults() {
+    let template = read(&with_event_properties(
+        "Stream: !GetAtt Shipments.Arn, StartingPosition: TRIM_HORIZON",
+    ));
+    assert_eq!(template.path, PathBuf::from(PATH));
+    assert_eq!(
+        template.streams,
+        vec![StreamResource {
+            logical_id: "Shipments".into(),
+            name: "shipments".into(),
+            shard_count: 2,
+            retention: Duration::from_secs(24 * 3600),
+            mode: StreamMode::Provisioned,
+        }]
+    );
+    assert_eq!(
+        template.functions,
+        vec![FunctionResource {
+            logical_id: "ShippingFunction".into(),
+            function_name: "ShippingFunction".into(),
+            code_dir: PathBuf::from("/work/app"),
+            binary: "bootstrap".into(),
+            build_method: None,
+            handler: "bootstrap".into(),
+            runtime: "provided.al2023".into(),
+            architecture: Architecture::X86_64,
+            timeout: Duration::from_secs(3),
+            memory_size: 128,
+            environment: BTreeMap::new(),
+            mappings: vec![MappingConfig::new(
+                "ShippingFunction",
+                "shipments",
+                StartingPosition::TrimHorizon,
+            )],
+        }]
+    );
+}
+
+#[test]
+fn every_event_property_reaches_the_mapping() {
+    let template = read(&with_function(
+        "FunctionName: shipping, Handler: bootstrap, Runtime: provided.al2023, Timeout: 30",
+    ));
+    assert_eq!(
+        only_mapping(&template).function_timeout,
+        Duration::from_secs(30)
+    );
+
+    let template = read(&with_event_properties(
+        "Stream: !GetAtt Shipments.Arn, StartingPosition: AT_TIMESTAMP, \
+         StartingPositionTimestamp: 1700000000.5, BatchSize: 500, \
+         MaximumBatchingWindowInSeconds: 5, MaximumRetryAttempts: 0, \
+         MaximumRecordAgeInSeconds: 3600, BisectBatchOnFunctionError: true, \
+         FunctionResponseTypes: [ReportBatchItemFailures], ParallelizationFactor: 1, \
+         TumblingWindowInSeconds: 0, Enabled: false, MetricsConfig: {Metrics: [EventCount]}, \
+         DestinationConfig: {OnFailure: {Destination: 'arn:aws:sqs:us-east-1:123456789012:failures'}}",
+    ));
+    let expected = MappingConfig {
+        function_name: "ShippingFunction".into(),
+        stream_name: "shipments".into(),
+        starting_position: StartingPosition::AtTimestamp(
+            UNIX_EPOCH + Duration::from_millis(1_700_000_000_500),
+        ),
+        batch_size: 500,
+        maximum_batching_window: Duration::from_secs(5),
+        maximum_retry_attempts: Some(0),
+        maximum_record_age: Some(Duration::from_secs(3600)),
+        bisect_batch_on_function_error: true,
+        report_batch_item_failures: true,
+        on_failure_destination: Some("arn:aws:sqs:us-east-1:123456789012:failures".into()),
+        enabled: false,
+        function_timeout: Duration::from_secs(3),
+    };
+    assert_eq!(only_mapping(&template), &expected);
+}
+
+#[test]
+fn minus_one_means_no_limit_and_strings_read_as_numbers() {
+    let template = read(&with_event(
+        "MaximumRetryAttempts: -1, MaximumRecordAgeInSeconds: '-1', BatchSize: '10000', \
+         BisectBatchOnFunctionError: 'True', FunctionResponseTypes: []",
+    ));
+    let mapping = only_mapping(&template);
+    assert_eq!(mapping.maximum_retry_attempts, None);
+    assert_eq!(mapping.maximum_record_age, None);
+    assert_eq!(mapping.batch_size, 10_000);
+    assert!(mapping.bisect_batch_on_function_error);
+    assert!(!mapping.report_batch_item_failures);
+}
+
+#[test]
+fn short_forms_of_stream_references_resolve_to_the_stream_name() {
+    check_stream("!GetAtt Shipments.Arn", "shipments");
+    check_stream("!GetAtt [Shipments, Arn]", "shipments");
+    check_stream("!Ref Shipments", "shipments");
+    check_stream("!Sub '${Shipments.Arn}'", "shipments");
+    check_stream("!Sub '${Shipments}'", "shipments");
+    check_stream(
+        "!Sub 'arn:${AWS::Partition}:kinesis:${AWS::Region}:${AWS::AccountId}:stream/${Shipments}'",
+        "shipments",
+    );
+    check_stream(
+        "!Sub ['arn:aws:kinesis:${AWS::Region}:${AWS::AccountId}:stream/${Name}', {Name: !Ref Shipments}]",
+        "shipments",
+    );
+    check_stream("shipments", "shipments");
+}
+
+#[test]
+fn long_forms_of_stream_references_resolve_to_the_stream_name() {
+    check_stream("{Fn::GetAtt: [Shipments, Arn]}", "shipments");
+    check_stream("{Fn::GetAtt: Shipments.Arn}", "shipments");
+    check_stream("{Ref: Shipments}", "shipments");
+    check_stream("{Fn::Sub: '${Shipments.Arn}'}", "shipments");
+    check_stream(
+        "{Fn::Sub: ['arn:aws:kinesis:us-east-1:123456789012:stream/${S}', {S: {Ref: Shipments}}]}",
+        "shipments",
+    );
+    check_stream(
+        "{Fn::Join: ['', ['arn:aws:kinesis:', {Ref: AWS::Region}, ':123456789012:stream/', {Ref: Shipments}]]}",
+        "shipments",
+    );
+}
+
+#[test]
+fn a_literal_arn_may_name_a_stream_outside_the_template() {
+    check_stream(
+        "arn:aws:kinesis:eu-west-1:111122223333:stream/orders",
+        "orders",
+    );
+    check_stream(
+        "arn:aws-cn:kinesis:cn-north-1:111122223333:stream/orders.v2",
+        "orders.v2",
+    );
+}
+
+#[test]
+fn a_stream_gets_defaults_its_logical_id_and_on_demand_shards() {
+    let template = read(&format!(
+        "{}  Orders:
+    Type: AWS::Kinesis::Stream
+    Properties: {{StreamModeDetails: {{StreamMode: ON_DEMAND}}, RetentionPeriodHours: 168, Tags: [{{Key: team, Value: shipping}}]}}
+  Audit:
+    Type: AWS::Kinesis::Stream
+",
+        with_stream("Name: shipments, StreamModeDetails: {StreamMode: PROVISIONED}, ShardCount: 3, \
+                     StreamEncryption: {EncryptionType: KMS, KeyId: alias/aws/kinesis}, MaxRecordSizeInKiB: 1024")
+    ));
+    let streams: Vec<_> = template
+        .streams
+        .iter()
+        .map(|stream| {
+            (
+                stream.logical_id.as_str(),
+                stream.name.as_str(),
+                stream.shard_count,
+                stream.retention.as_secs() / 3600,
+                stream.mode,
+            )
+        })
+        .collect();
+    assert_eq!(
+        streams,
+        vec![
+            ("Shipments", "shipments", 3, 24, StreamMode::Provisioned),
+            (
+                "Orders",
+                "Orders",
+                ON_DEMAND_SHARD_COUNT,
+                168,
+                StreamMode::OnDemand
+            ),
+            ("Audit", "Audit", 1, 24, StreamMode::Provisioned),
+        ]
+    );
+    assert!(template.functions.is_empty());
+    assert_eq!(
+        template.stream("Orders").map(|stream| stream.shard_count),
+        Some(4)
+    );
+}
+
+#[test]
+fn function_properties_reach_the_description() {
+    let yaml = "Transform: [AWS::LanguageExtensions, AWS::Serverless-2016-10-31]
+Parameters:
+  Stage: {Type: String, Default: dev}
+Resources:
+  Shipments:
+    Type: AWS::Kinesis::Stream
+    Properties: {Name: !Sub 'shipments-${Stage}'}
+  ShippingFunction:
+    Type: AWS::Serverless::Function
+    DependsOn: Shipments
+    Metadata:
+      BuildMethod: rust-cargolambda
+      BuildProperties: {Binary: shipping}
+    Properties:
+      FunctionName: !Sub '${AWS::StackName}-shipping'
+      CodeUri: ../functions/./shipping
+      Handler: bootstrap
+      Runtime: provided.al2
+      Architectures: [arm64]
+      Timeout: 900
+      MemorySize: 10240
+      Description: Books shipments.
+      Policies: [AWSLambdaKinesisExecutionRole]
+      Tracing: Active
+      Layers: ['arn:aws:lambda:us-east-1:580247275435:layer:LambdaInsightsExtension:38']
+      Environment:
+        Variables:
+          STREAM_ARN: !GetAtt Shipments.Arn
+          STAGE: !Ref Stage
+          RETRIES: 3
+          VERBOSE: true
+          LITERAL: !Sub '${!NotReplaced}'
+      Events:
+        ShipmentsStream:
+          Type: Kinesis
+          Properties: {Stream: !GetAtt Shipments.Arn, StartingPosition: LATEST}
+";
+    let template = read(yaml);
+    let function = &template.functions[0];
+    assert_eq!(function.function_name, "local-shipping");
+    assert_eq!(function.code_dir, PathBuf::from("/work/functions/shipping"));
+    assert_eq!(function.binary, "shipping");
+    assert_eq!(function.build_method.as_deref(), Some("rust-cargolambda"));
+    assert_eq!(function.runtime, "provided.al2");
+    assert_eq!(function.architecture, Architecture::Arm64);
+    assert_eq!(function.timeout, Duration::from_secs(900));
+    assert_eq!(function.memory_size, 10_240);
+    let environment: Vec<(&str, &str)> = function
+        .environment
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_str()))
+        .collect();
+    assert_eq!(
+        environment,
+        vec![
+            ("LITERAL", "${NotReplaced}"),
+            ("RETRIES", "3"),
+            ("STAGE", "dev"),
+            (
+                "STREAM_ARN",
+                "arn:aws:kinesis:us-east-1:123456789012:stream/shipments-dev"
+            ),
+            ("VERBOSE", "true"),
+        ]
+    );
+    assert_eq!(function.mappings[0].function_name, "local-shipping");
+    assert_eq!(function.mappings[0].stream_name, "shipments-dev");
+}
+
+#[test]
+fn options_stand_in_for_the_account_region_stack_and_parameters() {
+    let yaml = "Transform: AWS::Serverless-2016-10-31
+Parameters:
+  Size: {Type: Number, Default: 10}
+  Stage: {Type: String, AllowedValues: [dev, prod]}
+Resources:
+  Shipments:
+    Type: AWS::Kinesis::Stream
+  ShippingFunction:
+    Type: AWS::Serverless::Function
+    Properties:
+      FunctionName: !Sub '${AWS::StackName}-${Stage}'
+      Handler: bootstrap
+      Runtime: provided.al2023
+      Environment:
+        Variables:
+          ARN: !GetAtt Shipments.Arn
+          SUFFIX: !Ref AWS::URLSuffix
+      Events:
+        ShipmentsStream:
+          Type: Kinesis
+          Properties: {Stream: !Ref Shipments, StartingPosition: LATEST, BatchSize: !Ref Size}
+";
+    let options = TemplateOptions {
+        region: "cn-north-1".into(),
+        account_id: "111122223333".into(),
+        stack_name: "orders".into(),
+        parameter_overrides: BTreeMap::from([
+            ("Stage".to_owned(), "prod".to_owned()),
+            ("Size".to_owned(), "25".to_owned()),
+        ]),
+    };
+    let template = Template::parse(PATH, yaml, &options).unwrap();
+    let function = &template.functions[0];
+    assert_eq!(function.function_name, "orders-prod");
+    assert_eq!(
+        function.environment["ARN"],
+        "arn:aws-cn:kinesis:cn-north-1:111122223333:stream/Shipments"
+    );
+    assert_eq!(function.environment["SUFFIX"], "amazonaws.com.cn");
+    assert_eq!(function.mappings[0].batch_size, 25);
+    assert_eq!(function.mappings[0].stream_name, "Shipments");
+}
+
+#[test]
+fn globals_apply_as_sam_applies_them() {
+    let yaml = "Transform: AWS::Serverless-2016-10-31
+Globals:
+  Function:
+    Runtime: provided.al2023
+    Handler: bootstrap
+    Timeout: 20
+    MemorySize: 512
+    CodeUri: functions/shipping
+    Environment:
+      Variables: {RUST_LOG: info, TABLE: shared}
+  Api:
+    Cors: '*'
+Resources:
+  Shipments:
+    Type: AWS::Kinesis::Stream
+  Inherits:
+    Type: AWS::Serverless::Function
+    Properties:
+      Timeout: 5
+      Environment:
+        Variables: {TABLE: own, EXTRA: yes-please}
+      Events:
+        ShipmentsStream:
+          Type: Kinesis
+          Properties: {Stream: !GetAtt Shipments.Arn, StartingPosition: LATEST}
+  IgnoresSome:
+    Type: AWS::Serverless::Function
+    IgnoreGlobals: [Timeout, Environment]
+    Properties:
+      Events:
+        ShipmentsStream:
+          Type: Kinesis
+          Properties: {Stream: !GetAtt Shipments.Arn, StartingPosition: LATEST}
+  IgnoresAll:
+    Type: AWS::Serverless::Function
+    IgnoreGlobals: '*'
+    Properties:
+      Handler: own
+      Runtime: provided.al2
+      Events:
+        ShipmentsStream:
+          Type: Kinesis
+          Properties: {Stream: !GetAtt Shipments.Arn, StartingPosition: LATEST}
+";
+    let template = read(yaml);
+    let summary: Vec<_> = template
+        .functions
+        .iter()
+        .map(|function| {
+            (
+                function.logical_id.as_str(),
+                function.handler.as_str(),
+                function.timeout.as_secs(),
+                function.memory_size,
+                function.code_dir.clone(),
+                function.environment.clone(),
+                function.mappings[0].function_timeout.as_secs(),
+            )
+        })
+        .collect();
+    let variables = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+            .collect()
+    };
+    assert_eq!(
+        summary,
+        vec![
+            (
+                "Inherits",
+                "bootstrap",
+                5,
+                512,
+                PathBuf::from("/work/app/functions/shipping"),
+                variables(&[
+                    ("EXTRA", "yes-please"),
+                    ("RUST_LOG", "info"),
+                    ("TABLE", "own")
+                ]),
+                5,
+            ),
+            (
+                "IgnoresSome",
+                "bootstrap",
+                3,
+                512,
+                PathBuf::from("/work/app/functions/shipping"),
+                variables(&[]),
+                3,
+            ),
+            (
+                "IgnoresAll",
+                "own",
+                3,
+                128,
+                PathBuf::from("/work/app"),
+                variables(&[]),
+                3
+            ),
+        ]
+    );
+}
+
+#[test]
+fn two_functions_on_one_stream_get_a_mapping_each() {
+    let yaml = "Transform: AWS::Serverless-2016-10-31
+Globals:
+  Function: {Runtime: provided.al2023, Handler: bootstrap}
+Resources:
+  Shipments:
+    Type: AWS::Kinesis::Stream
+    Properties: {Name: shipments}
+  Shipping:
+    Type: AWS::Serverless::Function
+    Properties:
+      Events:
+        Read: {Type: Kinesis, Properties: {Stream: !GetAtt Shipments.Arn, StartingPosition: LATEST}}
+  Auditing:
+    Type: AWS::Serverless::Function
+    Properties:
+      Events:
+        Read: {Type: Kinesis, Properties: {Stream: !GetAtt Shipments.Arn, StartingPosition: TRIM_HORIZON}}
+";
+    let mappings: Vec<_> = read(yaml)
+        .functions
+        .iter()
+        .flat_map(|function| function.mappings.clone())
+        .collect();
+    assert_eq!(
+        mappings,
+        vec![
+            MappingConfig::new("Shipping", "shipments", StartingPosition::Latest),
+            MappingConfig::new("Auditing", "shipments", StartingPosition::TrimHorizon),
+        ]
+    );
+}
+
+#[test]
+fn one_function_with_two_kinesis_events_gets_two_mappings_and_other_events_are_ignored() {
+    let yaml = "Transform: AWS::Serverless-2016-10-31
+Resources:
+  Shipments:
+    Type: AWS::Kinesis::Stream
+  Returns:
+    Type: AWS::Kinesis::Stream
+  Queue:
+    Type: AWS::SQS::Queue
+  Shipping:
+    Type: AWS::Serverless::Function
+    Properties:
+      Handler: bootstrap
+      Runtime: provided.al2023
+      Events:
+        FromQueue: {Type: SQS, Properties: {Queue: !GetAtt Queue.Arn, BatchSize: 10}}
+        Shipped: {Type: Kinesis, Properties: {Stream: !GetAtt Shipments.Arn, StartingPosition: LATEST, BatchSize: 7}}
+        Http: {Type: Api, Properties: {Path: /shipments, Method: post}}
+        Returned: {Type: Kinesis, Properties: {Stream: !GetAtt Returns.Arn, StartingPosition: TRIM_HORIZON}}
+  WebsiteWithoutKinesis:
+    Type: AWS::Serverless::Function
+    Condition: InProduction
+    Properties:
+      Runtime: python3.12
+      Handler: app.handler
+      InlineCode: 'def handler(event, context): return 1'
+      Events:
+        Http: {Type: Api, Properties: {Path: /, Method: get}}
+";
+    let template = read(yaml);
+    assert_eq!(
+        template.functions.len(),
+        1,
+        "a function without Kinesis events is skipped"
+    );
+    let mut shipped = MappingConfig::new("Shipping", "Shipments", StartingPosition::Latest);
+    shipped.batch_size = 7;
+    assert_eq!(
+        template.functions[0].mappings,
+        vec![
+            shipped,
+            MappingConfig::new("Shipping", "Returns", StartingPosition::TrimHorizon),
+        ]
+    );
+}
+
+#[test]
+fn an_on_failure_destination_in_the_template_is_kept_as_its_logical_id() {
+    let destination = |value: &str| {
+        let yaml = format!(
+            "{}  Queue:\n    Type: AWS::SQS::Queue\n  Topic:\n    Type: AWS::SNS::Topic\n",
+            with_event(&format!(
+                "DestinationConfig: {{OnFailure: {{Type: SQS, Destination: {value}}}}}"
+            ))
+        );
+        only_mapping(&read(&yaml)).on_failure_destination.clone()
+    };
+    assert_eq!(destination("!GetAtt Queue.Arn").as_deref(), Some("Queue"));
+    assert_eq!(
+        destination("{Fn::GetAtt: [Queue, Arn]}").as_deref(),
+        Some("Queue")
+    );
+    assert_eq!(destination("!Ref Topic").as_deref(), Some("Topic"));
+    assert_eq!(
+        destination("!Sub 'arn:${AWS::Partition}:sqs:${AWS::Region}:${AWS::AccountId}:failures'")
+            .as_deref(),
+        Some("arn:aws:sqs:us-east-1:123456789012:failures")
+    );
+}
+
+// Refused: behaviour kinesis-esm does not reproduce.
+
+#[test]
+fn event_properties_that_are_not_reproduced_are_refused() {
+    check_error(
+        &with_event("ParallelizationFactor: 4"),
+        "template.yaml: resource ShippingFunction, event ShipmentsStream: property ParallelizationFactor = 4 is not reproduced by kinesis-esm (only 1)",
+    );
+    check_error(
+        &with_event("TumblingWindowInSeconds: 60"),
+        "event ShipmentsStream: property TumblingWindowInSeconds = 60 is not reproduced by kinesis-esm (only 0: no tumbling windows)",
+    );
+    check_error(
+        &with_event(
+            "FilterCriteria: {Filters: [{Pattern: '{\"data\": {\"carrier\": [\"dhl\"]}}'}]}",
+        ),
+        "property FilterCriteria = {Filters: [{Pattern: {\"data\": {\"carrier\": [\"dhl\"]}}}]} is not reproduced by kinesis-esm (no event filtering",
+    );
+    check_error(
+        &with_event("KmsKeyArn: 'arn:aws:kms:us-east-1:123456789012:key/1'"),
+        "property KmsKeyArn = arn:aws:kms:us-east-1:123456789012:key/1 is not reproduced by kinesis-esm",
+    );
+    check_error(
+        &with_event("StartingPositionTimestamp: 1700000000"),
+        "property StartingPositionTimestamp = 1700000000 is only read with StartingPosition AT_TIMESTAMP",
+    );
+    check_error(
+        &with_event("ParallelisationFactor: 2"),
+        "event ShipmentsStream: property ParallelisationFactor is not a property kinesis-esm knows here (known: Stream, StartingPosition,",
+    );
+}
+
+#[test]
+fn enhanced_fan_out_consumers_are_refused() {
+    check_error(
+        &with_event_properties(
+            "Stream: 'arn:aws:kinesis:us-east-1:123456789012:stream/shipments/consumer/reader:1700000000', StartingPosition: LATEST",
+        ),
+        "property Stream = arn:aws:kinesis:us-east-1:123456789012:stream/shipments/consumer/reader:1700000000 is not reproduced by kinesis-esm (an enhanced fan-out consumer",
+    );
+    let yaml = format!(
+        "{}  Reader:\n    Type: AWS::Kinesis::StreamConsumer\n    Properties: {{ConsumerName: reader, StreamARN: !GetAtt Shipments.Arn}}\n",
+        with_event_properties("Stream: !GetAtt Reader.ConsumerARN, StartingPosition: LATEST")
+    );
+    check_error(
+        &yaml,
+        "property Stream = !GetAtt Reader.ConsumerARN is not reproduced by kinesis-esm (an enhanced fan-out consumer",
+    );
+}
+
+#[test]
+fn a_stream_must_be_defined_in_the_template_or_given_by_arn() {
+    check_error(
+        &with_event_properties("Stream: orders, StartingPosition: LATEST"),
+        "property Stream = orders names no AWS::Kinesis::Stream of the template and is not a stream ARN (arn:aws:kinesis:region:account:stream/name)",
+    );
+    check_error(
+        &with_event_properties("Stream: !GetAtt Orders.Arn, StartingPosition: LATEST"),
+        "property Stream = !GetAtt Orders.Arn cannot be resolved: Orders is not a resource of the template",
+    );
+    check_error(
+        &with_event_properties("Stream: !Ref Orders, StartingPosition: LATEST"),
+        "property Stream = !Ref Orders cannot be resolved: Orders is neither a parameter nor a resource of the template",
+    );
+    check_error(
+        &with_event_properties("Stream: !GetAtt Shipments.StreamId, StartingPosition: LATEST"),
+        "cannot be resolved: stream Shipments has no attribute StreamId",
+    );
+    check_error(
+        &with_event_properties(
+            "Stream: 'arn:aws:dynamodb:us-east-1:123456789012:table/t/stream/2024', StartingPosition: LATEST",
+        ),
+        "is not allowed (allowed: a Kinesis stream ARN, arn:aws:kinesis:region:account:stream/name)",
+    );
+    check_error(
+        &with_event_properties("StartingPosition: LATEST"),
+        "event ShipmentsStream: property Stream is required",
+    );
+}
+
+#[test]
+fn event_values_out_of_range_say_what_is_allowed() {
+    check_error(
+        &with_event("BatchSize: 0"),
+        "property BatchSize = 0 is out of range (allowed: 1 to 10000)",
+    );
+    check_error(
+        &with_event("BatchSize: 10001"),
+        "property BatchSize = 10001 is out of range (allowed: 1 to 10000)",
+    );
+    check_error(
+        &with_event("BatchSize: ten"),
+        "property BatchSize = ten is not allowed (allowed: a whole number from 1 to 10000)",
+    );
+    check_error(
+        &with_event("BatchSize: 1.5"),
+        "property BatchSize = 1.5 is not allowed (allowed: a whole number from 1 to 10000)",
+    );
+    check_error(
+        &with_event("MaximumBatchingWindowInSeconds: 301"),
+        "property MaximumBatchingWindowInSeconds = 301 is out of range (allowed: 0 to 300)",
+    );
+    check_error(
+        &with_event("MaximumRetryAttempts: -2"),
+        "property MaximumRetryAttempts = -2 is out of range (allowed: -1 to 10000)",
+    );
+    check_error(
+        &with_event("MaximumRetryAttempts: 10001"),
+        "property MaximumRetryAttempts = 10001 is out of range (allowed: -1 to 10000)",
+    );
+    check_error(
+        &with_event("MaximumRecordAgeInSeconds: 59"),
+        "property MaximumRecordAgeInSeconds = 59 is out of range (allowed: -1, or 60 to 604800)",
+    );
+    check_error(
+        &with_event("MaximumRecordAgeInSeconds: 0"),
+        "property MaximumRecordAgeInSeconds = 0 is out of range (allowed: -1, or 60 to 604800)",
+    );
+    check_error(
+        &with_event("MaximumRecordAgeInSeconds: 604801"),
+        "property MaximumRecordAgeInSeconds = 604801 is out of range (allowed: -1 to 604800)",
+    );
+    check_error(
+        &with_event("ParallelizationFactor: 11"),
+        "property ParallelizationFactor = 11 is out of range (allowed: 1 to 10)",
+    );
+    check_error(
+        &with_event("TumblingWindowInSeconds: 901"),
+        "property TumblingWindowInSeconds = 901 is out of range (allowed: 0 to 900)",
+    );
+    check_error(
+        &with_event("BisectBatchOnFunctionError: maybe"),
+        "property BisectBatchOnFunctionError = maybe is not allowed (allowed: true or false)",
+    );
+    check_error(
+        &with_event("Enabled: 1"),
+        "property Enabled = 1 is not allowed (allowed: true or false)",
+    );
+}
+
+#[test]
+fn starting_positions_must_be_complete_and_spelt_as_lambda_spells_them() {
+    check_error(
+        &with_event_properties("Stream: !GetAtt Shipments.Arn, StartingPosition: TRIM-HORIZON"),
+        "property StartingPosition = TRIM-HORIZON is not allowed (allowed: TRIM_HORIZON, LATEST, AT_TIMESTAMP)",
+    );
+    check_error(
+        &with_event_properties("Stream: !GetAtt Shipments.Arn"),
+        "property StartingPosition is required (TRIM_HORIZON, LATEST or AT_TIMESTAMP)",
+    );
+    check_error(
+        &with_event_properties("Stream: !GetAtt Shipments.Arn, StartingPosition: AT_TIMESTAMP"),
+        "property StartingPositionTimestamp is required with StartingPosition AT_TIMESTAMP",
+    );
+    check_error(
+        &with_event_properties(
+            "Stream: !GetAtt Shipments.Arn, StartingPosition: AT_TIMESTAMP, StartingPositionTimestamp: -5",
+        ),
+        "property StartingPositionTimestamp = -5 is out of range (allowed: seconds since the Unix epoch, 0 or more)",
+    );
+}
+
+#[test]
+fn response_types_and_destinations_take_only_what_lambda_takes() {
+    check_error(
+        &with_event("FunctionResponseTypes: [ReportBatchItemFailure]"),
+        "property FunctionResponseTypes = [ReportBatchItemFailure] is not allowed (allowed: [] or [ReportBatchItemFailures])",
+    );
+    check_error(
+        &with_event("FunctionResponseTypes: ReportBatchItemFailures"),
+        "property FunctionResponseTypes = ReportBatchItemFailures is not allowed",
+    );
+    check_error(
+        &with_event(
+            "DestinationConfig: {OnSuccess: {Destination: 'arn:aws:sqs:us-east-1:123456789012:ok'}}",
+        ),
+        "property DestinationConfig.OnSuccess = {Destination: arn:aws:sqs:us-east-1:123456789012:ok} is not allowed (allowed: only OnFailure",
+    );
+    check_error(
+        &with_event("DestinationConfig: {OnFailure: {Type: Lambda, Destination: x}}"),
+        "property DestinationConfig.OnFailure.Type = Lambda is not allowed (allowed: SQS, SNS, S3, Kafka)",
+    );
+    check_error(
+        &with_event("DestinationConfig: {OnFailure: {Type: SQS}}"),
+        "property DestinationConfig.OnFailure.Destination is required",
+    );
+    check_error(
+        &with_event("DestinationConfig: {OnFailure: {Destination: !GetAtt Nowhere.Arn}}"),
+        "property DestinationConfig.OnFailure.Destination = !GetAtt Nowhere.Arn cannot be resolved: Nowhere is not a resource of the template",
+    );
+}
+
+#[test]
+fn a_kinesis_event_needs_its_properties() {
+    let event = |event: &str| {
+        with_function_extra("Description: d").replace(
+            "Events: {ShipmentsStream: {Type: Kinesis, Properties: {Stream: !GetAtt Shipments.Arn, StartingPosition: LATEST}}}",
+            &format!("Events: {{ShipmentsStream: {event}}}"),
+        )
+    };
+    check_error(
+        &event("{Type: Kinesis}"),
+        "resource ShippingFunction, event ShipmentsStream: property Properties is required",
+    );
+    check_error(
+        &event("{Type: Kinesis, Properties: []}"),
+        "event ShipmentsStream: property Properties = [] is not allowed",
+    );
+    check_error(
+        &event("{Type: Kinesis, Properties: {}, Condition: C}"),
+        "event ShipmentsStream: property Condition is not a property kinesis-esm knows here",
+    );
+    check_error(
+        &event("{Properties: {}}"),
+        "event ShipmentsStream: property Type is required",
+    );
+}
+
+#[test]
+fn one_function_maps_one_stream_once() {
+    let yaml = "Transform: AWS::Serverless-2016-10-31
+Resources:
+  Shipments:
+    Type: AWS::Kinesis::Stream
+  Shipping:
+    Type: AWS::Serverless::Function
+    Properties:
+      Handler: bootstrap
+      Runtime: provided.al2023
+      Events:
+        First: {Type: Kinesis, Properties: {Stream: !GetAtt Shipments.Arn, StartingPosition: LATEST}}
+        Second: {Type: Kinesis, Properties: {Stream: !Ref Shipments, StartingPosition: LATEST}}
+";
+    check_error(
+        yaml,
+        "resource Shipping, event Second: property Stream = !Ref Shipments is mapped by event First already: Lambda allows one mapping per function and stream",
+    );
+}
+
+#[test]
+fn function_properties_kinesis_esm_cannot_run_are_refused() {
+    check_error(
+        &with_function("Handler: app.handler, Runtime: python3.12"),
+        "resource ShippingFunction: property Runtime = python3.12 is not reproduced by kinesis-esm (provided.al2023, provided.al2, provided",
+    );
+    check_error(
+        &with_function("Handler: bootstrap"),
+        "resource ShippingFunction: property Runtime is required",
+    );
+    check_error(
+        &with_function("Runtime: provided.al2023"),
+        "resource ShippingFunction: property Handler is required",
+    );
+    check_error(
+        &with_function_extra("InlineCode: 'fn main() {}'"),
+        "property InlineCode = fn main() {} is not reproduced by kinesis-esm",
+    );
+    check_error(
+        &with_function_extra("CodeUri: 's3://bucket/shipping.zip'"),
+        "property CodeUri = s3://bucket/shipping.zip is not reproduced by kinesis-esm (only a local folder",
+    );
+    check_error(
+        &with_function_extra("CodeUri: {Bucket: b, Key: k}"),
+        "property CodeUri = {Bucket: b, Key: k} is not reproduced by kinesis-esm (only a local folder",
+    );
+    check_error(
+        &with_function_extra("PackageType: Image"),
+        "property PackageType = Image is not reproduced by kinesis-esm (only Zip)",
+    );
+    check_error(
+        &with_function_extra("ReservedConcurrentExecutions: 0"),
+        "property ReservedConcurrentExecutions = 0 is not reproduced by kinesis-esm",
+    );
+    check_error(
+        &with_function_extra("Timout: 10"),
+        "resource ShippingFunction: property Timout is not a property kinesis-esm knows here",
+    );
+}
+
+#[test]
+fn function_values_out_of_range_say_what_is_allowed() {
+    check_error(
+        &with_function_extra("Timeout: 0"),
+        "resource ShippingFunction: property Timeout = 0 is out of range (allowed: 1 to 900)",
+    );
+    check_error(
+        &with_function_extra("Timeout: 901"),
+        "property Timeout = 901 is out of range (allowed: 1 to 900)",
+    );
+    check_error(
+        &with_function_extra("MemorySize: 64"),
+        "property MemorySize = 64 is out of range (allowed: 128 to 10240)",
+    );
+    check_error(
+        &with_function_extra("Architectures: [sparc]"),
+        "property Architectures = [sparc] is not allowed (allowed: [x86_64] or [arm64])",
+    );
+    check_error(
+        &with_function_extra("Architectures: arm64"),
+        "property Architectures = arm64 is not allowed (allowed: [x86_64] or [arm64])",
+    );
+    check_error(
+        &with_function_extra("Architectures: [x86_64, arm64]"),
+        "property Architectures = [x86_64, arm64] is not allowed (allowed: [x86_64] or [arm64]: Lambda takes exactly one",
+    );
+    check_error(
+        &with_function_extra("FunctionName: 'ship ping'"),
+        "property FunctionName = ship ping is not allowed (allowed: 1 to 64 characters",
+    );
+}
+
+#[test]
+fn environment_variables_must_resolve_and_be_settable() {
+    check_error(
+        &with_function_extra("Environment: {Variables: {QUEUE_URL: !Ref Queue}}"),
+        "resource ShippingFunction: property Environment.Variables.QUEUE_URL = !Ref Queue cannot be resolved: kinesis-esm cannot know what Ref of resource Queue (AWS::SQS::Queue) would be",
+    );
+    check_error(
+        &with_function_extra("Environment: {Variables: {QUEUE_ARN: !GetAtt Queue.Arn}}"),
+        "property Environment.Variables.QUEUE_ARN = !GetAtt Queue.Arn cannot be resolved: kinesis-esm cannot know attribute Arn of resource Queue (AWS::SQS::Queue)",
+    );
+    check_error(
+        &with_function_extra("Environment: {Variables: {MODE: !If [IsProd, fast, slow]}}"),
+        "property Environment.Variables.MODE = !If [IsProd, fast, slow] cannot be resolved: Fn::If is not evaluated by kinesis-esm",
+    );
+    check_error(
+        &with_function_extra("Environment: {Variables: {STACK: !Ref AWS::StackId}}"),
+        "cannot be resolved: AWS::StackId has no local value",
+    );
+    check_error(
+        &with_function_extra("Environment: {Variables: {AWS_REGION: eu-west-1}}"),
+        "property Environment.Variables.AWS_REGION = eu-west-1 is reserved: Lambda sets this variable itself",
+    );
+    check_error(
+        &with_function_extra("Environment: {Variables: {1ST: x}}"),
+        "property Environment.Variables.1ST = x has a name Lambda refuses",
+    );
+    check_error(
+        &with_function_extra("Environment: {Vars: {A1: x}}"),
+        "property Environment.Vars is not a property kinesis-esm knows here (known: Variables)",
+    );
+}
+
+#[test]
+fn globals_are_checked_and_blamed_for_their_own_values() {
+    let with_globals = |globals: &str| {
+        format!(
+            "Globals:\n  Function: {{{globals}}}\n{}",
+            with_function_extra("Description: d")
+        )
+    };
+    check_error(
+        &with_globals("FunctionName: shared"),
+        "template.yaml: Globals.Function: property FunctionName is not a property kinesis-esm knows here",
+    );
+    check_error(
+        &with_globals("Timeout: 0"),
+        "template.yaml: Globals.Function: property Timeout = 0 is out of range (allowed: 1 to 900)",
+    );
+    check_error(
+        &with_globals("Architectures: [x86_64]")
+            .replace("Description: d", "Architectures: [arm64]"),
+        "resource ShippingFunction: property Architectures = [x86_64, arm64] is not allowed",
+    );
+    check_error(
+        &format!(
+            "Globals:\n  Lambda: {{}}\n{}",
+            with_function_extra("Description: d")
+        ),
+        "template: property Globals.Lambda is not a property kinesis-esm knows here",
+    );
+    let ignoring = with_globals("Timeout: 5").replace(
+        "    Type: AWS::Serverless::Function\n",
+        "    Type: AWS::Serverless::Function\n    IgnoreGlobals: [MemorySize]\n",
+    );
+    check_error(
+        &ignoring,
+        "resource ShippingFunction: property IgnoreGlobals = MemorySize is not a property of Globals.Function",
+    );
+}
+
+#[test]
+fn parameters_need_a_value_a_local_run_can_know() {
+    let with_parameter = |parameter: &str, reference: &str| {
+        format!(
+            "Parameters:\n  Stage: {{{parameter}}}\n{}",
+            with_function_extra(&format!(
+                "Environment: {{Variables: {{STAGE: {reference}}}}}"
+            ))
+        )
+    };
+    check_error(
+        &with_parameter("Type: String", "!Ref Stage"),
+        "property Environment.Variables.STAGE = !Ref Stage cannot be resolved: parameter Stage has no Default: give it one, or pass an override",
+    );
+    check_error(
+        &with_parameter(
+            "Type: String, Default: test, AllowedValues: [dev, prod]",
+            "!Ref Stage",
+        ),
+        "template.yaml: parameter Stage: property Default = test is not allowed (allowed: dev, prod)",
+    );
+    check_error(
+        &with_parameter(
+            "Type: 'AWS::SSM::Parameter::Value<String>', Default: /shipping/stage",
+            "!Ref Stage",
+        ),
+        "cannot be resolved: parameter Stage takes its value from SSM Parameter Store",
+    );
+    check_error(
+        &with_parameter(
+            "Type: CommaDelimitedList, Default: 'a,b'",
+            "!Sub '${Stage}'",
+        ),
+        "cannot be resolved: parameter Stage is a list (CommaDelimitedList), not a single value",
+    );
+    check_error(
+        &with_parameter("Default: dev", "!Ref Stage"),
+        "parameter Stage: property Type is required",
+    );
+    check_error(
+        &with_parameter("Type: String, Default: dev", "!GetAtt Stage.Value"),
+        "cannot be resolved: Stage is a parameter, and parameters have no attributes",
+    );
+    let options = TemplateOptions {
+        parameter_overrides: BTreeMap::from([("Stag".to_owned(), "prod".to_owned())]),
+        ..TemplateOptions::default()
+    };
+    let error = Template::parse(
+        PATH,
+        &with_parameter("Type: String, Default: dev", "!Ref Stage"),
+        &options,
+    )
+    .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "/work/app/template.yaml: template: property Parameters = Stag is overridden but not declared in Parameters"
+    );
+}
+
+#[test]
+fn streams_are_checked_as_kinesis_and_cloudformation_check_them() {
+    check_error(
+        &with_stream("ShardCount: 0"),
+        "resource Shipments: property ShardCount = 0 is out of range (allowed: 1 to 500)",
+    );
+    check_error(
+        &with_stream("ShardCount: 501"),
+        "property ShardCount = 501 is out of range (allowed: 1 to 500)",
+    );
+    check_error(
+        &with_stream("RetentionPeriodHours: 23"),
+        "property RetentionPeriodHours = 23 is out of range (allowed: 24 to 8760)",
+    );
+    check_error(
+        &with_stream("StreamModeDetails: {StreamMode: ON_DEMAND}, ShardCount: 2"),
+        "property ShardCount = 2 cannot be set on an ON_DEMAND stream",
+    );
+    check_error(
+        &with_stream("StreamModeDetails: {StreamMode: SOMETIMES}"),
+        "property StreamModeDetails.StreamMode = SOMETIMES is not allowed (allowed: ON_DEMAND, PROVISIONED)",
+    );
+    check_error(
+        &with_stream("StreamModeDetails: {}"),
+        "property StreamModeDetails.StreamMode is required",
+    );
+    check_error(
+        &with_stream("Name: 'ship ments'"),
+        "property Name = ship ments is not allowed (allowed: 1 to 128 characters among a-z, A-Z, 0-9, _ . -)",
+    );
+    check_error(
+        &with_stream("MaxRecordSizeInKiB: 2048"),
+        "property MaxRecordSizeInKiB = 2048 is not reproduced by kinesis-esm (only 1024",
+    );
+    check_error(
+        &with_stream("RecordDistributionStrategy: X"),
+        "property RecordDistributionStrategy = X is not reproduced by kinesis-esm",
+    );
+    check_error(
+        &with_stream("ShardSize: 1"),
+        "resource Shipments: property ShardSize is not a property kinesis-esm knows here",
+    );
+    check_error(
+        &format!(
+            "{}  Again:\n    Type: AWS::Kinesis::Stream\n    Properties: {{Name: shipments}}\n",
+            with_stream("Name: shipments")
+        ),
+        "resource Again: property Name = shipments is the name of stream Shipments already",
+    );
+    check_error(
+        &with_stream("Name: s").replace(
+            "    Type: AWS::Kinesis::Stream\n",
+            "    Type: AWS::Kinesis::Stream\n    Condition: InProduction\n",
+        ),
+        "resource Shipments: property Condition = InProduction is not reproduced by kinesis-esm (conditions are not evaluated",
+    );
+}
+
+#[test]
+fn the_template_itself_must_be_a_deployable_sam_template() {
+    check_error(
+        &with_event("BatchSize: 10").replace("Transform: AWS::Serverless-2016-10-31\n", ""),
+        "template.yaml: template: property Transform is required (AWS::Serverless-2016-10-31)",
+    );
+    check_error(
+        "Resource: {}\n",
+        "template: property Resource is not a property kinesis-esm knows here",
+    );
+    check_error(
+        "Description: nothing\n",
+        "template: property Resources is required",
+    );
+    check_error(
+        "Resources:\n  Shipments:\n    Properties: {}\n",
+        "resource Shipments: property Type is required",
+    );
+    check_error(
+        &format!(
+            "{}  Mapping:\n    Type: AWS::Lambda::EventSourceMapping\n    Properties: {{FunctionName: f, EventSourceArn: !GetAtt Shipments.Arn, StartingPosition: LATEST}}\n",
+            with_stream("Name: shipments")
+        ),
+        "resource Mapping: property Properties.EventSourceArn = !GetAtt Shipments.Arn is not reproduced by kinesis-esm (only Kinesis events of AWS::Serverless::Function resources)",
+    );
+    check_error(
+        &with_event("BatchSize: 10").replace(
+            "ShippingFunction:\n    Type",
+            "ShippingFunction:\n    Condition: C\n    Type",
+        ),
+        "resource ShippingFunction: property Condition = C is not reproduced",
+    );
+    check_error(
+        &with_function_extra("FunctionName: same").replace("Resources:\n", "Resources:\n  Other:\n    Type: AWS::Serverless::Function\n    Properties: {FunctionName: same, Handler: bootstrap, Runtime: provided.al2023, Events: {E: {Type: Kinesis, Properties: {Stream: !Ref Shipments, StartingPosition: LATEST}}}}\n"),
+        "resource ShippingFunction: property FunctionName = same is the name of function Other already",
+    );
+}
+
+#[test]
+fn invalid_yaml_gives_the_file_line_and_column() {
+    let error =
+        parse("Resources:\n  Shipments:\n    Type: AWS::Kinesis::Stream\n   Properties: {}\n")
+            .unwrap_err();
+    let TemplateError::Syntax { position, .. } = &error else {
+        panic!("expected a syntax error, got {error}");
+    };
+    assert_eq!(*position, Some((4, 4)));
+    assert!(
+        error
+            .to_string()
+            .starts_with("/work/app/template.yaml:4:4: invalid YAML: "),
+        "{error}"
+    );
+    check_error(
+        "- just\n- a list\n",
+        "a template is a map of sections, not [just, a list]",
+    );
+    check_error("Resources: {a: 1, a: 2}\n", "invalid YAML");
+}
