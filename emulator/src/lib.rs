@@ -6,6 +6,7 @@
 //! does, so what you see locally is what Lambda would do.
 
 pub mod config;
+pub mod function;
 pub mod invoke;
 pub mod lease;
 pub mod sequence;
