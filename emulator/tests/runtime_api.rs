@@ -626,3 +626,25 @@ async fn dropping_the_invoker_stops_its_processes() {
         .await
         .unwrap_or_else(|_| panic!("process {pid} outlived its invoker"));
 }
+
+// Building.
+
+#[tokio::test]
+async fn a_failed_build_names_the_crate_the_binary_and_what_cargo_said() {
+    let crate_dir = manifest_dir().join("tests/functions/misbehaving");
+    let asked_for = crate_dir.clone();
+
+    let built =
+        tokio::task::spawn_blocking(move || build_function(&asked_for, "no-such-binary", false))
+            .await
+            .expect("the build does not panic");
+
+    let error = built.expect_err("there is no such binary").to_string();
+    for part in [
+        crate_dir.to_str().expect("UTF-8"),
+        "building binary `no-such-binary`",
+        "no bin target named `no-such-binary`",
+    ] {
+        assert!(error.contains(part), "{part:?} is not in {error}");
+    }
+}
