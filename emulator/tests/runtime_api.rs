@@ -204,7 +204,7 @@ async fn the_function_reads_its_deadline_from_the_runtime_api() {
     // Within the adapter's 500 ms margin of the deadline no record is started, and the
     // response names the first: the function saw the deadline the Runtime API gave it.
     let hurried = api
-        .invoke(Invocation::new(event.to_json(), Duration::from_millis(300)))
+        .invoke(Invocation::new(event.to_json(), Duration::from_millis(450)))
         .await
         .expect("the function is reachable");
     assert_eq!(
