@@ -7,6 +7,7 @@
 
 pub mod backoff;
 pub mod config;
+pub mod function;
 pub mod invoke;
 pub mod lease;
 pub mod mapping;
