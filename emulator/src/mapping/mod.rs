@@ -277,7 +277,10 @@ async fn coordinate(shared: Arc<Shared>, mut stopping: watch::Receiver<bool>) {
         {
             Ok(()) => {
                 backoff.reset();
-                shared.status.send_modify(|status| status.last_error = None);
+                shared.status.send_modify(|status| {
+                    status.last_error = None;
+                    status.synced = true;
+                });
             }
             Err(error) => report_error(&shared, error),
         }
@@ -433,6 +436,7 @@ async fn sync(
             taken,
             stopping.clone(),
         );
+        shared.update_shard(&lease.shard_id, |status| status.phase = ShardPhase::Reading);
         let exits = exits.clone();
         let shard_id = lease.shard_id.clone();
         readers.insert(

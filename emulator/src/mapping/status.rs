@@ -99,6 +99,8 @@ pub struct MappingStatus {
     pub on_failure: Vec<Arc<Value>>,
     /// The last error the mapping met outside a batch (listing shards, leases), if it persists.
     pub last_error: Option<String>,
+    /// Whether the coordinator has listed the shards and started their readers at least once.
+    pub synced: bool,
 }
 
 impl MappingStatus {
@@ -106,23 +108,24 @@ impl MappingStatus {
     /// ended, or blocked on a held record that has been retried at least once (or waits behind
     /// such a shard).
     pub fn is_idle(&self) -> bool {
-        self.shards.values().all(|shard| match shard.phase {
-            ShardPhase::CaughtUp
-            | ShardPhase::Ended
-            | ShardPhase::NotOwned
-            | ShardPhase::Stopped => true,
-            ShardPhase::Held => shard
-                .held
-                .as_ref()
-                .is_some_and(|held| held.failed_deliveries >= 2),
-            ShardPhase::Reading => false,
-            // A child is only idle if a parent will not end soon.
-            ShardPhase::WaitingOnParents => shard.parent_shard_ids.iter().any(|parent| {
-                self.shards
-                    .get(parent)
-                    .is_some_and(|parent| parent.phase != ShardPhase::Ended)
-            }),
-        })
+        self.synced
+            && self.shards.values().all(|shard| match shard.phase {
+                ShardPhase::CaughtUp
+                | ShardPhase::Ended
+                | ShardPhase::NotOwned
+                | ShardPhase::Stopped => true,
+                ShardPhase::Held => shard
+                    .held
+                    .as_ref()
+                    .is_some_and(|held| held.failed_deliveries >= 2),
+                ShardPhase::Reading => false,
+                // A child is only idle if a parent will not end soon.
+                ShardPhase::WaitingOnParents => shard.parent_shard_ids.iter().any(|parent| {
+                    self.shards
+                        .get(parent)
+                        .is_some_and(|parent| parent.phase != ShardPhase::Ended)
+                }),
+            })
     }
 
     /// The totals over every shard.
