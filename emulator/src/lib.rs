@@ -11,6 +11,7 @@ pub mod function;
 pub mod invoke;
 pub mod lease;
 pub mod mapping;
+pub mod records_file;
 pub mod response;
 pub mod sequence;
 pub mod source;

@@ -1,0 +1,234 @@
+//! Files of records to publish: JSON lines, or Lambda Kinesis event files.
+//!
+//! A JSON-lines file holds one record per line:
+//! `{"data": <any JSON>, "partitionKey": "k", "explicitHashKey": "123"}`. When `data` is a JSON
+//! string its text is published as it is (so records that are not JSON can be written);
+//! anything else is published as its JSON text. `partitionKey` defaults to `<file>-<line>`.
+//!
+//! A Lambda event file (`{"Records": [...]}`, as Lambda sends it and as `kinesis-esm events`
+//! writes it) publishes each record's decoded `data` under its `partitionKey`; the sequence
+//! numbers in the file are ignored, since Kinesis assigns new ones.
+
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use bytes::Bytes;
+use serde_json::Value;
+
+/// One record to publish.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordToPut {
+    /// Its partition key.
+    pub partition_key: String,
+    /// Its data.
+    pub data: Bytes,
+    /// A hash key that picks the shard instead of the partition key, if any.
+    pub explicit_hash_key: Option<String>,
+}
+
+/// A records file that cannot be read, with where.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordsFileError {
+    /// The file or folder cannot be read.
+    #[error("{path}: {source}")]
+    Read {
+        /// The file or folder.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A line or record is not what a records file holds.
+    #[error("{path}:{line}: {message}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// The line (1-based; for event files, the record's position).
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// Reads the records of `path`: a file, or a folder whose `.json` and `.jsonl` files are read in
+/// name order.
+pub fn read_records(path: &Path) -> Result<Vec<RecordToPut>, RecordsFileError> {
+    let read_error = |source| RecordsFileError::Read {
+        path: path.to_owned(),
+        source,
+    };
+    if path.is_dir() {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+            .map_err(read_error)?
+            .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+            .filter(|file| {
+                file.extension()
+                    .is_some_and(|ext| ext == "json" || ext == "jsonl")
+            })
+            .collect();
+        files.sort();
+        let mut records = Vec::new();
+        for file in files {
+            records.extend(read_records(&file)?);
+        }
+        return Ok(records);
+    }
+    let text = std::fs::read_to_string(path).map_err(read_error)?;
+    parse_records(path, &text)
+}
+
+/// Reads records from the text of the file at `path`.
+pub fn parse_records(path: &Path, text: &str) -> Result<Vec<RecordToPut>, RecordsFileError> {
+    let invalid = |line: usize, message: String| RecordsFileError::Invalid {
+        path: path.to_owned(),
+        line,
+        message,
+    };
+    // A whole-file JSON object with `Records` is a Lambda event; anything else is JSON lines.
+    if let Ok(Value::Object(event)) = serde_json::from_str::<Value>(text)
+        && let Some(records) = event.get("Records")
+    {
+        let records = records
+            .as_array()
+            .ok_or_else(|| invalid(1, "`Records` is not a list".to_owned()))?;
+        return records
+            .iter()
+            .enumerate()
+            .map(|(index, record)| {
+                event_record(record).map_err(|message| invalid(index + 1, message))
+            })
+            .collect();
+    }
+    let stem = path
+        .file_stem()
+        .map_or_else(|| "record".into(), |stem| stem.to_string_lossy());
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(index, line)| {
+            json_line(line, &format!("{stem}-{}", index + 1))
+                .map_err(|message| invalid(index + 1, message))
+        })
+        .collect()
+}
+
+fn event_record(record: &Value) -> Result<RecordToPut, String> {
+    let kinesis = record
+        .get("kinesis")
+        .ok_or("the record has no `kinesis` object")?;
+    let partition_key = kinesis
+        .get("partitionKey")
+        .and_then(Value::as_str)
+        .ok_or("the record has no `kinesis.partitionKey` string")?;
+    let data = kinesis
+        .get("data")
+        .and_then(Value::as_str)
+        .ok_or("the record has no `kinesis.data` string")?;
+    let data = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .map_err(|error| format!("`kinesis.data` is not base64: {error}"))?;
+    Ok(RecordToPut {
+        partition_key: partition_key.to_owned(),
+        data: Bytes::from(data),
+        explicit_hash_key: None,
+    })
+}
+
+fn json_line(line: &str, default_key: &str) -> Result<RecordToPut, String> {
+    let value: Value = serde_json::from_str(line).map_err(|error| format!("not JSON: {error}"))?;
+    let Value::Object(mut fields) = value else {
+        return Err(
+            "a line must be an object with `data` (and optionally `partitionKey`)".to_owned(),
+        );
+    };
+    let data = match fields.remove("data") {
+        Some(Value::String(text)) => Bytes::from(text),
+        Some(value) => Bytes::from(value.to_string()),
+        None => return Err("the line has no `data`".to_owned()),
+    };
+    let text_field = |fields: &serde_json::Map<String, Value>, name: &str| match fields.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        Some(other) => Err(format!("`{name}` must be a string, not {other}")),
+    };
+    let partition_key =
+        text_field(&fields, "partitionKey")?.unwrap_or_else(|| default_key.to_owned());
+    let explicit_hash_key = text_field(&fields, "explicitHashKey")?;
+    if let Some(unknown) = fields
+        .keys()
+        .find(|key| !matches!(key.as_str(), "partitionKey" | "explicitHashKey"))
+    {
+        return Err(format!(
+            "unknown field `{unknown}` (a line has `data`, `partitionKey`, `explicitHashKey`)"
+        ));
+    }
+    Ok(RecordToPut {
+        partition_key,
+        data,
+        explicit_hash_key,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Vec<RecordToPut>, RecordsFileError> {
+        parse_records(Path::new("shipments.jsonl"), text)
+    }
+
+    #[test]
+    fn reads_json_lines() {
+        let records = parse(
+            "{\"data\":{\"id\":1},\"partitionKey\":\"a\"}\n\n{\"data\":\"not json\"}\n{\"data\":2,\"explicitHashKey\":\"5\"}\n",
+        )
+        .unwrap();
+        assert_eq!(records[0].data, Bytes::from(r#"{"id":1}"#));
+        assert_eq!(records[0].partition_key, "a");
+        assert_eq!(records[1].data, Bytes::from("not json"));
+        assert_eq!(records[1].partition_key, "shipments-3");
+        assert_eq!(records[2].explicit_hash_key.as_deref(), Some("5"));
+    }
+
+    #[track_caller]
+    fn check_error(text: &str, expected: &str) {
+        let error = parse(text).unwrap_err().to_string();
+        assert!(error.contains(expected), "{error}");
+    }
+
+    #[test]
+    fn says_which_line_is_wrong() {
+        check_error("{\"data\":1}\n{oops", "shipments.jsonl:2: not JSON");
+        check_error("[1]", "shipments.jsonl:1: a line must be an object");
+        check_error("{\"partitionKey\":\"a\"}", "no `data`");
+        check_error(
+            "{\"data\":1,\"partitionKey\":5}",
+            "`partitionKey` must be a string",
+        );
+        check_error("{\"data\":1,\"key\":\"a\"}", "unknown field `key`");
+    }
+
+    #[test]
+    fn reads_lambda_event_files() {
+        let event = r#"{"Records":[{"kinesis":{"partitionKey":"k","data":"eyJpZCI6MX0=","sequenceNumber":"1"}}]}"#;
+        let records = parse_records(Path::new("event.json"), event).unwrap();
+        assert_eq!(
+            records,
+            vec![RecordToPut {
+                partition_key: "k".into(),
+                data: Bytes::from(r#"{"id":1}"#),
+                explicit_hash_key: None
+            }]
+        );
+        let error = parse_records(
+            Path::new("event.json"),
+            r#"{"Records":[{"kinesis":{"partitionKey":"k","data":"%%"}}]}"#,
+        )
+        .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("event.json:1: `kinesis.data` is not base64"),
+            "{error}"
+        );
+    }
+}
