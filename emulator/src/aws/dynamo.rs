@@ -17,15 +17,19 @@
 //! as [`LeaseError::Unavailable`] at once: the SDK does not retry (see [`crate::aws::config`]);
 //! the caller pauses with [`crate::aws::backoff::Backoff`] and calls again with the lease *as it
 //! last saw it*. Trying again is safe even when the failed attempt did reach the table (the
-//! answer was lost on the way back): when a condition fails, the store reads the item once, and
-//! if it holds exactly what this write would have made (same owner, counter one up, same
-//! checkpoint), the write is taken as done and that lease returned. This is the KCL's own test
-//! for a "spurious" renewal failure, applied to every change.
+//! answer was lost on the way back): the store remembers the change it could not confirm, and
+//! when the same change then fails its condition, it reads the item once; if the item holds
+//! exactly what the change would have made (same owner, counter one up, same checkpoint), the
+//! change is taken as done and that lease returned. This is the KCL's own test for a "spurious"
+//! renewal failure, applied to every change, but only after an unconfirmed attempt: a stale
+//! write that nothing explains is always [`LeaseError::LeaseLost`]. A create whose answer was
+//! lost comes back as "already there" (`false`) when tried again.
 //!
 //! Sets come back sorted: DynamoDB keeps no order in them.
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -382,6 +386,9 @@ pub struct DynamoLeaseStore {
     writes: AtomicU64,
     reads: AtomicU64,
     table_timeout: Duration,
+    /// Changes whose outcome is unknown (the call failed after it may have reached the table),
+    /// by lease key: the lease each would have left behind.
+    unconfirmed: Mutex<HashMap<String, Lease>>,
 }
 
 impl DynamoLeaseStore {
@@ -394,6 +401,7 @@ impl DynamoLeaseStore {
             writes: AtomicU64::new(0),
             reads: AtomicU64::new(0),
             table_timeout: Duration::from_secs(300),
+            unconfirmed: Mutex::new(HashMap::new()),
         }
     }
 
@@ -603,7 +611,9 @@ impl DynamoLeaseStore {
             expression.push_str(&format!(" REMOVE {}", change.remove.join(", ")));
         }
         self.writes.fetch_add(1, Ordering::Relaxed);
-        match request.update_expression(expression).send().await {
+        let sent = request.update_expression(expression).send().await;
+        let unconfirmed = self.take_unconfirmed(&seen.lease_key);
+        match sent {
             Ok(output) => {
                 let item = output.attributes().ok_or_else(|| LeaseError::Unavailable {
                     message: format!("{call}: DynamoDB answered without the updated item"),
@@ -611,20 +621,38 @@ impl DynamoLeaseStore {
                 lease_from_item(item)
             }
             Err(error) => match call.failure(error) {
-                Failure::Other(error) => Err(error),
+                Failure::Other(error) => {
+                    // The write may have landed with its answer lost on the way back.
+                    self.unconfirmed
+                        .lock()
+                        .expect("the unconfirmed map is never poisoned")
+                        .insert(seen.lease_key.clone(), change.intended);
+                    Err(error)
+                }
                 Failure::ConditionFailed => {
-                    // An earlier attempt of this very write may have landed with its answer
-                    // lost: then the item holds exactly what this write would have made.
-                    match self.read_lease(&call).await? {
-                        Some(stored) if stored == change.intended => Ok(stored),
-                        _ => Err(LeaseError::LeaseLost {
-                            lease_key: seen.lease_key.clone(),
-                            expected_counter: seen.lease_counter,
-                        }),
+                    // If an earlier attempt of this very change could not be confirmed, it may
+                    // be what moved the counter: then the item holds exactly what it would have
+                    // made.
+                    if unconfirmed.as_ref() == Some(&change.intended)
+                        && let Some(stored) = self.read_lease(&call).await?
+                        && stored == change.intended
+                    {
+                        return Ok(stored);
                     }
+                    Err(LeaseError::LeaseLost {
+                        lease_key: seen.lease_key.clone(),
+                        expected_counter: seen.lease_counter,
+                    })
                 }
             },
         }
+    }
+
+    fn take_unconfirmed(&self, lease_key: &str) -> Option<Lease> {
+        self.unconfirmed
+            .lock()
+            .expect("the unconfirmed map is never poisoned")
+            .remove(lease_key)
     }
 }
 
