@@ -195,24 +195,41 @@ async fn iterators_of_each_type_start_where_they_say() {
         sequence_numbers(&records),
         [put_three[2].clone(), fourth[0].clone()]
     );
+}
 
-    // AT_TIMESTAMP at the first arrival starts at the oldest record; just after the last arrival
-    // (in the past: Kinesis refuses times in the future), at the end.
-    let (all, _) = read(&source, at(IteratorPosition::TrimHorizon).await, 4).await;
-    let first_arrival = all[0].approximate_arrival;
-    let (records, _) = read(
-        &source,
-        at(IteratorPosition::AtTimestamp(first_arrival)).await,
-        4,
-    )
-    .await;
-    assert_eq!(sequence_numbers(&records), sequence_numbers(&all));
-    let after_all = all[3].approximate_arrival + Duration::from_millis(1);
-    let output = source
-        .get_records(&at(IteratorPosition::AtTimestamp(after_all)).await, 10)
+#[tokio::test]
+async fn at_timestamp_starts_at_the_first_record_that_arrived_then() {
+    let source = source().await;
+    let name = stream(&source, "timestamp", 1).await;
+    let shard = "shardId-000000000000";
+    let first = put(&source, &name, 1).await;
+    // Arrival times have millisecond precision: a pause makes the later records arrive
+    // measurably later than the first.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let later = put(&source, &name, 2).await;
+    let trim_horizon = source
+        .shard_iterator(&name, shard, &IteratorPosition::TrimHorizon)
         .await
         .unwrap();
-    assert_eq!(output.records, []);
+    let (all, _) = read(&source, trim_horizon, 3).await;
+    assert_eq!(sequence_numbers(&all), [first, later.clone()].concat());
+
+    let second_arrival = all[1].approximate_arrival;
+    let iterator = source
+        .shard_iterator(&name, shard, &IteratorPosition::AtTimestamp(second_arrival))
+        .await
+        .unwrap();
+    let (records, _) = read(&source, iterator, 2).await;
+    assert_eq!(sequence_numbers(&records), later);
+
+    // A time older than every record starts at the oldest.
+    let long_ago = all[0].approximate_arrival - Duration::from_secs(3600);
+    let iterator = source
+        .shard_iterator(&name, shard, &IteratorPosition::AtTimestamp(long_ago))
+        .await
+        .unwrap();
+    let (records, _) = read(&source, iterator, 3).await;
+    assert_eq!(sequence_numbers(&records), sequence_numbers(&all));
 }
 
 #[tokio::test]
