@@ -5,6 +5,7 @@
 //! order after splits and merges, and invokes the function the way Lambda's event source mapping
 //! does, so what you see locally is what Lambda would do.
 
+pub mod aws;
 pub mod backoff;
 pub mod config;
 pub mod function;

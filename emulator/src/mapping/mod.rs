@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, UNIX_EPOCH};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use crate::backoff::Backoff;
+use crate::backoff::{Backoff, BackoffConfig, RetryKind};
 use crate::config::{MappingConfig, StartingPosition};
 use crate::invoke::Invoker;
 use crate::lease::{Checkpoint, Lease, LeaseError, LeaseStore, MemoryLeaseStore};
@@ -167,10 +167,11 @@ impl Shared {
     }
 
     fn retry_backoff(&self) -> Backoff {
-        Backoff::new(
-            self.options.retry_backoff_initial,
-            self.options.retry_backoff_max,
-        )
+        Backoff::new(BackoffConfig {
+            initial: self.options.retry_backoff_initial,
+            max: self.options.retry_backoff_max,
+            ..BackoffConfig::default()
+        })
     }
 }
 
@@ -249,7 +250,7 @@ async fn coordinate(shared: Arc<Shared>, mut stopping: watch::Receiver<bool>) {
                     &shared,
                     format!("describing stream {}: {error}", shared.config.stream_name),
                 );
-                let pause = backoff.next_delay();
+                let pause = backoff.next_pause(RetryKind::Error);
                 tokio::select! {
                     () = tokio::time::sleep(pause) => continue,
                     _ = stopping.wait_for(|stop| *stop) => return,
@@ -285,7 +286,7 @@ async fn coordinate(shared: Arc<Shared>, mut stopping: watch::Receiver<bool>) {
             Err(error) => report_error(&shared, error),
         }
         let pause = if shared.status.borrow().last_error.is_some() {
-            backoff.next_delay()
+            backoff.next_pause(RetryKind::Error)
         } else {
             shared.options.shard_sync_interval
         };

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use tokio::sync::{Mutex, watch};
 
 use super::{MappingEvent, ShardPhase, Shared, lease_key};
+use crate::backoff::{Backoff, RetryKind, Retryable as _};
 use crate::config::StartingPosition;
 use crate::invoke::{Invocation, InvokeOutcome};
 use crate::lease::{Checkpoint, Lease, LeaseError, LeaseStore};
@@ -74,6 +75,8 @@ pub(super) struct ShardReader {
     highest_delivered: Option<SequenceNumber>,
     /// The size of the last event, to size the next one's buffer at once.
     last_payload_len: usize,
+    /// Pauses between failed reads, growing while reads keep failing.
+    read_backoff: Backoff,
 }
 
 impl ShardReader {
@@ -88,6 +91,7 @@ impl ShardReader {
         let region = arn.nth(3).unwrap_or("us-east-1").to_owned();
         let account = arn.next().unwrap_or("000000000000").to_owned();
         let (lease_lost_signal, lease_lost) = watch::channel(false);
+        let read_backoff = shared.retry_backoff();
         Self {
             shared,
             stream,
@@ -104,6 +108,7 @@ impl ShardReader {
             last_read: None,
             highest_delivered: None,
             last_payload_len: 0,
+            read_backoff,
         }
     }
 
@@ -263,7 +268,7 @@ impl ShardReader {
                 }
                 Err(error) => {
                     tracing::warn!(shard_id = %self.shard.shard_id, %error, "getting a shard iterator failed; trying again");
-                    let pause = backoff.next_delay();
+                    let pause = backoff.next_pause(RetryKind::Error);
                     self.pause(pause).await?;
                 }
             }
@@ -277,6 +282,7 @@ impl ShardReader {
         };
         match self.shared.source.get_records(iterator, READ_LIMIT).await {
             Ok(output) => {
+                self.read_backoff.reset();
                 let count = output.records.len();
                 if let Some(last) = output.records.last() {
                     self.last_read = Some(last.sequence_number.clone());
@@ -328,7 +334,8 @@ impl ShardReader {
             }
             Err(error) => {
                 tracing::warn!(shard_id = %self.shard.shard_id, %error, "reading the shard failed; trying again");
-                let pause = self.shared.retry_backoff().next_delay();
+                let kind = error.retry_kind().unwrap_or(RetryKind::Error);
+                let pause = self.read_backoff.next_pause(kind);
                 self.pause(pause).await?;
                 Ok(Read::TryAgain)
             }
@@ -395,7 +402,7 @@ impl ShardReader {
                     Err(error) => {
                         // The batch never reached the function: no attempt is charged.
                         tracing::warn!(shard_id = %self.shard.shard_id, %error, "invoking the function failed; trying again");
-                        let pause = backoff.next_delay();
+                        let pause = backoff.next_pause(RetryKind::Error);
                         self.pause(pause).await?;
                         continue;
                     }
@@ -478,7 +485,7 @@ impl ShardReader {
                     start = end;
                     continue;
                 }
-                let pause = backoff.next_delay();
+                let pause = backoff.next_pause(RetryKind::Error);
                 self.pause(pause).await?;
             }
         }
@@ -685,7 +692,7 @@ impl ShardReader {
                 }
                 Err(error) => {
                     tracing::warn!(shard_id = %self.shard.shard_id, %error, "writing the checkpoint failed; trying again");
-                    let pause = backoff.next_delay();
+                    let pause = backoff.next_pause(RetryKind::Error);
                     self.pause(pause).await?;
                 }
             }
@@ -772,7 +779,7 @@ impl ShardReader {
                 }
                 Err(error) => {
                     tracing::warn!(shard_id = %self.shard.shard_id, %error, "a lease write failed; trying again");
-                    let pause = backoff.next_delay();
+                    let pause = backoff.next_pause(RetryKind::Error);
                     self.pause(pause).await?;
                 }
             }
