@@ -7,6 +7,7 @@
 
 pub mod config;
 pub mod invoke;
+pub mod kinesis;
 pub mod lease;
 pub mod sequence;
 pub mod source;
