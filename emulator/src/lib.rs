@@ -10,6 +10,7 @@ pub mod backoff;
 pub mod config;
 pub mod function;
 pub mod invoke;
+pub mod kinesis;
 pub mod lease;
 pub mod mapping;
 pub mod records_file;

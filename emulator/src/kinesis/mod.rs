@@ -1,0 +1,746 @@
+//! The embedded Kinesis: an in-memory Kinesis Data Streams, the emulator's default source.
+//!
+//! [`EmbeddedKinesis`] keeps streams, shards and records in memory and answers the Kinesis
+//! operations a producer, a consumer and an operator use, with Kinesis' inputs, limits and
+//! errors ([`SourceError`] variants carry the Kinesis exception names), so that serving it over
+//! the Kinesis JSON API is a thin translation. It also implements [`ShardSource`], so the event
+//! source mapping reads it as it reads a real Kinesis, and its
+//! [`wait_for_records`](ShardSource::wait_for_records) wakes a reader the moment a record lands.
+//!
+//! ```
+//! use bytes::Bytes;
+//! use kinesis_esm::kinesis::{EmbeddedKinesis, PutRecordsEntry};
+//! use kinesis_esm::source::IteratorPosition;
+//!
+//! let kinesis = EmbeddedKinesis::new();
+//! kinesis.create_stream("orders", 2)?;
+//! let put = kinesis.put_record("orders", PutRecordsEntry::new("order-1", Bytes::from("{}")))?;
+//! let iterator =
+//!     kinesis.get_shard_iterator("orders", &put.shard_id, &IteratorPosition::TrimHorizon)?;
+//! let read = kinesis.get_records(&iterator, 100)?;
+//! assert_eq!(read.records[0].sequence_number, put.sequence_number);
+//! # Ok::<(), kinesis_esm::source::SourceError>(())
+//! ```
+//!
+//! How it differs from the service, on purpose:
+//! - Streams are `ACTIVE` at once: creating, deleting and resharding take effect before the
+//!   call returns, so there is no `CREATING`/`UPDATING`/`DELETING` state to wait through.
+//! - Throughput is not modelled: no call is throttled.
+//! - Sequence numbers have 56 digits and are laid out as described in `numbering.rs`: one counter
+//!   per stream, shared by its shards, so a child's numbers exceed its parents'. A closed
+//!   shard's `EndingSequenceNumber` lies above its last record and below its children's first.
+//! - Arrival timestamps never go backwards within a stream (the service only promises
+//!   approximately increasing ones), which lets `AT_TIMESTAMP` find its record by binary search.
+//! - Records are trimmed lazily: a record older than the retention period is never returned,
+//!   and its memory goes when its shard is next written or read. A closed shard expires (is no
+//!   longer listed or readable) one retention period after it closed.
+//! - `UpdateShardCount` splits and merges single shards, as the service does, so every new
+//!   shard has real parents; see [`EmbeddedKinesis::update_shard_count`].
+
+mod clock;
+mod hash_key;
+mod numbering;
+mod stream;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+
+pub use self::clock::{Clock, ManualClock, SystemClock};
+use self::clock::{duration_millis, millis_floor};
+use self::numbering::IteratorToken;
+use self::stream::{ShardBudget, Stream};
+use crate::sequence::SequenceNumber;
+use crate::source::{
+    GetRecordsOutput, IteratorPosition, Shard, ShardSource, SourceError, StreamDescription,
+};
+
+/// The most bytes one record may hold: its data plus its partition key (1 MiB).
+pub const MAX_RECORD_BYTES: usize = 1024 * 1024;
+/// The most records one `PutRecords` call may carry.
+pub const MAX_PUT_RECORDS_ENTRIES: usize = 500;
+/// The most bytes one `PutRecords` call may carry, data and partition keys together (5 MiB).
+pub const MAX_PUT_RECORDS_BYTES: usize = 5 * 1024 * 1024;
+/// The longest partition key, in Unicode characters.
+pub const MAX_PARTITION_KEY_CHARS: usize = 256;
+/// The largest `Limit` of one `GetRecords` call, and its default.
+pub const MAX_GET_RECORDS_LIMIT: usize = 10_000;
+/// The most bytes (data plus partition keys) one `GetRecords` call returns (10 MiB).
+pub const MAX_GET_RECORDS_BYTES: usize = 10 * 1024 * 1024;
+/// The shortest retention period `IncreaseStreamRetentionPeriod` and
+/// `DecreaseStreamRetentionPeriod` accept.
+pub const MIN_RETENTION_HOURS: u32 = 24;
+/// The longest retention period (365 days).
+pub const MAX_RETENTION_HOURS: u32 = 8760;
+/// The most shards `UpdateShardCount` scales one stream to.
+pub const MAX_SHARDS_PER_STREAM: u32 = 10_000;
+/// How long a stream keeps records unless configured otherwise.
+pub const DEFAULT_RETENTION: Duration = Duration::from_secs(24 * 3600);
+/// How long a shard iterator stays valid after it is issued.
+pub const DEFAULT_ITERATOR_TTL: Duration = Duration::from_secs(5 * 60);
+/// How many open shards the account may hold across all streams unless configured otherwise.
+pub const DEFAULT_SHARD_LIMIT: usize = 500;
+
+/// An in-memory Kinesis. Cloning is cheap: clones share the same streams.
+#[derive(Clone)]
+pub struct EmbeddedKinesis {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    region: String,
+    account_id: String,
+    retention: Duration,
+    iterator_ttl: Duration,
+    clock: Arc<dyn Clock>,
+    budget: ShardBudget,
+    streams: RwLock<BTreeMap<String, Arc<Stream>>>,
+    generations: AtomicU64,
+}
+
+/// Settings of an [`EmbeddedKinesis`]; start from [`EmbeddedKinesis::builder`].
+#[derive(Debug, Clone)]
+pub struct EmbeddedKinesisBuilder {
+    region: String,
+    account_id: String,
+    retention: Duration,
+    iterator_ttl: Duration,
+    shard_limit: usize,
+    clock: Arc<dyn Clock>,
+}
+
+impl EmbeddedKinesisBuilder {
+    /// The region in stream ARNs (default `us-east-1`).
+    pub fn region(mut self, region: impl Into<String>) -> Self {
+        self.region = region.into();
+        self
+    }
+
+    /// The account id in stream ARNs (default `000000000000`).
+    pub fn account_id(mut self, account_id: impl Into<String>) -> Self {
+        self.account_id = account_id.into();
+        self
+    }
+
+    /// How long new streams keep records (default 24 hours). Unlike
+    /// `IncreaseStreamRetentionPeriod`, any length is accepted, so a test can expire records
+    /// quickly.
+    pub fn retention_period(mut self, retention: Duration) -> Self {
+        self.retention = retention;
+        self
+    }
+
+    /// How long a shard iterator stays valid (default 5 minutes).
+    pub fn iterator_ttl(mut self, ttl: Duration) -> Self {
+        self.iterator_ttl = ttl;
+        self
+    }
+
+    /// How many open shards all streams together may have (default 500).
+    pub fn shard_limit(mut self, limit: usize) -> Self {
+        self.shard_limit = limit;
+        self
+    }
+
+    /// The clock that stamps arrivals and ages records and iterators (default: the system
+    /// clock).
+    pub fn clock(mut self, clock: impl Clock + 'static) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    /// The embedded Kinesis, with no streams.
+    pub fn build(self) -> EmbeddedKinesis {
+        EmbeddedKinesis {
+            inner: Arc::new(Inner {
+                budget: ShardBudget::new(self.shard_limit, self.account_id.clone()),
+                region: self.region,
+                account_id: self.account_id,
+                retention: self.retention,
+                iterator_ttl: self.iterator_ttl,
+                clock: self.clock,
+                streams: RwLock::default(),
+                generations: AtomicU64::new(0),
+            }),
+        }
+    }
+}
+
+/// One record to put (`PutRecordsRequestEntry`, and the fields of `PutRecord`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PutRecordsEntry {
+    /// Chooses the shard (through its MD5 hash) unless `explicit_hash_key` is set: 1 to 256
+    /// Unicode characters.
+    pub partition_key: Arc<str>,
+    /// The record's data. With the partition key, at most 1 MiB.
+    pub data: Bytes,
+    /// A hash key (a decimal number below 2^128) that chooses the shard instead of the
+    /// partition key's hash.
+    pub explicit_hash_key: Option<String>,
+}
+
+impl PutRecordsEntry {
+    /// A record routed by the hash of its partition key.
+    pub fn new(partition_key: impl Into<Arc<str>>, data: impl Into<Bytes>) -> Self {
+        Self {
+            partition_key: partition_key.into(),
+            data: data.into(),
+            explicit_hash_key: None,
+        }
+    }
+
+    /// Routes the record by `explicit_hash_key` (decimal) instead.
+    pub fn with_explicit_hash_key(mut self, explicit_hash_key: impl Into<String>) -> Self {
+        self.explicit_hash_key = Some(explicit_hash_key.into());
+        self
+    }
+}
+
+/// Where a put record went (`PutRecord`'s output, one entry of `PutRecords`' output).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PutRecordOutput {
+    /// The shard that holds the record.
+    pub shard_id: Arc<str>,
+    /// The record's sequence number in that shard.
+    pub sequence_number: SequenceNumber,
+}
+
+/// A stream's state (`StreamStatus`). Streams of the embedded Kinesis are always `ACTIVE`:
+/// every change completes before its call returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StreamStatus {
+    /// Readable and writable.
+    Active,
+}
+
+impl StreamStatus {
+    /// The API's name for the state.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "ACTIVE",
+        }
+    }
+}
+
+/// A stream as `DescribeStreamSummary` tells it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamSummary {
+    /// The stream's name.
+    pub name: String,
+    /// The stream's ARN: `arn:aws:kinesis:<region>:<account>:stream/<name>`.
+    pub arn: String,
+    /// The stream's state.
+    pub status: StreamStatus,
+    /// When the stream was created.
+    pub created: SystemTime,
+    /// How long the stream keeps records (`RetentionPeriodHours`).
+    pub retention_period: Duration,
+    /// How many shards are open.
+    pub open_shard_count: usize,
+}
+
+/// How `UpdateShardCount` scales (`ScalingType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScalingType {
+    /// `UNIFORM_SCALING`: the new shards split the hash key space evenly.
+    UniformScaling,
+}
+
+impl FromStr for ScalingType {
+    type Err = SourceError;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "UNIFORM_SCALING" => Ok(Self::UniformScaling),
+            _ => Err(SourceError::InvalidArgument {
+                message: format!("ScalingType `{text}` is not one of [UNIFORM_SCALING]"),
+            }),
+        }
+    }
+}
+
+/// What `UpdateShardCount` returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpdateShardCountOutput {
+    /// The stream's name.
+    pub stream_name: String,
+    /// The stream's ARN.
+    pub stream_arn: String,
+    /// How many shards were open before.
+    pub current_shard_count: u32,
+    /// How many shards are open now.
+    pub target_shard_count: u32,
+}
+
+impl Default for EmbeddedKinesis {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for EmbeddedKinesis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EmbeddedKinesis")
+            .field("region", &self.inner.region)
+            .field("account_id", &self.inner.account_id)
+            .field("streams", &self.list_streams())
+            .finish_non_exhaustive()
+    }
+}
+
+impl EmbeddedKinesis {
+    /// An embedded Kinesis with the defaults: region `us-east-1`, account `000000000000`,
+    /// 24-hour retention, 5-minute iterators, 500 open shards, the system clock.
+    pub fn new() -> Self {
+        Self::builder().build()
+    }
+
+    /// Settings to change before building.
+    pub fn builder() -> EmbeddedKinesisBuilder {
+        EmbeddedKinesisBuilder {
+            region: "us-east-1".to_owned(),
+            account_id: "000000000000".to_owned(),
+            retention: DEFAULT_RETENTION,
+            iterator_ttl: DEFAULT_ITERATOR_TTL,
+            shard_limit: DEFAULT_SHARD_LIMIT,
+            clock: Arc::new(SystemClock),
+        }
+    }
+
+    /// The ARN a stream of this name has (or would have).
+    pub fn stream_arn(&self, stream_name: &str) -> String {
+        format!("{}{stream_name}", self.arn_prefix())
+    }
+
+    fn arn_prefix(&self) -> String {
+        format!(
+            "arn:aws:kinesis:{}:{}:stream/",
+            self.inner.region, self.inner.account_id
+        )
+    }
+
+    fn now(&self) -> (SystemTime, u64) {
+        let now = self.inner.clock.now();
+        (now, millis_floor(now))
+    }
+
+    fn streams(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<Stream>>> {
+        // The map is only ever changed by single inserts and removals, never left half-done.
+        self.inner
+            .streams
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn streams_mut(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Arc<Stream>>> {
+        self.inner
+            .streams
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn stream_not_found(&self, stream: &str) -> SourceError {
+        SourceError::NotFound {
+            what: format!("Stream {stream} under account {}", self.inner.account_id),
+        }
+    }
+
+    /// The name of a stream given by name or by ARN.
+    fn stream_name<'a>(&self, name_or_arn: &'a str) -> Result<&'a str, SourceError> {
+        if !name_or_arn.starts_with("arn:") {
+            return Ok(name_or_arn);
+        }
+        name_or_arn
+            .strip_prefix(&self.arn_prefix())
+            .ok_or_else(|| self.stream_not_found(name_or_arn))
+    }
+
+    /// The stream given by name or ARN.
+    fn stream(&self, name_or_arn: &str) -> Result<Arc<Stream>, SourceError> {
+        let name = self.stream_name(name_or_arn)?;
+        self.streams()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| self.stream_not_found(name))
+    }
+
+    /// `CreateStream`: a stream of `shard_count` shards that split the hash key space evenly,
+    /// `shardId-000000000000` upwards. The stream is `ACTIVE` when this returns.
+    ///
+    /// Errors: `ResourceInUse` if a stream of that name exists, `InvalidArgument` for a name
+    /// that is not 1 to 128 of `[a-zA-Z0-9_.-]` or a shard count of 0, `LimitExceeded` past
+    /// the account's shard limit.
+    pub fn create_stream(&self, stream_name: &str, shard_count: u32) -> Result<(), SourceError> {
+        let name_is_valid = (1..=128).contains(&stream_name.len())
+            && stream_name
+                .bytes()
+                .all(|byte| byte.is_ascii_alphanumeric() || b"_.-".contains(&byte));
+        if !name_is_valid {
+            return Err(SourceError::InvalidArgument {
+                message: format!(
+                    "Stream name `{stream_name}` must be 1 to 128 characters of [a-zA-Z0-9_.-]"
+                ),
+            });
+        }
+        if shard_count == 0 {
+            return Err(SourceError::InvalidArgument {
+                message: format!("ShardCount of stream {stream_name} must be at least 1"),
+            });
+        }
+        let (now, _) = self.now();
+        let mut streams = self.streams_mut();
+        if streams.contains_key(stream_name) {
+            return Err(SourceError::ResourceInUse {
+                message: format!(
+                    "Stream {stream_name} under account {} already exists.",
+                    self.inner.account_id
+                ),
+            });
+        }
+        self.inner.budget.reserve(stream::at(shard_count))?;
+        let stream = Stream::new(
+            stream_name,
+            self.stream_arn(stream_name),
+            &self.inner.account_id,
+            now,
+            self.inner.generations.fetch_add(1, Ordering::Relaxed),
+            shard_count,
+            self.inner.retention,
+        );
+        streams.insert(stream_name.to_owned(), Arc::new(stream));
+        Ok(())
+    }
+
+    /// `DeleteStream`: the stream, its shards and records are gone when this returns; readers
+    /// waiting on it wake, and its iterators stop working (`ResourceNotFound`).
+    pub fn delete_stream(&self, stream: &str) -> Result<(), SourceError> {
+        let name = self.stream_name(stream)?;
+        let removed = self
+            .streams_mut()
+            .remove(name)
+            .ok_or_else(|| self.stream_not_found(name))?;
+        self.inner.budget.release(removed.retire());
+        Ok(())
+    }
+
+    /// `DescribeStreamSummary`.
+    pub fn describe_stream_summary(&self, stream: &str) -> Result<StreamSummary, SourceError> {
+        Ok(self.stream(stream)?.summary())
+    }
+
+    /// `ListStreams`: the names of all streams, in alphabetical order.
+    pub fn list_streams(&self) -> Vec<String> {
+        self.streams().keys().cloned().collect()
+    }
+
+    /// `ListShards` (all pages): every shard that has not expired, open or closed, in order of
+    /// creation, so parents come before their children.
+    pub fn list_shards(&self, stream: &str) -> Result<Vec<Shard>, SourceError> {
+        let stream = self.stream(stream)?;
+        Ok(stream.list_shards(self.now().1))
+    }
+
+    /// `PutRecord`: one record, routed to the open shard whose hash key range holds the MD5
+    /// hash of its partition key (or its explicit hash key).
+    pub fn put_record(
+        &self,
+        stream: &str,
+        record: PutRecordsEntry,
+    ) -> Result<PutRecordOutput, SourceError> {
+        let mut results = self.put(stream, vec![record], "PutRecord")?;
+        Ok(results.pop().expect("one result per record"))
+    }
+
+    /// `PutRecords`: up to 500 records (5 MiB in all), each routed as by
+    /// [`put_record`](Self::put_record). The results follow the order of the records. A record
+    /// that breaks a limit fails the whole call (`InvalidArgument`) and nothing is written; as
+    /// throughput is not modelled, no single record fails on its own.
+    pub fn put_records(
+        &self,
+        stream: &str,
+        records: Vec<PutRecordsEntry>,
+    ) -> Result<Vec<PutRecordOutput>, SourceError> {
+        if records.is_empty() || records.len() > MAX_PUT_RECORDS_ENTRIES {
+            return Err(SourceError::InvalidArgument {
+                message: format!(
+                    "PutRecords on stream {stream} carries {} records; it must carry 1 to \
+                     {MAX_PUT_RECORDS_ENTRIES}",
+                    records.len()
+                ),
+            });
+        }
+        let total: usize = records
+            .iter()
+            .map(|record| record.data.len() + record.partition_key.len())
+            .sum();
+        if total > MAX_PUT_RECORDS_BYTES {
+            return Err(SourceError::InvalidArgument {
+                message: format!(
+                    "PutRecords on stream {stream} carries {total} bytes of data and partition \
+                     keys; the limit is {MAX_PUT_RECORDS_BYTES}"
+                ),
+            });
+        }
+        self.put(stream, records, "PutRecords")
+    }
+
+    fn put(
+        &self,
+        stream: &str,
+        records: Vec<PutRecordsEntry>,
+        operation: &str,
+    ) -> Result<Vec<PutRecordOutput>, SourceError> {
+        let stream = self.stream(stream)?;
+        // Hashing happens before the stream's lock is taken, to keep the lock short.
+        let hash_keys = records
+            .iter()
+            .enumerate()
+            .map(|(position, record)| hash_key_of(record, position, operation, &stream.name))
+            .collect::<Result<Vec<u128>, SourceError>>()?;
+        Ok(stream.append(records, &hash_keys, self.now().1))
+    }
+
+    /// `GetShardIterator`: an iterator on a shard that has not expired, open or closed. It is
+    /// opaque text, valid for 5 minutes (or the configured time) after this call.
+    ///
+    /// `AT_SEQUENCE_NUMBER` and `AFTER_SEQUENCE_NUMBER` need a sequence number of this shard
+    /// (else `InvalidArgument`); one that no record has, such as a shard's starting or ending
+    /// sequence number, starts at the next record after it. `AT_TIMESTAMP` starts at the first
+    /// record that arrived at or after the time: the oldest untrimmed record when the time is
+    /// older, and a record still to come when it is later than every record.
+    pub fn get_shard_iterator(
+        &self,
+        stream: &str,
+        shard_id: &str,
+        position: &IteratorPosition,
+    ) -> Result<String, SourceError> {
+        let stream = self.stream(stream)?;
+        Ok(stream.iterator(shard_id, position, self.now().1)?.encode())
+    }
+
+    /// `GetRecords`: up to `limit` (1 to 10,000) records from an iterator, at most 10 MiB.
+    ///
+    /// The output's `next_shard_iterator` continues after the last record returned (or where
+    /// this call started, when it returned none). Once a closed shard has been read to its
+    /// end, it is `None` and `child_shards` names the shards that took over its hash keys,
+    /// each with all its parents; records and the end can come in the same output.
+    /// `millis_behind_latest` is how long the oldest record not yet returned has waited, or 0
+    /// when none is left.
+    ///
+    /// Errors: `InvalidArgument` for a limit out of range or text that is not an iterator,
+    /// `ExpiredIterator` for an iterator older than its time to live, `ResourceNotFound` when
+    /// its stream was deleted or its shard expired.
+    pub fn get_records(
+        &self,
+        shard_iterator: &str,
+        limit: usize,
+    ) -> Result<GetRecordsOutput, SourceError> {
+        if !(1..=MAX_GET_RECORDS_LIMIT).contains(&limit) {
+            return Err(SourceError::InvalidArgument {
+                message: format!(
+                    "GetRecords Limit {limit} must be between 1 and {MAX_GET_RECORDS_LIMIT}"
+                ),
+            });
+        }
+        let token =
+            IteratorToken::decode(shard_iterator).ok_or_else(|| SourceError::InvalidArgument {
+                message: format!("Invalid ShardIterator `{shard_iterator}`"),
+            })?;
+        let (_, now_ms) = self.now();
+        if now_ms.saturating_sub(token.issued_ms) > duration_millis(self.inner.iterator_ttl) {
+            return Err(SourceError::ExpiredIterator);
+        }
+        let stream = self
+            .stream(&token.stream_name)
+            .ok()
+            .filter(|stream| stream.generation == token.stream_generation)
+            .ok_or_else(|| self.stream_not_found(&token.stream_name))?;
+        stream.read(&token, limit, now_ms)
+    }
+
+    /// `SplitShard`: closes an open shard and opens two children with `ParentShardId` = it,
+    /// one for its hash keys below `new_starting_hash_key` (decimal text) and one for the rest.
+    /// The key must lie above the shard's starting hash key and within its range.
+    ///
+    /// Errors: `InvalidArgument` for a key that is not a hash key or not inside the range,
+    /// `ResourceInUse` for a closed shard, `LimitExceeded` past the account's shard limit.
+    pub fn split_shard(
+        &self,
+        stream: &str,
+        shard_to_split: &str,
+        new_starting_hash_key: &str,
+    ) -> Result<(), SourceError> {
+        let stream = self.stream(stream)?;
+        let new_starting_hash_key = hash_key::parse(new_starting_hash_key, "NewStartingHashKey")?;
+        stream.split(
+            shard_to_split,
+            new_starting_hash_key,
+            &self.inner.budget,
+            self.now().1,
+        )
+    }
+
+    /// `MergeShards`: closes two open shards with adjacent hash key ranges and opens one child
+    /// covering both, with `ParentShardId` = `shard_to_merge` and `AdjacentParentShardId` =
+    /// `adjacent_shard_to_merge`.
+    ///
+    /// Errors: `InvalidArgument` for shards that are not adjacent (or the same shard twice),
+    /// `ResourceInUse` for a closed shard.
+    pub fn merge_shards(
+        &self,
+        stream: &str,
+        shard_to_merge: &str,
+        adjacent_shard_to_merge: &str,
+    ) -> Result<(), SourceError> {
+        self.stream(stream)?.merge(
+            shard_to_merge,
+            adjacent_shard_to_merge,
+            &self.inner.budget,
+            self.now().1,
+        )
+    }
+
+    /// `UpdateShardCount`: leaves `target_shard_count` open shards that split the hash key
+    /// space evenly, as a stream created with that many shards has.
+    ///
+    /// It works as Kinesis does, by splits and merges of single shards, so every new shard has
+    /// real parents (`ParentShardId`, and `AdjacentParentShardId` for merges): first each open
+    /// shard that straddles a boundary of the even layout is split at it, then the open shards
+    /// within each even range are merged pairwise from the left until one covers it. Short-lived
+    /// shards appear on the way (they are closed at once and readable to their end), as they
+    /// do in Kinesis.
+    ///
+    /// Errors (Kinesis' default limits): `LimitExceeded` for more than double or below half the
+    /// open shard count, more than 10,000 shards, or past the account's shard limit;
+    /// `InvalidArgument` for a target of 0. Kinesis' limit of 10 scalings a day is not modelled.
+    pub fn update_shard_count(
+        &self,
+        stream: &str,
+        target_shard_count: u32,
+        scaling_type: ScalingType,
+    ) -> Result<UpdateShardCountOutput, SourceError> {
+        let ScalingType::UniformScaling = scaling_type;
+        let stream = self.stream(stream)?;
+        let current_shard_count =
+            stream.scale_uniformly(target_shard_count, &self.inner.budget, self.now().1)?;
+        Ok(UpdateShardCountOutput {
+            stream_name: stream.name.to_string(),
+            stream_arn: stream.arn.clone(),
+            current_shard_count,
+            target_shard_count,
+        })
+    }
+
+    /// `IncreaseStreamRetentionPeriod`: to `hours` (24 to 8,760), no shorter than now.
+    pub fn increase_stream_retention_period(
+        &self,
+        stream: &str,
+        hours: u32,
+    ) -> Result<(), SourceError> {
+        self.stream(stream)?.change_retention(hours, true)
+    }
+
+    /// `DecreaseStreamRetentionPeriod`: to `hours` (24 to 8,760), no longer than now. Records
+    /// older than the new period are no longer returned.
+    pub fn decrease_stream_retention_period(
+        &self,
+        stream: &str,
+        hours: u32,
+    ) -> Result<(), SourceError> {
+        self.stream(stream)?.change_retention(hours, false)
+    }
+}
+
+/// The hash key that routes `record`, after checking its partition key and size.
+fn hash_key_of(
+    record: &PutRecordsEntry,
+    position: usize,
+    operation: &str,
+    stream: &str,
+) -> Result<u128, SourceError> {
+    let key_chars = record.partition_key.chars().count();
+    if !(1..=MAX_PARTITION_KEY_CHARS).contains(&key_chars) {
+        return Err(SourceError::InvalidArgument {
+            message: format!(
+                "{operation} on stream {stream}: the partition key of record {position} has \
+                 {key_chars} characters; it must have 1 to {MAX_PARTITION_KEY_CHARS}"
+            ),
+        });
+    }
+    let size = record.data.len() + record.partition_key.len();
+    if size > MAX_RECORD_BYTES {
+        return Err(SourceError::InvalidArgument {
+            message: format!(
+                "{operation} on stream {stream}: record {position} (partition key `{}`) holds \
+                 {size} bytes of data and partition key; the limit is {MAX_RECORD_BYTES}",
+                record.partition_key
+            ),
+        });
+    }
+    match &record.explicit_hash_key {
+        Some(explicit) => hash_key::parse(explicit, "ExplicitHashKey"),
+        None => Ok(hash_key::of_partition_key(&record.partition_key)),
+    }
+}
+
+#[async_trait]
+impl ShardSource for EmbeddedKinesis {
+    async fn describe_stream(&self, stream: &str) -> Result<StreamDescription, SourceError> {
+        let summary = self.describe_stream_summary(stream)?;
+        Ok(StreamDescription {
+            name: summary.name,
+            arn: summary.arn,
+            created: summary.created,
+        })
+    }
+
+    async fn list_shards(&self, stream: &str) -> Result<Vec<Shard>, SourceError> {
+        EmbeddedKinesis::list_shards(self, stream)
+    }
+
+    async fn shard_iterator(
+        &self,
+        stream: &str,
+        shard_id: &str,
+        position: &IteratorPosition,
+    ) -> Result<String, SourceError> {
+        self.get_shard_iterator(stream, shard_id, position)
+    }
+
+    async fn get_records(
+        &self,
+        shard_iterator: &str,
+        limit: usize,
+    ) -> Result<GetRecordsOutput, SourceError> {
+        EmbeddedKinesis::get_records(self, shard_iterator, limit)
+    }
+
+    /// Returns as soon as the shard holds a record after `after` (any record when `None`) or
+    /// is closed, or after `timeout`. It also returns at once when the stream or shard is
+    /// unknown or `after` is not one of the shard's sequence numbers (the next call reports
+    /// why), and when the stream is deleted while waiting.
+    async fn wait_for_records(
+        &self,
+        stream: &str,
+        shard_id: &str,
+        after: Option<&SequenceNumber>,
+        timeout: Duration,
+    ) {
+        let Ok(stream) = self.stream(stream) else {
+            return;
+        };
+        let receiver = stream.watch_unless_ready(shard_id, after, self.now().1);
+        // The stream is let go before waiting, so that deleting it drops its signals and wakes
+        // this reader.
+        drop(stream);
+        if let Some(mut receiver) = receiver {
+            let _ = tokio::time::timeout(timeout, receiver.changed()).await;
+        }
+    }
+}

@@ -1,0 +1,855 @@
+//! One stream: its shards, their records and lineage, behind one lock.
+//!
+//! Every operation holds the stream's lock for its whole length, so a reader never sees half a
+//! reshard and a put never lands in a shard that is being closed. The lock is short: a read
+//! clones reference-counted handles (no copy of record data), a put moves the caller's handles in.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, SystemTime};
+
+use tokio::sync::watch;
+
+use super::clock::{duration_millis, from_millis, millis_ceil};
+use super::hash_key;
+use super::numbering::{Cursor, IteratorToken, SequenceLayout};
+use super::{
+    MAX_GET_RECORDS_BYTES, MAX_RETENTION_HOURS, MAX_SHARDS_PER_STREAM, MIN_RETENTION_HOURS,
+    PutRecordOutput, PutRecordsEntry, StreamStatus, StreamSummary,
+};
+use crate::sequence::SequenceNumber;
+use crate::source::{
+    ChildShard, GetRecordsOutput, HashKeyRange, IteratorPosition, Record, Shard, SourceError,
+};
+
+/// The account-wide limit on open shards, shared by every stream of one embedded Kinesis.
+#[derive(Debug)]
+pub(crate) struct ShardBudget {
+    open: AtomicUsize,
+    limit: usize,
+    account_id: String,
+}
+
+impl ShardBudget {
+    pub(crate) fn new(limit: usize, account_id: String) -> Self {
+        Self {
+            open: AtomicUsize::new(0),
+            limit,
+            account_id,
+        }
+    }
+
+    /// Takes `more` open shards from the budget, or fails as Kinesis does past the limit.
+    pub(crate) fn reserve(&self, more: usize) -> Result<(), SourceError> {
+        self.open
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |open| {
+                open.checked_add(more).filter(|&total| total <= self.limit)
+            })
+            .map(drop)
+            .map_err(|open| SourceError::LimitExceeded {
+                message: format!(
+                    "This request would exceed the shard limit for the account {}. Current \
+                     shard count for the account: {open}. Limit: {}. Number of additional \
+                     shards that would have resulted from this request: {more}.",
+                    self.account_id, self.limit
+                ),
+            })
+    }
+
+    /// Gives `fewer` open shards back.
+    pub(crate) fn release(&self, fewer: usize) {
+        self.open.fetch_sub(fewer, Ordering::SeqCst);
+    }
+}
+
+/// A stream, as the embedded Kinesis keeps it.
+pub(crate) struct Stream {
+    pub(crate) name: Arc<str>,
+    pub(crate) arn: String,
+    account_id: String,
+    pub(crate) created: SystemTime,
+    /// Tells this stream apart from an earlier or later one of the same name.
+    pub(crate) generation: u64,
+    layout: SequenceLayout,
+    state: Mutex<StreamState>,
+}
+
+struct StreamState {
+    /// Every shard ever created, by index: `shards[i]` is `shardId-<i>`. Children always come
+    /// after their parents.
+    shards: Vec<ShardState>,
+    /// The open shards, in hash key order; their ranges tile the whole hash key space.
+    open: Vec<u32>,
+    /// The counter of the next sequence number (see [`SequenceLayout`]).
+    next_counter: u64,
+    /// The latest arrival time handed out, in ms: arrivals never go back, even if the clock
+    /// does, so that records are ordered by arrival within every shard.
+    last_arrival_ms: u64,
+    retention: Duration,
+}
+
+struct ShardState {
+    id: Arc<str>,
+    parent: Option<u32>,
+    adjacent_parent: Option<u32>,
+    range: HashKeyRange,
+    starting_counter: u64,
+    /// Set when the shard is closed: the counter of its `EndingSequenceNumber`, above every
+    /// record it holds and below every record of its children.
+    ending_counter: Option<u64>,
+    closed_ms: Option<u64>,
+    children: Vec<u32>,
+    /// The records not yet trimmed, oldest first.
+    records: VecDeque<StoredRecord>,
+    /// Bumped whenever the shard gains records or closes, so waiting readers wake at once.
+    signal: watch::Sender<()>,
+    /// Whether this put gave the shard records that readers have not been told of yet.
+    signal_pending: bool,
+}
+
+struct StoredRecord {
+    counter: u64,
+    arrival_ms: u64,
+    record: Record,
+}
+
+impl StoredRecord {
+    /// What the record counts for against `GetRecords`' byte cap.
+    fn size(&self) -> usize {
+        self.record.data.len() + self.record.partition_key.len()
+    }
+}
+
+impl ShardState {
+    fn new(
+        index: u32,
+        parents: (Option<u32>, Option<u32>),
+        range: HashKeyRange,
+        starting_counter: u64,
+    ) -> Self {
+        Self {
+            id: shard_id(index).into(),
+            parent: parents.0,
+            adjacent_parent: parents.1,
+            range,
+            starting_counter,
+            ending_counter: None,
+            closed_ms: None,
+            children: Vec::new(),
+            records: VecDeque::new(),
+            signal: watch::Sender::new(()),
+            signal_pending: false,
+        }
+    }
+
+    /// Whether the shard is closed and older than the retention period: gone from listings
+    /// and no longer readable.
+    fn is_expired(&self, now_ms: u64, retention_ms: u64) -> bool {
+        self.closed_ms
+            .is_some_and(|closed_ms| now_ms > closed_ms.saturating_add(retention_ms))
+    }
+
+    /// Drops the records that arrived before `horizon_ms`. Arrivals grow along the shard, so
+    /// they are all at the front.
+    fn trim(&mut self, horizon_ms: u64) {
+        while self
+            .records
+            .front()
+            .is_some_and(|oldest| oldest.arrival_ms < horizon_ms)
+        {
+            self.records.pop_front();
+        }
+    }
+
+    fn parent_indexes(&self) -> impl Iterator<Item = u32> {
+        self.parent.into_iter().chain(self.adjacent_parent)
+    }
+}
+
+/// The id of the shard at `index`: `shardId-` and twelve digits.
+pub(crate) fn shard_id(index: u32) -> String {
+    format!("shardId-{index:012}")
+}
+
+/// The index in a shard id, if it is one this Kinesis would issue.
+fn shard_index(shard_id: &str) -> Option<u32> {
+    let digits = shard_id.strip_prefix("shardId-")?;
+    if digits.len() == 12 && digits.bytes().all(|byte| byte.is_ascii_digit()) {
+        digits.parse().ok()
+    } else {
+        None
+    }
+}
+
+pub(crate) fn at(index: u32) -> usize {
+    usize::try_from(index).expect("shard indexes fit in usize")
+}
+
+impl Stream {
+    /// A new stream of `shard_count` shards that split the hash key space evenly.
+    pub(crate) fn new(
+        name: &str,
+        arn: String,
+        account_id: &str,
+        created: SystemTime,
+        generation: u64,
+        shard_count: u32,
+        retention: Duration,
+    ) -> Self {
+        let created_seconds = created
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |since| since.as_secs());
+        let shards: Vec<ShardState> = hash_key::uniform_ranges(shard_count)
+            .into_iter()
+            .zip(0..)
+            .map(|(range, index)| ShardState::new(index, (None, None), range, 0))
+            .collect();
+        Self {
+            name: name.into(),
+            arn,
+            account_id: account_id.to_owned(),
+            created,
+            generation,
+            layout: SequenceLayout::new(created_seconds),
+            state: Mutex::new(StreamState {
+                open: (0..shard_count).collect(),
+                shards,
+                next_counter: 0,
+                last_arrival_ms: 0,
+                retention,
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, StreamState> {
+        // Every change to the state is completed before anything that could panic, so a
+        // poisoned lock still guards consistent state.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn described(&self) -> String {
+        format!("stream {} under account {}", self.name, self.account_id)
+    }
+
+    /// The shard called `shard_id`, unless it does not exist or has expired.
+    fn find_shard(
+        &self,
+        state: &StreamState,
+        shard_id: &str,
+        now_ms: u64,
+    ) -> Result<u32, SourceError> {
+        let retention_ms = duration_millis(state.retention);
+        shard_index(shard_id)
+            .filter(|&index| {
+                state
+                    .shards
+                    .get(at(index))
+                    .is_some_and(|shard| !shard.is_expired(now_ms, retention_ms))
+            })
+            .ok_or_else(|| SourceError::NotFound {
+                what: format!("Shard {shard_id} in {}", self.described()),
+            })
+    }
+
+    /// The shard called `shard_id`, which must be open: only open shards split and merge.
+    fn find_open_shard(
+        &self,
+        state: &StreamState,
+        shard_id: &str,
+        now_ms: u64,
+    ) -> Result<u32, SourceError> {
+        let index = self.find_shard(state, shard_id, now_ms)?;
+        if state.shards[at(index)].ending_counter.is_some() {
+            return Err(SourceError::ResourceInUse {
+                message: format!(
+                    "Shard {shard_id} in {} is closed: only open shards can be split or merged",
+                    self.described()
+                ),
+            });
+        }
+        Ok(index)
+    }
+
+    /// The counter of `sequence_number`, which must be one of shard `index`'s.
+    fn counter_in_shard(
+        &self,
+        index: u32,
+        sequence_number: &SequenceNumber,
+    ) -> Result<u64, SourceError> {
+        match self.layout.parse(sequence_number) {
+            Some((counter, encoded)) if encoded == index => Ok(counter),
+            Some((_, encoded)) => Err(SourceError::InvalidArgument {
+                message: format!(
+                    "Invalid StartingSequenceNumber. It encodes {}, while it was used in a call \
+                     to a shard with {} in {}",
+                    shard_id(encoded),
+                    shard_id(index),
+                    self.described()
+                ),
+            }),
+            None => Err(SourceError::InvalidArgument {
+                message: format!(
+                    "StartingSequenceNumber {sequence_number} used in GetShardIterator on shard \
+                     {} in {} is invalid: it is not a sequence number of this stream",
+                    shard_id(index),
+                    self.described()
+                ),
+            }),
+        }
+    }
+
+    pub(crate) fn summary(&self) -> StreamSummary {
+        let state = self.lock();
+        StreamSummary {
+            name: self.name.to_string(),
+            arn: self.arn.clone(),
+            status: StreamStatus::Active,
+            created: self.created,
+            retention_period: state.retention,
+            open_shard_count: state.open.len(),
+        }
+    }
+
+    /// Every shard that has not expired, by index: parents before their children.
+    pub(crate) fn list_shards(&self, now_ms: u64) -> Vec<Shard> {
+        let state = self.lock();
+        let retention_ms = duration_millis(state.retention);
+        let id_of = |index: u32| state.shards[at(index)].id.to_string();
+        state
+            .shards
+            .iter()
+            .zip(0..)
+            .filter(|(shard, _)| !shard.is_expired(now_ms, retention_ms))
+            .map(|(shard, index)| Shard {
+                shard_id: shard.id.to_string(),
+                parent_shard_id: shard.parent.map(id_of),
+                adjacent_parent_shard_id: shard.adjacent_parent.map(id_of),
+                hash_key_range: shard.range,
+                starting_sequence_number: self.layout.format(shard.starting_counter, index),
+                ending_sequence_number: shard
+                    .ending_counter
+                    .map(|counter| self.layout.format(counter, index)),
+            })
+            .collect()
+    }
+
+    /// Appends records, each with its hash key, to the open shards whose ranges hold them.
+    /// All records of one call share one arrival time.
+    pub(crate) fn append(
+        &self,
+        entries: Vec<PutRecordsEntry>,
+        hash_keys: &[u128],
+        now_ms: u64,
+    ) -> Vec<PutRecordOutput> {
+        let mut results = Vec::with_capacity(entries.len());
+        let mut state = self.lock();
+        let state = &mut *state;
+        let horizon_ms = now_ms.saturating_sub(duration_millis(state.retention));
+        let arrival_ms = now_ms.max(state.last_arrival_ms);
+        state.last_arrival_ms = arrival_ms;
+        let approximate_arrival = from_millis(arrival_ms);
+        for (entry, &hash_key) in entries.into_iter().zip(hash_keys) {
+            // The open ranges tile the space and the last ends at 2^128 - 1, so some range
+            // ends at or after any hash key.
+            let position = state
+                .open
+                .partition_point(|&open| state.shards[at(open)].range.ending_hash_key < hash_key);
+            let index = state.open[position];
+            let counter = state.next_counter;
+            state.next_counter += 1;
+            let sequence_number = self.layout.format(counter, index);
+            let shard = &mut state.shards[at(index)];
+            if !shard.signal_pending {
+                shard.trim(horizon_ms);
+                shard.signal_pending = true;
+            }
+            shard.records.push_back(StoredRecord {
+                counter,
+                arrival_ms,
+                record: Record {
+                    sequence_number: sequence_number.clone(),
+                    partition_key: entry.partition_key,
+                    data: entry.data,
+                    approximate_arrival,
+                },
+            });
+            results.push(PutRecordOutput {
+                shard_id: shard.id.clone(),
+                sequence_number,
+            });
+        }
+        for &index in &state.open {
+            let shard = &mut state.shards[at(index)];
+            if shard.signal_pending {
+                shard.signal_pending = false;
+                shard.signal.send_modify(|()| ());
+            }
+        }
+        results
+    }
+
+    /// A shard iterator at `position` on the shard called `shard_id`.
+    pub(crate) fn iterator(
+        &self,
+        shard_id: &str,
+        position: &IteratorPosition,
+        now_ms: u64,
+    ) -> Result<IteratorToken, SourceError> {
+        let state = self.lock();
+        let shard_index = self.find_shard(&state, shard_id, now_ms)?;
+        let cursor = match position {
+            IteratorPosition::TrimHorizon => Cursor {
+                counter: 0,
+                arrival_ms: 0,
+            },
+            IteratorPosition::Latest => Cursor {
+                counter: state.next_counter,
+                arrival_ms: 0,
+            },
+            IteratorPosition::AtTimestamp(time) => Cursor {
+                counter: 0,
+                arrival_ms: millis_ceil(*time),
+            },
+            IteratorPosition::AtSequenceNumber(sequence_number) => Cursor {
+                counter: self.counter_in_shard(shard_index, sequence_number)?,
+                arrival_ms: 0,
+            },
+            IteratorPosition::AfterSequenceNumber(sequence_number) => Cursor {
+                counter: self
+                    .counter_in_shard(shard_index, sequence_number)?
+                    .saturating_add(1),
+                arrival_ms: 0,
+            },
+        };
+        Ok(IteratorToken {
+            stream_generation: self.generation,
+            stream_name: self.name.to_string(),
+            shard_index,
+            cursor,
+            issued_ms: now_ms,
+        })
+    }
+
+    /// Reads up to `limit` records from where `token` points (`GetRecords`).
+    pub(crate) fn read(
+        &self,
+        token: &IteratorToken,
+        limit: usize,
+        now_ms: u64,
+    ) -> Result<GetRecordsOutput, SourceError> {
+        let mut state = self.lock();
+        let index = self.find_shard(&state, &shard_id(token.shard_index), now_ms)?;
+        let horizon_ms = now_ms.saturating_sub(duration_millis(state.retention));
+        let shard = &mut state.shards[at(index)];
+        shard.trim(horizon_ms);
+
+        let cursor = token.cursor;
+        let start = shard.records.partition_point(|stored| {
+            stored.counter < cursor.counter || stored.arrival_ms < cursor.arrival_ms
+        });
+        let wanted = limit.min(shard.records.len() - start);
+        let mut records = Vec::with_capacity(wanted);
+        let mut bytes = 0;
+        for stored in shard.records.range(start..start + wanted) {
+            bytes += stored.size();
+            // One record is at most 1 MiB, so the first always fits.
+            if bytes > MAX_GET_RECORDS_BYTES {
+                break;
+            }
+            records.push(stored.record.clone());
+        }
+
+        let next = start + records.len();
+        let unread = shard.records.get(next);
+        // How long the oldest unread record has waited; never 0 while one waits, since 0
+        // means caught up.
+        let millis_behind_latest =
+            unread.map_or(0, |oldest| now_ms.saturating_sub(oldest.arrival_ms).max(1));
+        let next_cursor = match next.checked_sub(1).filter(|_| !records.is_empty()) {
+            Some(last) => Cursor {
+                counter: shard.records[last].counter + 1,
+                arrival_ms: 0,
+            },
+            None => cursor,
+        };
+        let at_end = unread.is_none() && shard.ending_counter.is_some();
+        let child_shards = if at_end {
+            self.child_shards(&state, index)
+        } else {
+            Vec::new()
+        };
+        let next_shard_iterator = (!at_end).then(|| {
+            IteratorToken {
+                cursor: next_cursor,
+                issued_ms: now_ms,
+                ..token.clone()
+            }
+            .encode()
+        });
+        Ok(GetRecordsOutput {
+            records,
+            next_shard_iterator,
+            millis_behind_latest,
+            child_shards,
+        })
+    }
+
+    fn child_shards(&self, state: &StreamState, index: u32) -> Vec<ChildShard> {
+        state.shards[at(index)]
+            .children
+            .iter()
+            .map(|&child| {
+                let child = &state.shards[at(child)];
+                ChildShard {
+                    shard_id: child.id.to_string(),
+                    parent_shards: child
+                        .parent_indexes()
+                        .map(|parent| state.shards[at(parent)].id.to_string())
+                        .collect(),
+                    hash_key_range: child.range,
+                }
+            })
+            .collect()
+    }
+
+    /// A receiver that changes when the shard gains a record or closes, or `None` when the
+    /// caller need not wait: the shard already holds a record after `after` (any record when
+    /// `None`), is closed, is unknown, or `after` is not one of its sequence numbers.
+    ///
+    /// The receiver is taken under the same lock as the check, so a put that lands after the
+    /// check is always seen by the receiver.
+    pub(crate) fn watch_unless_ready(
+        &self,
+        shard_id: &str,
+        after: Option<&SequenceNumber>,
+        now_ms: u64,
+    ) -> Option<watch::Receiver<()>> {
+        let mut state = self.lock();
+        let index = self.find_shard(&state, shard_id, now_ms).ok()?;
+        let after = match after {
+            Some(sequence_number) => Some(self.counter_in_shard(index, sequence_number).ok()?),
+            None => None,
+        };
+        let horizon_ms = now_ms.saturating_sub(duration_millis(state.retention));
+        let shard = &mut state.shards[at(index)];
+        // Records past retention do not count: a reader would find nothing and wait again.
+        shard.trim(horizon_ms);
+        let receiver = shard.signal.subscribe();
+        let has_new_record = shard
+            .records
+            .back()
+            .is_some_and(|newest| after.is_none_or(|after| newest.counter > after));
+        let ready = has_new_record || shard.ending_counter.is_some();
+        (!ready).then_some(receiver)
+    }
+
+    /// Closes `parents` and returns the counter their children start at.
+    fn close(state: &mut StreamState, parents: &[u32], now_ms: u64) -> u64 {
+        let ending_counter = state.next_counter;
+        for &parent in parents {
+            let shard = &mut state.shards[at(parent)];
+            shard.ending_counter = Some(ending_counter);
+            shard.closed_ms = Some(now_ms);
+            shard.signal.send_modify(|()| ());
+        }
+        state.next_counter = ending_counter + 1;
+        state.next_counter
+    }
+
+    fn add_shard(
+        state: &mut StreamState,
+        parents: (Option<u32>, Option<u32>),
+        range: HashKeyRange,
+        starting_counter: u64,
+    ) -> u32 {
+        let index = u32::try_from(state.shards.len()).expect("shard counts are limited");
+        state
+            .shards
+            .push(ShardState::new(index, parents, range, starting_counter));
+        index
+    }
+
+    fn open_position(state: &StreamState, index: u32) -> usize {
+        state
+            .open
+            .iter()
+            .position(|&open| open == index)
+            .expect("an open shard is in the open list")
+    }
+
+    /// Splits open shard `index` at `new_starting_hash_key`, known to lie strictly inside it.
+    fn split_at(state: &mut StreamState, index: u32, new_starting_hash_key: u128, now_ms: u64) {
+        let range = state.shards[at(index)].range;
+        let starting_counter = Self::close(state, &[index], now_ms);
+        let lower = Self::add_shard(
+            state,
+            (Some(index), None),
+            HashKeyRange {
+                starting_hash_key: range.starting_hash_key,
+                ending_hash_key: new_starting_hash_key - 1,
+            },
+            starting_counter,
+        );
+        let upper = Self::add_shard(
+            state,
+            (Some(index), None),
+            HashKeyRange {
+                starting_hash_key: new_starting_hash_key,
+                ending_hash_key: range.ending_hash_key,
+            },
+            starting_counter,
+        );
+        state.shards[at(index)].children = vec![lower, upper];
+        let position = Self::open_position(state, index);
+        state.open.splice(position..=position, [lower, upper]);
+    }
+
+    /// Merges open shards `parent` and `adjacent`, known to be adjacent, into one child whose
+    /// `ParentShardId` is `parent` and `AdjacentParentShardId` is `adjacent`.
+    fn merge_pair(state: &mut StreamState, parent: u32, adjacent: u32, now_ms: u64) {
+        let (first, second) = (
+            state.shards[at(parent)].range,
+            state.shards[at(adjacent)].range,
+        );
+        let range = HashKeyRange {
+            starting_hash_key: first.starting_hash_key.min(second.starting_hash_key),
+            ending_hash_key: first.ending_hash_key.max(second.ending_hash_key),
+        };
+        let starting_counter = Self::close(state, &[parent, adjacent], now_ms);
+        let child = Self::add_shard(
+            state,
+            (Some(parent), Some(adjacent)),
+            range,
+            starting_counter,
+        );
+        state.shards[at(parent)].children = vec![child];
+        state.shards[at(adjacent)].children = vec![child];
+        let lower = if first.starting_hash_key < second.starting_hash_key {
+            parent
+        } else {
+            adjacent
+        };
+        let position = Self::open_position(state, lower);
+        state.open.splice(position..=position + 1, [child]);
+    }
+
+    /// `SplitShard`.
+    pub(crate) fn split(
+        &self,
+        shard_to_split: &str,
+        new_starting_hash_key: u128,
+        budget: &ShardBudget,
+        now_ms: u64,
+    ) -> Result<(), SourceError> {
+        let mut state = self.lock();
+        let index = self.find_open_shard(&state, shard_to_split, now_ms)?;
+        let range = state.shards[at(index)].range;
+        if new_starting_hash_key <= range.starting_hash_key
+            || new_starting_hash_key > range.ending_hash_key
+        {
+            return Err(SourceError::InvalidArgument {
+                message: format!(
+                    "NewStartingHashKey {new_starting_hash_key} used in SplitShard on shard \
+                     {shard_to_split} in {} must lie above the shard's starting hash key and \
+                     within its range [{}, {}]",
+                    self.described(),
+                    range.starting_hash_key,
+                    range.ending_hash_key
+                ),
+            });
+        }
+        budget.reserve(1)?;
+        Self::split_at(&mut state, index, new_starting_hash_key, now_ms);
+        Ok(())
+    }
+
+    /// `MergeShards`.
+    pub(crate) fn merge(
+        &self,
+        shard_to_merge: &str,
+        adjacent_shard_to_merge: &str,
+        budget: &ShardBudget,
+        now_ms: u64,
+    ) -> Result<(), SourceError> {
+        let mut state = self.lock();
+        let parent = self.find_open_shard(&state, shard_to_merge, now_ms)?;
+        let adjacent = self.find_open_shard(&state, adjacent_shard_to_merge, now_ms)?;
+        let (first, second) = (
+            state.shards[at(parent)].range,
+            state.shards[at(adjacent)].range,
+        );
+        let touches = |low: HashKeyRange, high: HashKeyRange| {
+            low.ending_hash_key.checked_add(1) == Some(high.starting_hash_key)
+        };
+        if !touches(first, second) && !touches(second, first) {
+            return Err(SourceError::InvalidArgument {
+                message: format!(
+                    "Shards {shard_to_merge} and {adjacent_shard_to_merge} in {} are not an \
+                     adjacent pair of shards eligible for merging",
+                    self.described()
+                ),
+            });
+        }
+        Self::merge_pair(&mut state, parent, adjacent, now_ms);
+        budget.release(1);
+        Ok(())
+    }
+
+    /// `UpdateShardCount` with uniform scaling, done as Kinesis does it: by splits and merges
+    /// of single shards, so every new shard has real parents. First every open shard that
+    /// straddles a boundary of the target layout is split there; then the open shards inside
+    /// each target range are merged pairwise, left to right, until one covers it. Short-lived
+    /// shards appear on the way, as they do in Kinesis. Returns the open shard count before.
+    pub(crate) fn scale_uniformly(
+        &self,
+        target_shard_count: u32,
+        budget: &ShardBudget,
+        now_ms: u64,
+    ) -> Result<u32, SourceError> {
+        let mut state = self.lock();
+        let current = u32::try_from(state.open.len()).expect("shard counts are limited");
+        let refuse = |message: String| Err(SourceError::LimitExceeded { message });
+        if target_shard_count == 0 {
+            return Err(SourceError::InvalidArgument {
+                message: format!(
+                    "TargetShardCount for {} must be at least 1",
+                    self.described()
+                ),
+            });
+        }
+        if u64::from(target_shard_count) > 2 * u64::from(current) {
+            return refuse(format!(
+                "UpdateShardCount cannot scale {} from {current} to {target_shard_count} open \
+                 shards: more than double the current count",
+                self.described()
+            ));
+        }
+        if 2 * u64::from(target_shard_count) < u64::from(current) {
+            return refuse(format!(
+                "UpdateShardCount cannot scale {} from {current} to {target_shard_count} open \
+                 shards: below half the current count",
+                self.described()
+            ));
+        }
+        if target_shard_count > MAX_SHARDS_PER_STREAM {
+            return refuse(format!(
+                "UpdateShardCount cannot scale {} to {target_shard_count} shards: the limit is \
+                 {MAX_SHARDS_PER_STREAM} shards per stream",
+                self.described()
+            ));
+        }
+        if target_shard_count > current {
+            budget.reserve(at(target_shard_count - current))?;
+        } else {
+            budget.release(at(current - target_shard_count));
+        }
+
+        let targets = hash_key::uniform_ranges(target_shard_count);
+        for target in &targets[1..] {
+            let boundary = target.starting_hash_key;
+            let position = state
+                .open
+                .partition_point(|&open| state.shards[at(open)].range.ending_hash_key < boundary);
+            let straddling = state.open[position];
+            if state.shards[at(straddling)].range.starting_hash_key != boundary {
+                Self::split_at(&mut state, straddling, boundary, now_ms);
+            }
+        }
+        for target in &targets {
+            loop {
+                let position = state.open.partition_point(|&open| {
+                    state.shards[at(open)].range.starting_hash_key < target.starting_hash_key
+                });
+                let first = state.open[position];
+                if state.shards[at(first)].range.ending_hash_key == target.ending_hash_key {
+                    break;
+                }
+                let second = state.open[position + 1];
+                Self::merge_pair(&mut state, first, second, now_ms);
+            }
+        }
+        Ok(current)
+    }
+
+    /// `IncreaseStreamRetentionPeriod` (`increase`) or `DecreaseStreamRetentionPeriod`.
+    pub(crate) fn change_retention(&self, hours: u32, increase: bool) -> Result<(), SourceError> {
+        if !(MIN_RETENTION_HOURS..=MAX_RETENTION_HOURS).contains(&hours) {
+            return Err(SourceError::InvalidArgument {
+                message: format!(
+                    "Retention period hours {hours} for {} must be between \
+                     {MIN_RETENTION_HOURS} and {MAX_RETENTION_HOURS}",
+                    self.described()
+                ),
+            });
+        }
+        let requested = Duration::from_secs(u64::from(hours) * 3600);
+        let mut state = self.lock();
+        let (wrong_way, operation, other) = if increase {
+            (
+                requested < state.retention,
+                "shorter",
+                "DecreaseStreamRetentionPeriod",
+            )
+        } else {
+            (
+                requested > state.retention,
+                "longer",
+                "IncreaseStreamRetentionPeriod",
+            )
+        };
+        if wrong_way {
+            return Err(SourceError::InvalidArgument {
+                message: format!(
+                    "Requested retention period ({hours} hours) for {} can not be {operation} \
+                     than the existing retention period ({} seconds). Use {other}.",
+                    self.described(),
+                    state.retention.as_secs()
+                ),
+            });
+        }
+        state.retention = requested;
+        Ok(())
+    }
+
+    /// Readies the stream for deletion: wakes every waiting reader and returns how many open
+    /// shards go back to the account's budget.
+    pub(crate) fn retire(&self) -> usize {
+        let state = self.lock();
+        for shard in &state.shards {
+            shard.signal.send_modify(|()| ());
+        }
+        state.open.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shard_ids_read_back() {
+        assert_eq!(shard_id(7), "shardId-000000000007");
+        assert_eq!(shard_index("shardId-000000000007"), Some(7));
+        for foreign in [
+            "shardId-7",
+            "shard-000000000007",
+            "shardId-00000000000x",
+            "",
+        ] {
+            assert_eq!(shard_index(foreign), None, "{foreign}");
+        }
+    }
+
+    #[test]
+    fn budget_refuses_past_its_limit_and_takes_shards_back() {
+        let budget = ShardBudget::new(3, "000000000000".to_owned());
+        budget.reserve(2).unwrap();
+        assert!(matches!(
+            budget.reserve(2),
+            Err(SourceError::LimitExceeded { .. })
+        ));
+        budget.release(1);
+        budget.reserve(2).unwrap();
+    }
+}
