@@ -7,6 +7,7 @@
 
 pub mod aws;
 pub mod backoff;
+pub mod cli;
 pub mod config;
 pub mod function;
 pub mod invoke;

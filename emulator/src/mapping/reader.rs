@@ -127,15 +127,18 @@ impl ShardReader {
             Err(exit) => exit,
         };
         renewer.abort();
-        let phase = match exit {
-            ReaderExit::Ended => ShardPhase::Ended,
-            ReaderExit::LeaseLost => ShardPhase::NotOwned,
-            ReaderExit::Stopped | ReaderExit::ShardGone => ShardPhase::Stopped,
-        };
-        let unsettled = self.buffer.len() as u64;
         self.shared.update_shard(&self.shard.shard_id, |status| {
-            status.phase = phase;
-            status.unsettled = status.unsettled.min(unsettled);
+            status.phase = match exit {
+                ReaderExit::Ended => ShardPhase::Ended,
+                ReaderExit::LeaseLost => ShardPhase::NotOwned,
+                // A shard that was caught up or held when the mapping stopped is reported so.
+                ReaderExit::Stopped
+                    if matches!(status.phase, ShardPhase::CaughtUp | ShardPhase::Held) =>
+                {
+                    status.phase
+                }
+                ReaderExit::Stopped | ReaderExit::ShardGone => ShardPhase::Stopped,
+            };
         });
         if exit == ReaderExit::Stopped {
             // Give the lease up so that the next instance takes the shard at once instead of
@@ -437,7 +440,7 @@ impl ShardReader {
                         FailedAttempt {
                             reason: match read.verdict {
                                 Verdict::Failure { reason } => format!("bad response: {reason}"),
-                                _ => "the function reported the batch's first record as failed"
+                                _ => "the function reported it in batchItemFailures"
                                     .to_owned(),
                             },
                             function_error: None,

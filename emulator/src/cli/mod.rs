@@ -1,0 +1,88 @@
+//! The `kinesis-esm` command line.
+
+mod run;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+pub use run::RunArgs;
+
+/// A local Kinesis event source mapping: runs a Lambda function over Kinesis shards the way
+/// Lambda does, checkpoints and resharding order included.
+#[derive(Debug, Parser)]
+#[command(name = "kinesis-esm", version, max_term_width = 100)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    /// How to write logs (to standard error).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, global = true)]
+    log_format: LogFormat,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Runs the Kinesis event sources of a SAM template's functions.
+    Run(RunArgs),
+}
+
+/// How logs are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// What an exit code means, as `kinesis-esm` ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Every record read was settled.
+    Settled,
+    /// At least one shard is blocked on a held record.
+    Held,
+    /// The run could not start or failed: bad template, function that does not build, ...
+    Error,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(exit: Exit) -> Self {
+        match exit {
+            Exit::Settled => ExitCode::SUCCESS,
+            Exit::Held => ExitCode::from(1),
+            Exit::Error => ExitCode::from(2),
+        }
+    }
+}
+
+impl Cli {
+    /// Runs the command line.
+    pub async fn run(self) -> Exit {
+        init_logging(self.log_format);
+        let result = match self.command {
+            Command::Run(args) => run::run(args).await,
+        };
+        match result {
+            Ok(exit) => exit,
+            Err(error) => {
+                eprintln!("kinesis-esm: {error:#}");
+                Exit::Error
+            }
+        }
+    }
+}
+
+fn init_logging(format: LogFormat) {
+    use tracing_subscriber::EnvFilter;
+    let filter =
+        EnvFilter::try_from_env("KINESIS_ESM_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    // A second initialisation (in tests) keeps the first subscriber.
+    let _ = match format {
+        LogFormat::Text => builder.with_target(false).try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}
