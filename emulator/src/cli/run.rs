@@ -2,17 +2,21 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use clap::Args;
 
-use super::Exit;
+use super::{Exit, parse_duration};
+use crate::aws::{AwsConnection, DynamoLeaseStore, SdkKinesis};
+use crate::backoff::{Backoff, BackoffConfig, RetryKind};
 use crate::function::build_function;
 use crate::invoke::Invoker;
 use crate::invoke::runtime_api::{FunctionDefinition, RuntimeApi};
 use crate::kinesis::{EmbeddedKinesis, MAX_PUT_RECORDS_ENTRIES, PutRecordsEntry};
-use crate::mapping::{EventSourceMapping, MappingStatus, RunningMapping};
-use crate::records_file::read_records;
+use crate::lease::{LeaseStore, MemoryLeaseStore};
+use crate::mapping::{EventSourceMapping, MappingOptions, MappingStatus, RunningMapping};
+use crate::records_file::{RecordToPut, read_records};
 use crate::source::ShardSource;
 use crate::summary;
 use crate::template::{FunctionResource, Template, TemplateOptions};
@@ -44,6 +48,31 @@ pub struct RunArgs {
     /// The account id in the emulated resources' ARNs.
     #[arg(long, default_value = "123456789012")]
     account_id: String,
+    /// Reads a Kinesis at this endpoint (LocalStack, kinesis-local, ...) instead of the embedded
+    /// one. Without AWS credentials in the environment, placeholder credentials are used.
+    #[arg(long, value_name = "URL")]
+    kinesis_endpoint: Option<String>,
+    /// Reads real AWS Kinesis (or the endpoint `AWS_ENDPOINT_URL_KINESIS` / `AWS_ENDPOINT_URL`
+    /// names) through the standard credential and region chains.
+    #[arg(long, conflicts_with = "kinesis_endpoint")]
+    aws: bool,
+    /// With an external Kinesis: creates the template's streams that do not exist yet.
+    #[arg(long)]
+    create_streams: bool,
+    /// Keeps checkpoints in this DynamoDB lease table (created if missing) instead of memory, so
+    /// that a restarted run resumes where the last one stopped.
+    #[arg(long, value_name = "NAME")]
+    lease_table: Option<String>,
+    /// The lease table's DynamoDB endpoint; by default the standard chain (which honours
+    /// `AWS_ENDPOINT_URL_DYNAMODB`).
+    #[arg(long, value_name = "URL", requires = "lease_table")]
+    dynamodb_endpoint: Option<String>,
+    /// This worker's name in the lease table; a fresh one each run by default.
+    #[arg(long)]
+    worker_id: Option<String>,
+    /// How long another worker's lease may go unrenewed before this one takes it.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
+    failover_time: Duration,
 }
 
 pub(super) async fn run(args: RunArgs) -> anyhow::Result<Exit> {
@@ -76,22 +105,29 @@ pub(super) async fn run(args: RunArgs) -> anyhow::Result<Exit> {
         );
     }
 
-    let kinesis = EmbeddedKinesis::builder()
-        .region(&args.region)
-        .account_id(&args.account_id)
-        .build();
+    let streams = Streams::open(&args).await?;
     for stream in &template.streams {
-        kinesis
-            .create_stream(&stream.name, stream.shard_count)
-            .with_context(|| format!("creating stream {} ({})", stream.name, stream.logical_id))?;
+        streams
+            .ensure_stream(&stream.name, stream.shard_count, args.create_streams)
+            .await
+            .with_context(|| format!("stream {} ({})", stream.name, stream.logical_id))?;
     }
     for put in &args.puts {
-        publish(&kinesis, &template, put)?;
+        publish(&streams, &template, put).await?;
+    }
+    let leases = open_lease_store(&args).await?;
+    let mut mapping_options = MappingOptions {
+        failover_time: args.failover_time,
+        invoke_identity_arn: format!("arn:aws:iam::{}:role/kinesis-esm", args.account_id),
+        ..MappingOptions::default()
+    };
+    if let Some(worker_id) = &args.worker_id {
+        mapping_options.worker_id.clone_from(worker_id);
     }
 
     let mut invokers: Vec<Arc<dyn Invoker>> = Vec::new();
     let mut mappings: Vec<RunningMapping> = Vec::new();
-    let source: Arc<dyn ShardSource> = Arc::new(kinesis.clone());
+    let source = streams.source();
     for function in functions {
         tracing::info!(function = %function.function_name, crate_dir = %function.code_dir.display(), "building");
         let binary = build_function(&function.code_dir, &function.binary, args.release)
@@ -117,9 +153,8 @@ pub(super) async fn run(args: RunArgs) -> anyhow::Result<Exit> {
                 tracing::info!(function = %function.function_name, stream = %config.stream_name, "mapping disabled (Enabled: false)");
                 continue;
             }
-            if kinesis
-                .describe_stream_summary(&config.stream_name)
-                .is_err()
+            if matches!(streams, Streams::Embedded(_))
+                && template.stream(&config.stream_name).is_none()
             {
                 bail!(
                     "{}: resource {}: stream {} is not defined in the template; the embedded Kinesis only holds the template's streams",
@@ -129,7 +164,9 @@ pub(super) async fn run(args: RunArgs) -> anyhow::Result<Exit> {
                 );
             }
             let mapping =
-                EventSourceMapping::new(config.clone(), Arc::clone(&source), Arc::clone(&invoker));
+                EventSourceMapping::new(config.clone(), Arc::clone(&source), Arc::clone(&invoker))
+                    .lease_store(Arc::clone(&leases))
+                    .options(mapping_options.clone());
             mappings.push(mapping.start());
         }
     }
@@ -167,8 +204,149 @@ async fn wait_until_idle(mappings: &[RunningMapping]) {
     }
 }
 
+/// An endpoint given on the command line: placeholder credentials unless the environment has
+/// real ones (local stand-ins accept anything; a real endpoint needs real credentials).
+fn connection_to(endpoint: &str) -> AwsConnection {
+    if std::env::var_os("AWS_ACCESS_KEY_ID").is_some() {
+        AwsConnection::from_environment().with_endpoint_url(endpoint)
+    } else {
+        AwsConnection::local(endpoint)
+    }
+}
+
+async fn open_lease_store(args: &RunArgs) -> anyhow::Result<Arc<dyn LeaseStore>> {
+    let Some(table) = &args.lease_table else {
+        return Ok(Arc::new(MemoryLeaseStore::new()));
+    };
+    let connection = match &args.dynamodb_endpoint {
+        Some(endpoint) => connection_to(endpoint),
+        None => AwsConnection::from_environment(),
+    };
+    let store = DynamoLeaseStore::connect(&connection.with_region(&args.region), table.as_str())
+        .await
+        .with_context(|| format!("lease table {table}"))?;
+    Ok(Arc::new(store))
+}
+
+/// The Kinesis the run reads: the embedded one, or one reached through the SDK.
+enum Streams {
+    Embedded(EmbeddedKinesis),
+    Sdk(Arc<SdkKinesis>),
+}
+
+impl Streams {
+    async fn open(args: &RunArgs) -> anyhow::Result<Self> {
+        let connection = match &args.kinesis_endpoint {
+            Some(endpoint) => connection_to(endpoint).with_region(&args.region),
+            None if args.aws => AwsConnection::from_environment(),
+            None => {
+                let kinesis = EmbeddedKinesis::builder()
+                    .region(&args.region)
+                    .account_id(&args.account_id)
+                    .build();
+                return Ok(Self::Embedded(kinesis));
+            }
+        };
+        Ok(Self::Sdk(Arc::new(SdkKinesis::connect(&connection).await?)))
+    }
+
+    fn source(&self) -> Arc<dyn ShardSource> {
+        match self {
+            Self::Embedded(kinesis) => Arc::new(kinesis.clone()),
+            Self::Sdk(kinesis) => Arc::clone(kinesis) as Arc<dyn ShardSource>,
+        }
+    }
+
+    async fn ensure_stream(
+        &self,
+        name: &str,
+        shard_count: u32,
+        create: bool,
+    ) -> anyhow::Result<()> {
+        match self {
+            Self::Embedded(kinesis) => Ok(kinesis.create_stream(name, shard_count)?),
+            Self::Sdk(kinesis) => {
+                if kinesis.describe_stream(name).await.is_ok() {
+                    return Ok(());
+                }
+                if !create {
+                    bail!(
+                        "stream {name} does not exist on that Kinesis (pass --create-streams to create it)"
+                    );
+                }
+                kinesis
+                    .create_stream(name, i32::try_from(shard_count)?)
+                    .await?;
+                kinesis
+                    .wait_until_active(name, Duration::from_secs(60))
+                    .await?;
+                Ok(())
+            }
+        }
+    }
+
+    async fn put(&self, stream: &str, records: &[RecordToPut]) -> anyhow::Result<()> {
+        for chunk in records.chunks(MAX_PUT_RECORDS_ENTRIES) {
+            match self {
+                Self::Embedded(kinesis) => {
+                    let entries = chunk
+                        .iter()
+                        .map(|record| {
+                            let entry = PutRecordsEntry::new(
+                                record.partition_key.as_str(),
+                                record.data.clone(),
+                            );
+                            match &record.explicit_hash_key {
+                                Some(hash_key) => entry.with_explicit_hash_key(hash_key),
+                                None => entry,
+                            }
+                        })
+                        .collect();
+                    kinesis.put_records(stream, entries)?;
+                }
+                Self::Sdk(kinesis) => put_through_sdk(kinesis, stream, chunk).await?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Puts records through the SDK. Kinesis may refuse single records of a `PutRecords` (throttling):
+/// those are put again until every record is in, so nothing given to `--put` is lost.
+async fn put_through_sdk(
+    kinesis: &SdkKinesis,
+    stream: &str,
+    records: &[RecordToPut],
+) -> anyhow::Result<()> {
+    if records
+        .iter()
+        .any(|record| record.explicit_hash_key.is_some())
+    {
+        bail!("explicitHashKey is only supported with the embedded Kinesis");
+    }
+    let mut pending: Vec<&RecordToPut> = records.iter().collect();
+    let mut backoff = Backoff::new(BackoffConfig::default());
+    while !pending.is_empty() {
+        let entries: Vec<(&str, &[u8])> = pending
+            .iter()
+            .map(|record| (record.partition_key.as_str(), record.data.as_ref()))
+            .collect();
+        let outcomes = kinesis.put_records(stream, &entries).await?;
+        pending = pending
+            .into_iter()
+            .zip(&outcomes)
+            .filter(|(_, outcome)| outcome.is_err())
+            .map(|(record, _)| record)
+            .collect();
+        if !pending.is_empty() {
+            tokio::time::sleep(backoff.next_pause(RetryKind::Throttled)).await;
+        }
+    }
+    Ok(())
+}
+
 /// Publishes the records of one `--put` argument to its stream.
-fn publish(kinesis: &EmbeddedKinesis, template: &Template, put: &str) -> anyhow::Result<()> {
+async fn publish(streams: &Streams, template: &Template, put: &str) -> anyhow::Result<()> {
     let (stream, path) = match put.split_once('=') {
         Some((stream, path)) => (stream.to_owned(), PathBuf::from(path)),
         None => match template.streams.as_slice() {
@@ -180,23 +358,10 @@ fn publish(kinesis: &EmbeddedKinesis, template: &Template, put: &str) -> anyhow:
         },
     };
     let records = read_records(&path)?;
-    let count = records.len();
-    for chunk in records.chunks(MAX_PUT_RECORDS_ENTRIES) {
-        let entries = chunk
-            .iter()
-            .map(|record| {
-                let entry =
-                    PutRecordsEntry::new(record.partition_key.as_str(), record.data.clone());
-                match &record.explicit_hash_key {
-                    Some(hash_key) => entry.with_explicit_hash_key(hash_key),
-                    None => entry,
-                }
-            })
-            .collect();
-        kinesis
-            .put_records(&stream, entries)
-            .with_context(|| format!("--put {put}: publishing to stream {stream}"))?;
-    }
-    tracing::info!(stream, records = count, path = %path.display(), "published");
+    streams
+        .put(&stream, &records)
+        .await
+        .with_context(|| format!("--put {put}: publishing to stream {stream}"))?;
+    tracing::info!(stream, records = records.len(), path = %path.display(), "published");
     Ok(())
 }

@@ -440,8 +440,7 @@ impl ShardReader {
                         FailedAttempt {
                             reason: match read.verdict {
                                 Verdict::Failure { reason } => format!("bad response: {reason}"),
-                                _ => "the function reported it in batchItemFailures"
-                                    .to_owned(),
+                                _ => "the function reported it in batchItemFailures".to_owned(),
                             },
                             function_error: None,
                         }
