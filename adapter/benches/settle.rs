@@ -1,1 +1,3 @@
+//! The settlement benchmark (written in a later commit).
+
 fn main() {}
