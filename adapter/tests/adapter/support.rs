@@ -1,14 +1,17 @@
 //! What the tests share: a compact notation for outcomes, test handlers and log capture.
 
+use std::cell::RefCell;
 use std::io;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, Once, PoisonError};
 
 use lambda_kinesis::lambda_runtime::tracing::subscriber;
-use lambda_kinesis::tracing::subscriber::DefaultGuard;
 use lambda_kinesis::{
     DropReason, HandlerOutcome, HoldReason, RecordOutcome, Settlement, SkipReason,
 };
 use serde::{Deserialize, Serialize};
+use subscriber::Layer as _;
+use subscriber::layer::SubscriberExt as _;
+use subscriber::util::SubscriberInitExt as _;
 
 /// What a test record asks its handler to decide; records carry it as their JSON data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -105,26 +108,56 @@ pub(crate) fn response_json(settlement: &Settlement) -> String {
     serde_json::to_string(&settlement.response()).expect("a response serialises")
 }
 
-/// Log lines captured as JSON while a [`LogCapture`] is alive on this thread.
+/// Log lines captured as JSON on this thread, from [`LogCapture::start`] until its guard drops.
+///
+/// One global subscriber serves every test and writes only for the threads that capture (a
+/// `current_thread` test runtime runs every future of a test on the test's thread). A subscriber
+/// per test (`set_default`) would be simpler, but tracing caches each callsite's interest when it
+/// is first hit: a test that hits a callsite while another test's subscriber is being set up can
+/// cache "no one listens" for that subscriber, and the other test then misses the line.
 #[derive(Clone, Default)]
 pub(crate) struct LogCapture {
     written: Arc<Mutex<Vec<u8>>>,
 }
 
+thread_local! {
+    static CAPTURING: RefCell<Option<LogCapture>> = const { RefCell::new(None) };
+}
+
+/// Stops capturing when dropped.
+pub(crate) struct CaptureGuard(());
+
+impl Drop for CaptureGuard {
+    fn drop(&mut self) {
+        CAPTURING.with(|capturing| capturing.borrow_mut().take());
+    }
+}
+
 impl LogCapture {
-    /// Captures every event and span of this thread (a `current_thread` test runtime runs every
-    /// future on it) until the guard is dropped.
-    pub(crate) fn start() -> (Self, DefaultGuard) {
+    /// Captures every event and span of this thread until the guard is dropped.
+    pub(crate) fn start() -> (Self, CaptureGuard) {
+        static INSTALLED: Once = Once::new();
+        INSTALLED.call_once(|| {
+            // A dynamic filter: tracing asks it at every event and span, never caches its answer.
+            let capturing = subscriber::filter::dynamic_filter_fn(|_, _| {
+                CAPTURING.with(|capturing| capturing.borrow().is_some())
+            });
+            let json_lines = subscriber::fmt::layer()
+                .json()
+                .with_current_span(true)
+                .with_span_list(true)
+                .with_writer(ThreadWriter)
+                .with_filter(capturing);
+            subscriber::registry()
+                .with(json_lines)
+                .try_init()
+                .expect("no other global subscriber in this test binary");
+        });
+        // Callsites first hit before the subscriber was installed listen to it from now on.
+        lambda_kinesis::tracing::callsite::rebuild_interest_cache();
         let capture = Self::default();
-        let collector = subscriber::fmt()
-            .json()
-            .with_current_span(true)
-            .with_span_list(true)
-            .with_max_level(lambda_kinesis::tracing::Level::TRACE)
-            .with_writer(capture.clone())
-            .finish();
-        let guard = lambda_kinesis::tracing::subscriber::set_default(collector);
-        (capture, guard)
+        CAPTURING.with(|capturing| *capturing.borrow_mut() = Some(capture.clone()));
+        (capture, CaptureGuard(()))
     }
 
     /// Every line logged so far, parsed.
@@ -158,17 +191,20 @@ impl LogCapture {
     }
 }
 
-/// Each captured line is written whole, so lines of concurrent records never interleave.
-pub(crate) struct LogWriter {
-    written: Arc<Mutex<Vec<u8>>>,
-}
+/// Writes to the capture of the thread that logs, if any.
+struct ThreadWriter;
 
-impl io::Write for LogWriter {
+impl io::Write for ThreadWriter {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        self.written
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .extend_from_slice(bytes);
+        CAPTURING.with(|capturing| {
+            if let Some(capture) = capturing.borrow().as_ref() {
+                capture
+                    .written
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .extend_from_slice(bytes);
+            }
+        });
         Ok(bytes.len())
     }
 
@@ -177,12 +213,10 @@ impl io::Write for LogWriter {
     }
 }
 
-impl<'a> subscriber::fmt::MakeWriter<'a> for LogCapture {
-    type Writer = LogWriter;
+impl subscriber::fmt::MakeWriter<'_> for ThreadWriter {
+    type Writer = ThreadWriter;
 
-    fn make_writer(&'a self) -> LogWriter {
-        LogWriter {
-            written: Arc::clone(&self.written),
-        }
+    fn make_writer(&self) -> ThreadWriter {
+        ThreadWriter
     }
 }
