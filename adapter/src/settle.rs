@@ -460,11 +460,12 @@ impl Settlement {
         // A record dropped behind the first unsettled one is delivered again, so it is not
         // retired yet: only the drops the checkpoint passes are reported.
         let settled = self.first_unsettled().unwrap_or(self.outcomes.len());
-        let dropped = self
-            .records()
-            .take(settled)
+        let dropped = self.outcomes[..settled]
+            .iter()
+            .enumerate()
             .filter(|(_, outcome)| matches!(outcome, RecordOutcome::Dropped(_)))
-            .map(|(record, _)| record.sequence_number().to_owned())
+            .filter_map(|(index, _)| self.batch.record(index))
+            .map(|record| record.sequence_number().to_owned())
             .collect();
         BatchResponse { failures, dropped }
     }
