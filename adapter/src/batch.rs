@@ -18,9 +18,13 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
-/// A Kinesis event, read once from its JSON into a compact form. This is the payload type the
-/// adapter's [`tower::Service`] takes; build one with [`KinesisBatch::from_json`], with `From`
-/// an `aws_lambda_events` [`KinesisEvent`], or with the [`testing`](crate::testing) kit.
+/// A Kinesis event, read once from its JSON: the text of its records, kept as it came, and where
+/// each record's fields lie in it. This is the payload type the adapter's [`tower::Service`]
+/// takes; build one with [`KinesisBatch::from_json`], with `From` an `aws_lambda_events`
+/// [`KinesisEvent`], or with the [`testing`](crate::testing) kit.
+///
+/// It deserialises from JSON only (serde_json's `Deserializer` or `Value`): the `Records` array
+/// is taken whole as a `serde_json` `RawValue`.
 #[derive(Clone, Default)]
 pub struct KinesisBatch {
     text: String,
