@@ -619,6 +619,23 @@ mod tests {
     }
 
     #[test]
+    fn the_scanner_refuses_text_serde_json_would_not_have_passed_it() {
+        // serde_json checks the text before the scanner sees it; should anything else get
+        // through, the scanner answers with an error, never a panic or an endless loop.
+        for text in [
+            "",
+            "[",
+            r#"[{"kinesis":{"data":"abc"#,
+            r#"[{"kinesis":{"data":"abc"#,
+            r#"[{"x":é}]"#,
+            r#"[{"x":[1,}]"#,
+            r#"[{"kinesis":{}"#,
+        ] {
+            assert!(scan::records(text).is_err(), "{text:?}");
+        }
+    }
+
+    #[test]
     fn the_error_path_points_into_records() {
         let deserializer = &mut serde_json::Deserializer::from_slice(b"{\"Records\":[{}]}");
         let error = serde_path_to_error::deserialize::<_, KinesisBatch>(deserializer).unwrap_err();

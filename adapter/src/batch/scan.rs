@@ -147,7 +147,8 @@ impl<'t> Scanner<'t> {
         let mut at = start;
         let mut escaped = false;
         loop {
-            match memchr::memchr2(b'"', b'\\', &self.bytes[at..]) {
+            let rest = self.bytes.get(at..).unwrap_or_default();
+            match memchr::memchr2(b'"', b'\\', rest) {
                 Some(offset) if self.bytes[at + offset] == b'\\' => {
                     // What follows a backslash is never a quote that ends the string; a `\u`
                     // escape's hex digits are neither quotes nor backslashes.
@@ -278,7 +279,9 @@ impl<'t> Scanner<'t> {
                     return Err(self.unexpected("a value"));
                 }
                 Some(_) => {
-                    self.scalar();
+                    if self.scalar().is_empty() {
+                        return Err(self.unexpected("a value"));
+                    }
                 }
             }
             if depth == 0 {
