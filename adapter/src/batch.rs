@@ -1,24 +1,30 @@
-//! The Kinesis event as the adapter reads it: one pass over the event JSON into a compact,
-//! owned batch.
+//! The Kinesis event as the adapter reads it: the event's JSON text, kept whole, with where each
+//! record's fields lie in it.
 //!
 //! `aws_lambda_events::kinesis::KinesisEvent` allocates a `String` for every field of every
 //! record and decodes every record's data up front, whether or not the handler ever sees it.
-//! [`KinesisBatch`] copies each field's text into one shared buffer instead, and keeps the data
-//! in base64 until the record is handled, so a batch of 10,000 records costs a few allocations
-//! rather than a hundred thousand.
+//! [`KinesisBatch`] keeps the text of the `Records` array as it came and records spans of it
+//! (see `scan`), and keeps the data in base64 until the record is handled, so a batch of 10,000
+//! records costs a few allocations rather than a hundred thousand.
 
-use std::borrow::Cow;
+mod scan;
+
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
 use aws_lambda_events::kinesis::KinesisEvent;
 use base64::Engine as _;
 use serde::Deserialize;
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::value::RawValue;
 
-/// A Kinesis event, read once from its JSON into a compact form. This is the payload type the
-/// adapter's [`tower::Service`] takes; build one with [`KinesisBatch::from_json`], with `From`
-/// an `aws_lambda_events` [`KinesisEvent`], or with the [`testing`](crate::testing) kit.
+/// A Kinesis event, read once from its JSON: the text of its records, kept as it came, and where
+/// each record's fields lie in it. This is the payload type the adapter's [`tower::Service`]
+/// takes; build one with [`KinesisBatch::from_json`], with `From` an `aws_lambda_events`
+/// [`KinesisEvent`], or with the [`testing`](crate::testing) kit.
+///
+/// It deserialises from JSON only (serde_json's `Deserializer` or `Value`): the `Records` array
+/// is taken whole as a `serde_json` `RawValue`.
 #[derive(Clone, Default)]
 pub struct KinesisBatch {
     text: String,
@@ -83,6 +89,18 @@ impl KinesisBatch {
         &self.text[span.start..span.end]
     }
 
+    /// Reads the JSON text of an event's `Records` array.
+    fn from_records_json(records: Box<RawValue>) -> Result<Self, String> {
+        let text: Box<str> = records.into();
+        let scanned = scan::records(&text)?;
+        let mut text = String::from(text);
+        text.push_str(&scanned.unescaped);
+        Ok(Self {
+            text,
+            records: scanned.records,
+        })
+    }
+
     fn push_text(&mut self, text: &str) -> Span {
         let start = self.text.len();
         self.text.push_str(text);
@@ -92,11 +110,11 @@ impl KinesisBatch {
         }
     }
 
-    /// Appends a record; `data_base64` is the record's data as Lambda sends it.
-    fn push(&mut self, record: IncomingRecord<'_>) {
+    /// Appends a record given field by field; `data_base64` is the record's data as Lambda
+    /// sends it.
+    fn push(&mut self, record: OwnedRecord<'_>) {
         let shard_id = record
             .event_id
-            .as_deref()
             .and_then(|id| id.rsplit_once(':').map(|(shard, _)| shard))
             .unwrap_or_default();
         // Every record of a batch names the same stream and, within a shard, the same shard id:
@@ -106,21 +124,31 @@ impl KinesisBatch {
             Some(p) if self.slice(p.shard_id) == shard_id => p.shard_id,
             _ => self.push_text(shard_id),
         };
-        let arn = record.event_source_arn.as_deref().unwrap_or_default();
+        let arn = record.event_source_arn.unwrap_or_default();
         let event_source_arn = match previous {
             Some(p) if self.slice(p.event_source_arn) == arn => p.event_source_arn,
             _ => self.push_text(arn),
         };
         let spans = Spans {
             shard_id,
-            sequence_number: self.push_text(&record.kinesis.sequence_number),
-            partition_key: self.push_text(&record.kinesis.partition_key),
-            data_base64: self.push_text(&record.kinesis.data),
+            sequence_number: self.push_text(record.sequence_number),
+            partition_key: self.push_text(record.partition_key),
+            data_base64: self.push_text(record.data_base64),
             event_source_arn,
-            arrival_millis: record.kinesis.approximate_arrival_timestamp.0,
+            arrival_millis: record.arrival_millis,
         };
         self.records.push(spans);
     }
+}
+
+/// One record's fields, as [`KinesisBatch::push`] takes them.
+struct OwnedRecord<'a> {
+    event_id: Option<&'a str>,
+    event_source_arn: Option<&'a str>,
+    partition_key: &'a str,
+    sequence_number: &'a str,
+    data_base64: &'a str,
+    arrival_millis: i64,
 }
 
 impl fmt::Debug for KinesisBatch {
@@ -183,84 +211,25 @@ impl From<KinesisEvent> for KinesisBatch {
         let engine = base64::engine::general_purpose::STANDARD;
         for record in event.records {
             let data = engine.encode(&record.kinesis.data.0);
-            batch.push(IncomingRecord {
-                event_id: record.event_id.map(Cow::Owned),
-                event_source_arn: record.event_source_arn.map(Cow::Owned),
-                kinesis: IncomingKinesis {
-                    partition_key: Cow::Owned(record.kinesis.partition_key),
-                    sequence_number: Cow::Owned(record.kinesis.sequence_number),
-                    data: Cow::Owned(data),
-                    approximate_arrival_timestamp: ArrivalMillis(
-                        record
-                            .kinesis
-                            .approximate_arrival_timestamp
-                            .0
-                            .timestamp_millis(),
-                    ),
-                },
+            batch.push(OwnedRecord {
+                event_id: record.event_id.as_deref(),
+                event_source_arn: record.event_source_arn.as_deref(),
+                partition_key: &record.kinesis.partition_key,
+                sequence_number: &record.kinesis.sequence_number,
+                data_base64: &data,
+                arrival_millis: record
+                    .kinesis
+                    .approximate_arrival_timestamp
+                    .0
+                    .timestamp_millis(),
             });
         }
         batch
     }
 }
 
-/// One record of the event JSON, borrowing from the input wherever the text has no escapes.
-#[derive(Deserialize)]
-struct IncomingRecord<'a> {
-    #[serde(rename = "eventID", borrow, default)]
-    event_id: Option<Cow<'a, str>>,
-    #[serde(rename = "eventSourceARN", borrow, default)]
-    event_source_arn: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    kinesis: IncomingKinesis<'a>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct IncomingKinesis<'a> {
-    #[serde(borrow)]
-    partition_key: Cow<'a, str>,
-    #[serde(borrow)]
-    sequence_number: Cow<'a, str>,
-    #[serde(borrow)]
-    data: Cow<'a, str>,
-    #[serde(default)]
-    approximate_arrival_timestamp: ArrivalMillis,
-}
-
-/// `approximateArrivalTimestamp`: epoch seconds with a millisecond fraction. Lambda sends a JSON
-/// number; `aws_lambda_events` serialises a string. Both are read, with any number of decimals.
-#[derive(Default, Clone, Copy)]
-struct ArrivalMillis(i64);
-
-impl<'de> Deserialize<'de> for ArrivalMillis {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct SecondsVisitor;
-        impl Visitor<'_> for SecondsVisitor {
-            type Value = ArrivalMillis;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("epoch seconds, as a number or a numeric string")
-            }
-            fn visit_f64<E: de::Error>(self, seconds: f64) -> Result<ArrivalMillis, E> {
-                Ok(ArrivalMillis((seconds * 1000.0).round() as i64))
-            }
-            fn visit_i64<E: de::Error>(self, seconds: i64) -> Result<ArrivalMillis, E> {
-                Ok(ArrivalMillis(seconds.saturating_mul(1000)))
-            }
-            fn visit_u64<E: de::Error>(self, seconds: u64) -> Result<ArrivalMillis, E> {
-                Ok(ArrivalMillis(
-                    i64::try_from(seconds).unwrap_or(i64::MAX / 1000) * 1000,
-                ))
-            }
-            fn visit_str<E: de::Error>(self, text: &str) -> Result<ArrivalMillis, E> {
-                let seconds: f64 = text.trim().parse().map_err(E::custom)?;
-                self.visit_f64(seconds)
-            }
-        }
-        deserializer.deserialize_any(SecondsVisitor)
-    }
-}
-
+/// Reads a Lambda Kinesis event from JSON (serde_json's `Deserializer` or `Value`; the `Records`
+/// array is taken whole, as a `RawValue`, which only serde_json provides).
 impl<'de> Deserialize<'de> for KinesisBatch {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_map(EventVisitor)
@@ -277,20 +246,12 @@ impl<'de> Visitor<'de> for EventVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<KinesisBatch, A::Error> {
-        #[derive(Deserialize)]
-        enum Field {
-            Records,
-            #[serde(other)]
-            Other,
-        }
         let mut batch = None;
-        while let Some(field) = map.next_key::<Field>()? {
-            match field {
-                Field::Records if batch.is_some() => {
-                    return Err(de::Error::duplicate_field("Records"));
-                }
-                Field::Records => batch = Some(map.next_value_seed(RecordsSeed)?),
-                Field::Other => {
+        while let Some(IsRecords(is_records)) = map.next_key()? {
+            match is_records {
+                true if batch.is_some() => return Err(de::Error::duplicate_field("Records")),
+                true => batch = Some(map.next_value_seed(RecordsSeed)?),
+                false => {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
@@ -299,32 +260,38 @@ impl<'de> Visitor<'de> for EventVisitor {
     }
 }
 
+/// Whether a key of the event is `Records`. It is read as a string identifier (not as an enum
+/// variant, as serde's derive would), so that `serde_path_to_error` sees the key and an error
+/// in the records is reported at the path `Records`.
+struct IsRecords(bool);
+
+impl<'de> Deserialize<'de> for IsRecords {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = IsRecords;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a field name")
+            }
+            fn visit_str<E: de::Error>(self, key: &str) -> Result<IsRecords, E> {
+                Ok(IsRecords(key == "Records"))
+            }
+        }
+        deserializer.deserialize_identifier(KeyVisitor)
+    }
+}
+
+/// The `Records` array, read whole and then scanned; an error in it is raised while the value is
+/// read, so that an error path (`serde_path_to_error`, as `lambda_runtime` reports it) says
+/// `Records`.
 struct RecordsSeed;
 
 impl<'de> DeserializeSeed<'de> for RecordsSeed {
     type Value = KinesisBatch;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<KinesisBatch, D::Error> {
-        deserializer.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for RecordsSeed {
-    type Value = KinesisBatch;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an array of Kinesis event records")
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<KinesisBatch, A::Error> {
-        let mut batch = KinesisBatch::default();
-        if let Some(hint) = seq.size_hint() {
-            batch.records.reserve(hint);
-        }
-        while let Some(record) = seq.next_element::<IncomingRecord<'de>>()? {
-            batch.push(record);
-        }
-        Ok(batch)
+        let records = Box::<RawValue>::deserialize(deserializer)?;
+        KinesisBatch::from_records_json(records).map_err(de::Error::custom)
     }
 }
 
@@ -415,5 +382,269 @@ mod tests {
         let record = batch.record(0).unwrap();
         assert_eq!(record.data_base64(), "SGVsbG8sIHRoaXMgaXMgYSB0ZXN0Lg==");
         assert_eq!(record.shard_id(), "shardId-000000000006");
+    }
+
+    /// The fields of every record as the adapter read them.
+    fn read(batch: &KinesisBatch) -> Vec<(String, String, String, String, String, i64)> {
+        batch
+            .records()
+            .map(|record| {
+                (
+                    record.shard_id().to_owned(),
+                    record.sequence_number().to_owned(),
+                    record.partition_key().to_owned(),
+                    record.data_base64().to_owned(),
+                    record.event_source_arn().to_owned(),
+                    record.arrival_millis,
+                )
+            })
+            .collect()
+    }
+
+    /// The same fields read from a `serde_json::Value` of the event: what the scanner must find.
+    fn reference(json: &str) -> Vec<(String, String, String, String, String, i64)> {
+        let event: serde_json::Value = serde_json::from_str(json).unwrap();
+        let text = |value: &serde_json::Value| value.as_str().unwrap_or_default().to_owned();
+        let seconds = |value: &serde_json::Value| match value {
+            serde_json::Value::String(text) => text.trim().parse::<f64>().unwrap(),
+            other => other.as_f64().unwrap_or_default(),
+        };
+        event["Records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|record| {
+                let kinesis = &record["kinesis"];
+                let event_id = text(&record["eventID"]);
+                let shard = event_id.rsplit_once(':').map_or("", |(shard, _)| shard);
+                (
+                    shard.to_owned(),
+                    text(&kinesis["sequenceNumber"]),
+                    text(&kinesis["partitionKey"]),
+                    text(&kinesis["data"]),
+                    text(&record["eventSourceARN"]),
+                    (seconds(&kinesis["approximateArrivalTimestamp"]) * 1000.0).round() as i64,
+                )
+            })
+            .collect()
+    }
+
+    /// Reads `json` in every way the adapter can be handed it, and checks each finds what a
+    /// `serde_json::Value` holds.
+    #[track_caller]
+    fn check(json: &str) {
+        let expected = reference(json);
+        let from_slice = KinesisBatch::from_json(json.as_bytes()).unwrap();
+        assert_eq!(read(&from_slice), expected, "from_slice");
+        let deserializer = &mut serde_json::Deserializer::from_slice(json.as_bytes());
+        let as_the_runtime_does: KinesisBatch =
+            serde_path_to_error::deserialize(deserializer).unwrap();
+        assert_eq!(
+            read(&as_the_runtime_does),
+            expected,
+            "through serde_path_to_error"
+        );
+        let from_reader: KinesisBatch = serde_json::from_reader(json.as_bytes()).unwrap();
+        assert_eq!(read(&from_reader), expected, "from_reader");
+        let value: serde_json::Value = serde_json::from_str(json).unwrap();
+        let from_value: KinesisBatch = serde_json::from_value(value).unwrap();
+        assert_eq!(read(&from_value), expected, "from_value");
+    }
+
+    #[test]
+    fn the_scanner_finds_what_serde_json_finds() {
+        check(EVENT);
+        check(r#"{"Records":[]}"#);
+        check(" { \"Records\" : [ ] } ");
+        // Pretty-printed, with other keys around `Records`.
+        let pretty = serde_json::to_string_pretty(
+            &serde_json::from_str::<serde_json::Value>(EVENT).unwrap(),
+        )
+        .unwrap();
+        check(&pretty);
+        check(&format!(
+            r#"{{"before":[1,{{"a":"]"}}],{},"after":null}}"#,
+            &EVENT[1..EVENT.len() - 1]
+        ));
+        // Several records, fields in another order (as the SAM CLI writes them).
+        check(
+            r#"{"Records":[
+            {"eventSourceARN":"arn:s","eventID":"shardId-000000000001:2","kinesis":
+              {"data":"AA==","sequenceNumber":"2","partitionKey":"k","approximateArrivalTimestamp":1428537600.0}},
+            {"kinesis":{"approximateArrivalTimestamp":1428537600,"partitionKey":"k2","sequenceNumber":"3","data":""},
+              "eventID":"shardId-000000000001:3","eventSourceARN":"arn:s"}]}"#,
+        );
+    }
+
+    /// One record whose `kinesis` object is `kinesis` and whose other fields are `rest`.
+    fn record(kinesis: &str, rest: &str) -> String {
+        format!(r#"{{"Records":[{{"kinesis":{{{kinesis}}}{rest}}}]}}"#)
+    }
+
+    const KINESIS: &str = r#""partitionKey":"p","sequenceNumber":"1","data":"AA==""#;
+
+    #[test]
+    fn escapes_are_read_wherever_they_are() {
+        check(&record(
+            r#""partitionKey":"a\"b\\c\u00e9\n","sequenceNumber":"1","data":"AA\u003d\u003d""#,
+            r#","eventID":"shard\u0049d-1:1","eventSourceARN":"arn:\"x\"""#,
+        ));
+        // A key spelt with escapes is still that key.
+        check(&record(
+            r#""partition\u004bey":"k","sequenceNumber":"1","data":"AA==""#,
+            r#","event\u0049D":"s:1""#,
+        ));
+        // Raw UTF-8 needs no escape.
+        check(&record(
+            r#""partitionKey":"clé 🔑","sequenceNumber":"1","data":"AA==""#,
+            "",
+        ));
+    }
+
+    #[test]
+    fn unknown_fields_of_any_shape_are_skipped() {
+        check(&record(
+            &format!(
+                r#""extra":{{"nested":["}}","]",{{"q":"\""}}],"n":-1.5e3}},{KINESIS},"t":true,"f":false,"z":null"#
+            ),
+            r#","eventSource":"aws:kinesis","deep":[[[]],{}],"eventID":"s:1""#,
+        ));
+        check(&record(
+            &format!(r#"{KINESIS},"encryptionType":"NONE""#),
+            "",
+        ));
+    }
+
+    #[test]
+    fn optional_fields_may_be_missing_or_null() {
+        check(&record(KINESIS, ""));
+        check(&record(KINESIS, r#","eventID":null,"eventSourceARN":null"#));
+        check(&record(KINESIS, r#","eventID":"no-colon""#));
+    }
+
+    #[test]
+    fn arrival_timestamps_of_every_form() {
+        for timestamp in [
+            "1480641523",
+            "1480641523.5",
+            "1480641523.05",
+            "1480641523.477",
+            "1480641523.4775",
+            "1480641523.0",
+            "1.480641523477e9",
+            "0",
+            "0.001",
+            "\"1480641523.477\"",
+            "\" 1480641523.5 \"",
+            "99999999999999999999",
+        ] {
+            check(&record(
+                &format!(r#"{KINESIS},"approximateArrivalTimestamp":{timestamp}"#),
+                "",
+            ));
+        }
+    }
+
+    #[track_caller]
+    fn check_error(json: &str, message: &str) {
+        let error = KinesisBatch::from_json(json.as_bytes()).unwrap_err();
+        assert!(
+            error.to_string().contains(message),
+            "{error} should say {message:?}"
+        );
+    }
+
+    #[test]
+    fn events_that_are_not_kinesis_events_are_errors_that_say_why() {
+        check_error(
+            r#"{"Records":{}}"#,
+            "invalid type: an object, expected an array of Kinesis event records",
+        );
+        check_error(
+            r#"{"Records":null}"#,
+            "expected an array of Kinesis event records",
+        );
+        check_error(
+            r#"{"Records":[1]}"#,
+            "invalid type: a number, expected a Kinesis event record",
+        );
+        check_error(&record("", ""), "missing field `partitionKey`");
+        check_error(
+            r#"{"Records":[{"eventID":"s:1"}]}"#,
+            "missing field `kinesis`",
+        );
+        check_error(
+            &record(r#""partitionKey":"p","data":"AA==""#, ""),
+            "missing field `sequenceNumber`",
+        );
+        check_error(
+            &record(r#""partitionKey":"p","sequenceNumber":"1""#, ""),
+            "missing field `data`",
+        );
+        check_error(
+            &record(r#""partitionKey":7,"sequenceNumber":"1","data":"AA==""#, ""),
+            "expected a string for `partitionKey`",
+        );
+        check_error(
+            r#"{"Records":[{"kinesis":5}]}"#,
+            "expected the `kinesis` object",
+        );
+        check_error(
+            &record(&format!(r#"{KINESIS},"data":"AA==""#), ""),
+            "duplicate field `data`",
+        );
+        check_error(
+            &record(KINESIS, r#","eventID":"a:1","eventID":"b:1""#),
+            "duplicate field `eventID`",
+        );
+        check_error(
+            &record(
+                &format!(r#"{KINESIS},"approximateArrivalTimestamp":true"#),
+                "",
+            ),
+            "expected epoch seconds",
+        );
+        check_error(
+            &record(
+                &format!(r#"{KINESIS},"approximateArrivalTimestamp":"soon""#),
+                "",
+            ),
+            "invalid value: \"soon\"",
+        );
+        check_error(
+            r#"{"Records":[],"Records":[]}"#,
+            "duplicate field `Records`",
+        );
+        check_error(r#"{"Records":[}"#, "expected value");
+    }
+
+    #[test]
+    fn the_scanner_refuses_text_serde_json_would_not_have_passed_it() {
+        // serde_json checks the text before the scanner sees it; should anything else get
+        // through, the scanner answers with an error, never a panic or an endless loop.
+        for text in [
+            "",
+            "[",
+            r#"[{"kinesis":{"data":"abc"#,
+            r#"[{"kinesis":{"data":"abc"#,
+            r#"[{"x":é}]"#,
+            r#"[{"x":[1,}]"#,
+            r#"[{"kinesis":{}"#,
+        ] {
+            assert!(scan::records(text).is_err(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn the_error_path_points_into_records() {
+        let deserializer = &mut serde_json::Deserializer::from_slice(b"{\"Records\":[{}]}");
+        let error = serde_path_to_error::deserialize::<_, KinesisBatch>(deserializer).unwrap_err();
+        assert_eq!(error.path().to_string(), "Records");
+        assert!(
+            error
+                .inner()
+                .to_string()
+                .contains("missing field `kinesis`")
+        );
     }
 }

@@ -42,8 +42,12 @@ impl Default for Options {
 }
 
 /// When the invocation must answer: Lambda's deadline, or none.
+///
+/// Lambda gives the deadline as wall-clock time; it is turned into an instant of tokio's
+/// monotonic clock once, when the invocation starts. A wall clock can jump while records are
+/// handled (an NTP step), and tokio's clock is the one a test can pause and advance.
 #[derive(Debug, Clone, Copy)]
-pub struct Deadline(Option<SystemTime>);
+pub struct Deadline(Option<tokio::time::Instant>);
 
 impl Deadline {
     /// Reads the deadline of a Lambda context. A deadline of 0 (as in `Context::default()`) means
@@ -51,7 +55,13 @@ impl Deadline {
     pub(crate) fn of(context: &lambda_runtime::Context) -> Self {
         match context.deadline {
             0 => Self(None),
-            _ => Self(Some(context.deadline())),
+            _ => {
+                let left = context
+                    .deadline()
+                    .duration_since(SystemTime::now())
+                    .unwrap_or(Duration::ZERO);
+                Self(Some(tokio::time::Instant::now() + left))
+            }
         }
     }
 
@@ -59,8 +69,8 @@ impl Deadline {
         match self.0 {
             None => false,
             Some(at) => at
-                .duration_since(SystemTime::now())
-                .map_or(true, |left| left < margin),
+                .checked_duration_since(tokio::time::Instant::now())
+                .is_none_or(|left| left < margin),
         }
     }
 }
@@ -447,10 +457,15 @@ impl Settlement {
         if let Some(sequence_number) = self.held_sequence_number() {
             failures.add_failure(sequence_number);
         }
-        let dropped = self
-            .records()
+        // A record dropped behind the first unsettled one is delivered again, so it is not
+        // retired yet: only the drops the checkpoint passes are reported.
+        let settled = self.first_unsettled().unwrap_or(self.outcomes.len());
+        let dropped = self.outcomes[..settled]
+            .iter()
+            .enumerate()
             .filter(|(_, outcome)| matches!(outcome, RecordOutcome::Dropped(_)))
-            .map(|(record, _)| record.sequence_number().to_owned())
+            .filter_map(|(index, _)| self.batch.record(index))
+            .map(|record| record.sequence_number().to_owned())
             .collect();
         BatchResponse { failures, dropped }
     }
@@ -460,7 +475,8 @@ impl Settlement {
 ///
 /// It serialises as `{"batchItemFailures":[...]}`. When records were dropped it also carries
 /// `"lambdaKinesis":{"dropped":[sequence numbers]}`, which Lambda ignores (it reads only
-/// `batchItemFailures`) and the `kinesis-esm` emulator reads to tell drops from acks.
+/// `batchItemFailures`) and the `kinesis-esm` emulator reads to tell drops from acks. It lists
+/// only the drops in front of the record the response names: those the checkpoint passes.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct BatchResponse {
     failures: KinesisEventResponse,
@@ -473,7 +489,7 @@ impl BatchResponse {
         &self.failures
     }
 
-    /// The sequence numbers of the records that were dropped.
+    /// The sequence numbers of the records that were dropped and that the checkpoint passes.
     pub fn dropped(&self) -> &[String] {
         &self.dropped
     }

@@ -1,0 +1,418 @@
+//! Reading the `Records` array of a Kinesis event from its JSON text, in one pass, without
+//! copying.
+//!
+//! serde_json has already checked that the text is well-formed JSON (it hands it over as a
+//! `RawValue`), so this scanner only has to find the fields the adapter reads and step over the
+//! rest. It records where each field's text lies rather than copying it: the batch keeps the
+//! whole text, and every record's fields are spans of it. The few strings with escapes are
+//! unescaped (by serde_json) into a second buffer that the batch appends to the text.
+//!
+//! Why not serde: `lambda_runtime` reads every event through `serde_path_to_error`, which wraps
+//! every value and copies every key into a `String` to be able to name the path of an error.
+//! Read field by field, a 10,000-record event paid for that twice over. Reading the `Records`
+//! value whole costs one pass of serde_json's fastest kind (skipping), and this scan another.
+
+use super::{Span, Spans};
+
+/// The records of an event, as spans of `text` followed by `unescaped`.
+pub(super) struct Scanned {
+    pub(super) records: Vec<Spans>,
+    pub(super) unescaped: String,
+}
+
+/// Reads the records of `text`, the JSON of an event's `Records` value. The spans index the
+/// text the batch will hold: `text` followed by the returned `unescaped`.
+pub(super) fn records(text: &str) -> Result<Scanned, String> {
+    let mut scanner = Scanner {
+        text,
+        bytes: text.as_bytes(),
+        at: 0,
+        unescaped: String::new(),
+    };
+    let mut records = Vec::new();
+    scanner.expect(b'[', "an array of Kinesis event records")?;
+    if !scanner.eat(b']') {
+        loop {
+            let record = scanner
+                .record()
+                .map_err(|error| format!("record {}: {error}", records.len()))?;
+            records.push(record);
+            if scanner.eat(b',') {
+                continue;
+            }
+            scanner.expect(b']', "`,` or `]` after a record")?;
+            break;
+        }
+    }
+    Ok(Scanned {
+        records,
+        unescaped: scanner.unescaped,
+    })
+}
+
+struct Scanner<'t> {
+    text: &'t str,
+    bytes: &'t [u8],
+    at: usize,
+    unescaped: String,
+}
+
+/// Epoch seconds written with at most three decimals (as Lambda writes them), in milliseconds,
+/// computed exactly; `None` for any other form, which is read as a float instead.
+fn exact_millis(text: &str) -> Option<i64> {
+    let mut millis: i64 = 0;
+    let mut digits = 0;
+    let mut decimals = None;
+    for &byte in text.as_bytes() {
+        match (byte, decimals) {
+            // Fifteen digits, and three more below, still fit an i64.
+            (b'0'..=b'9', None | Some(0..3)) if digits < 15 => {
+                millis = millis * 10 + i64::from(byte - b'0');
+                digits += 1;
+                decimals = decimals.map(|count| count + 1);
+            }
+            (b'.', None) if digits > 0 => decimals = Some(0),
+            _ => return None,
+        }
+    }
+    if digits == 0 {
+        return None;
+    }
+    for _ in decimals.unwrap_or(0)..3 {
+        millis *= 10;
+    }
+    Some(millis)
+}
+
+/// Sets a field once: JSON allows a key twice, serde's derive refuses it, and so does this.
+fn set<T>(slot: &mut Option<T>, value: T, name: &str) -> Result<(), String> {
+    if slot.is_some() {
+        return Err(format!("duplicate field `{name}`"));
+    }
+    *slot = Some(value);
+    Ok(())
+}
+
+fn missing(name: &str) -> String {
+    format!("missing field `{name}`")
+}
+
+impl<'t> Scanner<'t> {
+    /// The next byte that is not whitespace, left unread.
+    #[inline]
+    fn peek(&mut self) -> Option<u8> {
+        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.bytes.get(self.at) {
+            self.at += 1;
+        }
+        self.bytes.get(self.at).copied()
+    }
+
+    /// Reads `byte` if it comes next.
+    #[inline]
+    fn eat(&mut self, byte: u8) -> bool {
+        let found = self.peek() == Some(byte);
+        if found {
+            self.at += 1;
+        }
+        found
+    }
+
+    #[inline]
+    fn expect(&mut self, byte: u8, expected: &str) -> Result<(), String> {
+        if self.eat(byte) {
+            Ok(())
+        } else {
+            Err(self.unexpected(expected))
+        }
+    }
+
+    #[cold]
+    fn unexpected(&mut self, expected: &str) -> String {
+        let found = match self.peek() {
+            Some(b'"') => "a string",
+            Some(b'{') => "an object",
+            Some(b'[') => "an array",
+            Some(b'n') => "null",
+            Some(b't' | b'f') => "a boolean",
+            Some(_) => "a number",
+            None => "the end of the text",
+        };
+        format!("invalid type: {found}, expected {expected}")
+    }
+
+    /// Steps over a string whose opening quote comes next; returns where its content lies
+    /// (escapes still in) and whether it holds any escape.
+    fn raw_string(&mut self) -> Result<(usize, usize, bool), String> {
+        let start = self.at + 1;
+        let mut at = start;
+        let mut escaped = false;
+        loop {
+            let rest = self.bytes.get(at..).unwrap_or_default();
+            match memchr::memchr2(b'"', b'\\', rest) {
+                Some(offset) if self.bytes[at + offset] == b'\\' => {
+                    // What follows a backslash is never a quote that ends the string; a `\u`
+                    // escape's hex digits are neither quotes nor backslashes.
+                    escaped = true;
+                    at += offset + 2;
+                }
+                Some(offset) => {
+                    self.at = at + offset + 1;
+                    return Ok((start, at + offset, escaped));
+                }
+                None => return Err("a string without its closing quote".to_owned()),
+            }
+        }
+    }
+
+    /// The text of a string with escapes, unescaped by serde_json.
+    fn unescape(&self, start: usize, end: usize) -> Result<String, String> {
+        serde_json::from_str(&self.text[start - 1..=end]).map_err(|error| error.to_string())
+    }
+
+    /// Reads the object key that comes next, and the `:` after it; returns its index in
+    /// `known`, or `None` for a key not in it. `expected` is the index to try first.
+    ///
+    /// Keys are compared as they are written, quotes included, before anything is scanned. In an
+    /// event Lambda wrote, every key is one the scanner knows (`known` lists the fields it skips
+    /// too, in the order Lambda writes them), so a key costs one comparison rather than a scan.
+    fn key(&mut self, known: &[&str], expected: usize) -> Result<Option<usize>, String> {
+        if self.peek() != Some(b'"') {
+            return Err(self.unexpected("a field name"));
+        }
+        let rest = &self.bytes[self.at + 1..];
+        let is_written = |name: &str| {
+            let name = name.as_bytes();
+            rest.get(name.len()) == Some(&b'"') && rest[..name.len()] == *name
+        };
+        let written = match known.get(expected) {
+            Some(name) if is_written(name) => Some(expected),
+            _ => known.iter().position(|name| is_written(name)),
+        };
+        let index = match written {
+            Some(index) => {
+                self.at += known[index].len() + 2;
+                Some(index)
+            }
+            None => {
+                // A key Lambda does not write, or a known one spelt with escapes.
+                let (start, end, escaped) = self.raw_string()?;
+                match escaped {
+                    true => {
+                        let key = self.unescape(start, end)?;
+                        known.iter().position(|name| *name == key)
+                    }
+                    false => None,
+                }
+            }
+        };
+        self.expect(b':', "`:` after a field name")?;
+        Ok(index)
+    }
+
+    /// A string value, as a span of the batch's text.
+    fn string(&mut self, name: &str) -> Result<Span, String> {
+        if self.peek() != Some(b'"') {
+            return Err(format!("{} for `{name}`", self.unexpected("a string")));
+        }
+        let (start, end, escaped) = self.raw_string()?;
+        if !escaped {
+            return Ok(Span { start, end });
+        }
+        let unescaped = self.unescape(start, end)?;
+        let start = self.text.len() + self.unescaped.len();
+        self.unescaped.push_str(&unescaped);
+        Ok(Span {
+            start,
+            end: start + unescaped.len(),
+        })
+    }
+
+    /// A string value or `null`.
+    fn optional_string(&mut self, name: &str) -> Result<Option<Span>, String> {
+        if self.peek() == Some(b'n') {
+            self.scalar();
+            return Ok(None);
+        }
+        self.string(name).map(Some)
+    }
+
+    /// The text of a span made by [`string`](Self::string).
+    fn text_of(&self, span: Span) -> &str {
+        match span.start.checked_sub(self.text.len()) {
+            Some(start) => &self.unescaped[start..start + (span.end - span.start)],
+            None => &self.text[span.start..span.end],
+        }
+    }
+
+    /// Steps over a number, `true`, `false` or `null`, returning its text.
+    fn scalar(&mut self) -> &'t str {
+        let start = self.at;
+        let length = self.bytes[start..]
+            .iter()
+            .position(|&byte| !(byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'-' | b'+')))
+            .unwrap_or(self.bytes.len() - start);
+        self.at += length;
+        &self.text[start..self.at]
+    }
+
+    /// Steps over any value.
+    fn skip_value(&mut self) -> Result<(), String> {
+        let mut depth = 0_usize;
+        loop {
+            match self.peek() {
+                Some(b'"') => {
+                    self.raw_string()?;
+                }
+                Some(b'{' | b'[') => {
+                    depth += 1;
+                    self.at += 1;
+                }
+                Some(b'}' | b']') if depth > 0 => {
+                    depth -= 1;
+                    self.at += 1;
+                }
+                Some(b',' | b':') if depth > 0 => {
+                    self.at += 1;
+                    continue;
+                }
+                Some(b'}' | b']' | b',' | b':') | None => {
+                    return Err(self.unexpected("a value"));
+                }
+                Some(_) => {
+                    if self.scalar().is_empty() {
+                        return Err(self.unexpected("a value"));
+                    }
+                }
+            }
+            if depth == 0 {
+                return Ok(());
+            }
+        }
+    }
+
+    /// `approximateArrivalTimestamp`: epoch seconds with a millisecond fraction, as milliseconds.
+    /// Lambda sends a JSON number; `aws_lambda_events` writes a string. Both are read, with any
+    /// number of decimals.
+    fn arrival_millis(&mut self) -> Result<i64, String> {
+        const EXPECTED: &str = "epoch seconds, as a number or a numeric string";
+        let (text, quoted) = match self.peek() {
+            Some(b'"') => {
+                let span = self.string("approximateArrivalTimestamp")?;
+                (self.text_of(span).trim(), true)
+            }
+            Some(b'-' | b'0'..=b'9') => (self.scalar(), false),
+            _ => return Err(self.unexpected(EXPECTED)),
+        };
+        if let Some(millis) = exact_millis(text) {
+            return Ok(millis);
+        }
+        if !quoted && let Ok(seconds) = text.parse::<i64>() {
+            return Ok(seconds.saturating_mul(1000));
+        }
+        let seconds: f64 = text
+            .parse()
+            .map_err(|_| format!("invalid value: {text:?}, expected {EXPECTED}"))?;
+        Ok((seconds * 1000.0).round() as i64)
+    }
+
+    /// One element of `Records`.
+    fn record(&mut self) -> Result<Spans, String> {
+        // Every field Lambda writes, in the order it writes them.
+        const FIELDS: &[&str] = &[
+            "kinesis",
+            "eventSource",
+            "eventVersion",
+            "eventID",
+            "eventName",
+            "invokeIdentityArn",
+            "awsRegion",
+            "eventSourceARN",
+        ];
+        self.expect(b'{', "a Kinesis event record")?;
+        let mut kinesis = None;
+        let mut event_id = None;
+        let mut event_source_arn = None;
+        let mut expected = 0;
+        if !self.eat(b'}') {
+            loop {
+                let key = self.key(FIELDS, expected)?;
+                expected = key.map_or(0, |index| index + 1);
+                match key {
+                    Some(0) => set(&mut kinesis, self.kinesis()?, FIELDS[0])?,
+                    Some(3) => set(&mut event_id, self.optional_string(FIELDS[3])?, FIELDS[3])?,
+                    Some(7) => {
+                        let arn = self.optional_string(FIELDS[7])?;
+                        set(&mut event_source_arn, arn, FIELDS[7])?;
+                    }
+                    _ => self.skip_value()?,
+                }
+                if self.eat(b',') {
+                    continue;
+                }
+                self.expect(b'}', "`,` or `}` after a field")?;
+                break;
+            }
+        }
+        let mut spans = kinesis.ok_or_else(|| missing(FIELDS[0]))?;
+        // The shard id is what precedes the last `:` of `eventID` (`<shard id>:<sequence
+        // number>`); without an `eventID`, it is empty.
+        if let Some(event_id) = event_id.flatten() {
+            let shard_len = self.text_of(event_id).rfind(':').unwrap_or(0);
+            spans.shard_id = Span {
+                start: event_id.start,
+                end: event_id.start + shard_len,
+            };
+        }
+        if let Some(arn) = event_source_arn.flatten() {
+            spans.event_source_arn = arn;
+        }
+        Ok(spans)
+    }
+
+    /// A record's `kinesis` object: the fields of the Kinesis record itself.
+    fn kinesis(&mut self) -> Result<Spans, String> {
+        // Every field Lambda writes, in the order it writes them, and `encryptionType`, which
+        // `aws_lambda_events` writes.
+        const FIELDS: &[&str] = &[
+            "kinesisSchemaVersion",
+            "partitionKey",
+            "sequenceNumber",
+            "data",
+            "approximateArrivalTimestamp",
+            "encryptionType",
+        ];
+        self.expect(b'{', "the `kinesis` object of a Kinesis event record")?;
+        let mut partition_key = None;
+        let mut sequence_number = None;
+        let mut data = None;
+        let mut arrival_millis = None;
+        let mut expected = 0;
+        if !self.eat(b'}') {
+            loop {
+                let key = self.key(FIELDS, expected)?;
+                expected = key.map_or(0, |index| index + 1);
+                match key {
+                    Some(1) => set(&mut partition_key, self.string(FIELDS[1])?, FIELDS[1])?,
+                    Some(2) => set(&mut sequence_number, self.string(FIELDS[2])?, FIELDS[2])?,
+                    Some(3) => set(&mut data, self.string(FIELDS[3])?, FIELDS[3])?,
+                    Some(4) => set(&mut arrival_millis, self.arrival_millis()?, FIELDS[4])?,
+                    _ => self.skip_value()?,
+                }
+                if self.eat(b',') {
+                    continue;
+                }
+                self.expect(b'}', "`,` or `}` after a field")?;
+                break;
+            }
+        }
+        let empty = Span { start: 0, end: 0 };
+        Ok(Spans {
+            shard_id: empty,
+            partition_key: partition_key.ok_or_else(|| missing(FIELDS[1]))?,
+            sequence_number: sequence_number.ok_or_else(|| missing(FIELDS[2]))?,
+            data_base64: data.ok_or_else(|| missing(FIELDS[3]))?,
+            event_source_arn: empty,
+            arrival_millis: arrival_millis.unwrap_or_default(),
+        })
+    }
+}

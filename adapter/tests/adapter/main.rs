@@ -1,0 +1,15 @@
+//! The adapter's behaviour, seen from a function crate: one test binary, one module per area.
+//!
+//! Run with `cargo test -p lambda-kinesis --test adapter`.
+
+mod support;
+
+mod deadline;
+mod errors;
+mod events;
+mod lanes;
+mod panics;
+mod response;
+mod service;
+mod shapes;
+mod undecodable;
