@@ -214,6 +214,7 @@ async fn forward(
         if line.is_empty() {
             continue;
         }
+        strip_ansi_escapes(&mut line);
         let text = String::from_utf8_lossy(&line);
         tracing::info!(
             function = %label.function,
@@ -227,6 +228,28 @@ async fn forward(
                 .push(&text);
         }
     }
+}
+
+/// Removes terminal colour codes (`ESC [ ... m` and the other CSI sequences) from a line: a
+/// function's logger colours its output when it believes it writes to a terminal, and the
+/// emulator's own log would show the codes as text.
+fn strip_ansi_escapes(line: &mut Vec<u8>) {
+    let mut kept = 0;
+    let mut index = 0;
+    while index < line.len() {
+        if line[index] == 0x1b && line.get(index + 1) == Some(&b'[') {
+            index += 2;
+            while index < line.len() && !(0x40..=0x7e).contains(&line[index]) {
+                index += 1;
+            }
+            index += 1;
+            continue;
+        }
+        line[kept] = line[index];
+        kept += 1;
+        index += 1;
+    }
+    line.truncate(kept);
 }
 
 /// The last lines a process wrote, and the last Rust panic among all of them: a panic's
@@ -349,5 +372,12 @@ mod unix_tests {
         check_status(9, "signal 9 (SIGKILL)");
         check_status(6 | 0x80, "signal 6 (SIGABRT), core dumped");
         check_status(31, "signal 31");
+    }
+
+    #[test]
+    fn colour_codes_are_removed() {
+        let mut line = b"\x1b[33m WARN\x1b[0m \x1b[1mship\x1b[0m{id=1}: held".to_vec();
+        super::strip_ansi_escapes(&mut line);
+        assert_eq!(line, b" WARN ship{id=1}: held");
     }
 }
