@@ -43,3 +43,8 @@ pub async fn ship(shipment: &Shipment) -> HandlerOutcome {
     lambda_kinesis::tracing::info!("shipment booked");
     HandlerOutcome::ack()
 }
+
+/// The README's examples, compiled as doctests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeExamples;
