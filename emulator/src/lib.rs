@@ -20,3 +20,4 @@ pub mod sequence;
 pub mod source;
 pub mod summary;
 pub mod template;
+mod time;

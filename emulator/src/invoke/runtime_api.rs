@@ -696,49 +696,16 @@ fn log_stream_name(version: &str) -> String {
     let days = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.as_secs() / 86_400);
-    let (year, month, day) = civil_date(days as i64);
+    let (year, month, day) = crate::time::civil_date(days as i64);
     format!(
         "{year:04}/{month:02}/{day:02}/[{version}]{:032x}",
         fastrand::u128(..)
     )
 }
 
-/// The calendar date `days` after 1970-01-01 (Howard Hinnant's `civil_from_days`).
-fn civil_date(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = (day_of_year - (153 * month_index + 2) / 5 + 1) as u32;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    } as u32;
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[track_caller]
-    fn check_date(days: i64, expected: (i64, u32, u32)) {
-        assert_eq!(civil_date(days), expected);
-    }
-
-    #[test]
-    fn days_since_the_epoch_become_calendar_dates() {
-        check_date(0, (1970, 1, 1));
-        check_date(59, (1970, 3, 1));
-        check_date(11_016, (2000, 2, 29));
-        check_date(20_454, (2026, 1, 1));
-        check_date(-1, (1969, 12, 31));
-    }
 
     #[test]
     fn log_stream_names_have_lambdas_shape() {

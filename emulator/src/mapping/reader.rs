@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use lambda_kinesis::{EventRecord, EventSource, write_event};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::{Mutex, watch};
 
 use super::{MappingEvent, ShardPhase, Shared, lease_key};
@@ -17,6 +17,7 @@ use crate::mapping::status::HeldRecord;
 use crate::response::{Verdict, read_response};
 use crate::sequence::SequenceNumber;
 use crate::source::{ChildShard, IteratorPosition, Record, Shard, SourceError, StreamDescription};
+use crate::time::{iso8601_millis, millis_since_epoch};
 
 /// The most records one `GetRecords` call asks for (the API's limit).
 const READ_LIMIT: usize = 10_000;
@@ -617,13 +618,13 @@ impl ShardReader {
                 "approximateInvokeCount": invoke_count,
             },
             "version": "1.0",
-            "timestamp": iso8601(SystemTime::now()),
+            "timestamp": iso8601_millis(SystemTime::now()),
             "KinesisBatchInfo": {
                 "shardId": self.shard.shard_id,
                 "startSequenceNumber": first.sequence_number.as_str(),
                 "endSequenceNumber": last.sequence_number.as_str(),
-                "approximateArrivalOfFirstRecord": iso8601(first.approximate_arrival),
-                "approximateArrivalOfLastRecord": iso8601(last.approximate_arrival),
+                "approximateArrivalOfFirstRecord": iso8601_millis(first.approximate_arrival),
+                "approximateArrivalOfLastRecord": iso8601_millis(last.approximate_arrival),
                 "batchSize": records.len(),
                 "streamArn": self.stream.arn,
             },
@@ -806,69 +807,5 @@ async fn renew(shared: Arc<Shared>, lease: Arc<Mutex<Lease>>, lost: watch::Sende
                 tracing::warn!(shard_id = %lease.shard_id, %error, "renewing the lease failed")
             }
         }
-    }
-}
-
-fn millis_since_epoch(time: SystemTime) -> i64 {
-    match time.duration_since(SystemTime::UNIX_EPOCH) {
-        Ok(since) => i64::try_from(since.as_millis()).unwrap_or(i64::MAX),
-        Err(before) => -i64::try_from(before.duration().as_millis()).unwrap_or(i64::MAX),
-    }
-}
-
-/// An ISO-8601 UTC timestamp with milliseconds, as in Lambda's invocation records.
-fn iso8601(time: SystemTime) -> Value {
-    let millis = millis_since_epoch(time);
-    let days = millis.div_euclid(86_400_000);
-    let in_day = millis.rem_euclid(86_400_000);
-    let (year, month, day) = civil_from_days(days);
-    Value::String(format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        in_day / 3_600_000,
-        in_day / 60_000 % 60,
-        in_day / 1000 % 60,
-        in_day % 1000
-    ))
-}
-
-/// The calendar date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn timestamps_are_iso8601_with_milliseconds() {
-        let at = SystemTime::UNIX_EPOCH + Duration::from_millis(1_573_691_886_021);
-        assert_eq!(
-            iso8601(at),
-            Value::String("2019-11-14T00:38:06.021Z".to_owned())
-        );
-        assert_eq!(
-            iso8601(SystemTime::UNIX_EPOCH),
-            Value::String("1970-01-01T00:00:00.000Z".to_owned())
-        );
-        let leap = SystemTime::UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
-        assert_eq!(
-            iso8601(leap),
-            Value::String("2000-02-29T00:00:00.000Z".to_owned())
-        );
     }
 }
