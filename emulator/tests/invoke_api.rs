@@ -169,6 +169,16 @@ async fn invoke(
             "AccessDeniedException",
             json!({"Message": "User is not authorized to perform: lambda:InvokeFunction"}),
         ),
+        // `sam local start-lambda` names the type without the `Exception` suffix and writes
+        // `Message` with a capital.
+        "sam-missing" => aws_error(
+            StatusCode::NOT_FOUND,
+            "ResourceNotFound",
+            json!({
+                "Type": "User",
+                "Message": "Function not found: arn:aws:lambda:us-west-2:012345678901:function:sam-missing",
+            }),
+        ),
         "too-big" => (StatusCode::OK, vec![b' '; MAX_RESPONSE_BYTES + 1]).into_response(),
         "late" => {
             // Answers after the invocation's deadline but within the grace.
@@ -455,6 +465,11 @@ async fn a_function_that_does_not_exist_is_unreachable() {
             "HTTP 404",
             "[ResourceNotFoundException]: Function not found",
         ],
+    );
+    check_invoke_error(
+        invoke_stand_in("sam-missing", b"{}").await,
+        Kind::Unreachable,
+        &["HTTP 404", "[ResourceNotFound]: Function not found"],
     );
     check_invoke_error(
         invoke_stand_in("cargo-lambda-missing", b"{}").await,
