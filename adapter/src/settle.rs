@@ -51,10 +51,13 @@ pub struct Deadline(Option<tokio::time::Instant>);
 
 impl Deadline {
     /// Reads the deadline of a Lambda context. A deadline of 0 (as in `Context::default()`) means
-    /// none: the context was not made by a runtime.
+    /// none: the context was not made by a runtime. So does one too early to be a time (before
+    /// September 2001): `cargo lambda watch` sends the constant 600000, which would otherwise
+    /// make every invocation past its deadline before it starts.
     pub(crate) fn of(context: &lambda_runtime::Context) -> Self {
+        const EARLIEST_REAL_DEADLINE_MILLIS: u64 = 1_000_000_000_000;
         match context.deadline {
-            0 => Self(None),
+            deadline if deadline < EARLIEST_REAL_DEADLINE_MILLIS => Self(None),
             _ => {
                 let left = context
                     .deadline()

@@ -14,6 +14,7 @@ use lambda_kinesis::lambda_runtime::{Context, Diagnostic, LambdaEvent};
 use lambda_kinesis::tower::{Service, ServiceExt as _};
 use lambda_kinesis::{Handler, KinesisAdapter, KinesisBatch};
 
+pub mod invoke_api;
 pub mod runtime_api;
 
 /// One invocation of the function.

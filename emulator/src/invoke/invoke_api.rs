@@ -1,0 +1,881 @@
+//! The Lambda Invoke API: invoking a function that something else runs.
+//!
+//! The emulator normally runs the function's binary itself ([`super::runtime_api`]). [`InvokeApi`]
+//! instead sends each batch to a server that speaks Lambda's Invoke API
+//! (`POST /2015-03-31/functions/{name}/invocations`, `X-Amz-Invocation-Type: RequestResponse`):
+//!
+//! - **`cargo lambda watch`** (`http://127.0.0.1:9000` by default; start it with `-A 127.0.0.1`):
+//!   [`InvokeApi::new`]. The function name is the binary's (`bootstrap` for `functions/shipping`).
+//!   It builds the function when the first invocation arrives, which can take longer than the
+//!   function's timeout: send a first invocation before the mapping starts. It gives the
+//!   function the constant deadline 600000 (milliseconds since the epoch, long past), which
+//!   `lambda_kinesis` reads as no deadline; the emulator's own timer still applies.
+//! - **`sam local start-lambda`** (`http://127.0.0.1:3001`): [`InvokeApi::new`], with the
+//!   template's logical id as the function name. It needs Docker.
+//! - **Real Lambda**: [`InvokeApi::aws`] signs each request (Signature Version 4) with the
+//!   credentials and region of an [`SdkConfig`], such as the one `aws_config` loads from the
+//!   environment ([`InvokeApi::aws_from_environment`]).
+//!
+//! The event's bytes are sent as they are and the function's answer comes back as bytes.
+//!
+//! How an invocation ends:
+//!
+//! | the target answers | outcome |
+//! |---|---|
+//! | 200 | [`InvokeOutcome::Response`] with the body, byte for byte |
+//! | 200 with `X-Amz-Function-Error` (`Handled` / `Unhandled`; Lambda, SAM) | `FunctionError` with the body's `errorType` and `errorMessage` |
+//! | 500 whose body is the runtime's error (`errorType` / `errorMessage`; `cargo lambda watch`) | `FunctionError`, as above |
+//! | a function error of type `Sandbox.Timedout` (Lambda stopped the function at its timeout) | [`InvokeOutcome::Timeout`] |
+//! | a 200 body over 6 MB | `FunctionError` `Function.ResponseSizeTooLarge` |
+//! | nothing by the invocation's deadline plus [`InvokeApiOptions::grace`] | [`InvokeOutcome::Timeout`] |
+//! | 429 (`TooManyRequestsException`) | [`InvokeError::Throttled`] |
+//! | no connection (refused, DNS, TLS, none within [`InvokeApiOptions::connect_timeout`]) | [`InvokeError::Unreachable`] |
+//! | 404 (no such function), any other 4xx, a 5xx that is not a function error (`ServiceException`, `cargo lambda watch`'s own failures), a connection closed before the answer | [`InvokeError::Unreachable`] |
+//!
+//! The invoke errors are Lambda's "errors before the function runs": the event source mapping
+//! retries them without charging a retry attempt.
+
+use std::borrow::Cow;
+use std::error::Error as StdError;
+use std::fmt::{self, Write as _};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant, SystemTime};
+
+use async_trait::async_trait;
+use aws_config::BehaviorVersion;
+use aws_credential_types::Credentials;
+use aws_credential_types::provider::{ProvideCredentials as _, SharedCredentialsProvider};
+use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings};
+use aws_types::SdkConfig;
+use aws_types::service_config::ServiceConfigKey;
+use bytes::Bytes;
+use http_body_util::{BodyExt as _, Full, LengthLimitError, Limited};
+use hyper::header::{CONTENT_TYPE, HOST, HeaderMap, HeaderName, HeaderValue, USER_AGENT};
+use hyper::http::uri::{Authority, Scheme};
+use hyper::{Method, Request, StatusCode, Uri};
+use hyper_rustls::{HttpsConnector, MaybeHttpsStream};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use lambda_kinesis::tower::Service;
+use tokio::net::TcpStream;
+
+use super::{Invocation, InvokeError, InvokeOutcome, Invoker};
+
+/// The largest answer a synchronous invocation may return: Lambda's 6 MB limit, which it counts
+/// as 6 MiB and 100 bytes.
+const MAX_RESPONSE_BYTES: usize = 6_291_556;
+
+/// How much of an answer that is not the expected JSON an error message quotes.
+const QUOTED_BODY_CHARS: usize = 300;
+
+/// Lambda's header that marks a function error (`Handled` or `Unhandled`).
+const FUNCTION_ERROR: HeaderName = HeaderName::from_static("x-amz-function-error");
+
+/// The AWS header that names a service error's type (`ResourceNotFoundException:<namespace>`).
+const ERROR_TYPE: HeaderName = HeaderName::from_static("x-amzn-errortype");
+
+/// The invocation type: wait for the function's answer.
+const INVOCATION_TYPE: HeaderName = HeaderName::from_static("x-amz-invocation-type");
+
+/// The request id header the Runtime API uses. `cargo lambda watch` takes the id from it, so its
+/// logs show the emulator's request id; Lambda ignores it.
+const REQUEST_ID: HeaderName = HeaderName::from_static("lambda-runtime-aws-request-id");
+
+/// The error type under which Lambda reports a function stopped at its timeout.
+const SANDBOX_TIMEDOUT: &str = "Sandbox.Timedout";
+
+/// Credentials without an expiry time are loaded again after this long, as the AWS SDK's
+/// identity cache does.
+const CREDENTIALS_WITHOUT_EXPIRY_TTL: Duration = Duration::from_secs(15 * 60);
+
+/// Credentials are renewed this long before they expire, so none expires in flight.
+const CREDENTIALS_RENEWAL_MARGIN: Duration = Duration::from_secs(5 * 60);
+
+/// How long an idle connection is kept for the next invocation.
+const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How an [`InvokeApi`] waits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct InvokeApiOptions {
+    /// The version or alias to invoke (`Qualifier`). Default none: the unqualified function.
+    pub qualifier: Option<String>,
+    /// How long after the invocation's deadline an answer is still awaited before the
+    /// invocation counts as timed out. It covers the network and the target's own timeout
+    /// handling: Lambda stops the function at its deadline and answers `Sandbox.Timedout`.
+    /// Default 1 second.
+    pub grace: Duration,
+    /// How long making a connection (name lookup, TCP, TLS) may take before the target counts
+    /// as unreachable. Default 2 seconds. An invocation always waits at least this long plus
+    /// [`grace`](Self::grace), so that a slow connection is reported as one, not as a timeout.
+    pub connect_timeout: Duration,
+}
+
+impl Default for InvokeApiOptions {
+    fn default() -> Self {
+        Self {
+            qualifier: None,
+            grace: Duration::from_secs(1),
+            connect_timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Why an [`InvokeApi`] could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SetupError {
+    /// The endpoint is not an `http://` or `https://` URL.
+    #[error("invalid Invoke API endpoint `{endpoint}`: {reason}")]
+    InvalidEndpoint {
+        /// The endpoint given.
+        endpoint: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The function name is empty.
+    #[error("the function name is empty (Invoke API endpoint {endpoint})")]
+    NoFunctionName {
+        /// The endpoint the function was to be invoked at.
+        endpoint: String,
+    },
+    /// The SDK configuration names no region, so neither the endpoint nor the signature can be
+    /// made.
+    #[error(
+        "no AWS region to invoke function `{function_name}` in: set AWS_REGION (or a profile's region)"
+    )]
+    NoRegion {
+        /// The function to invoke.
+        function_name: String,
+    },
+    /// The SDK configuration has no credentials provider.
+    #[error("no AWS credentials provider to sign the invocations of function `{function_name}`")]
+    NoCredentials {
+        /// The function to invoke.
+        function_name: String,
+    },
+    /// TLS could not be set up: for an `https://` endpoint, the system's trusted certificates
+    /// could not be loaded.
+    #[error("could not set up TLS for {endpoint}: {source}")]
+    Tls {
+        /// The endpoint.
+        endpoint: String,
+        /// What went wrong.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Invokes a function through the Lambda Invoke API at an endpoint: `cargo lambda watch`,
+/// `sam local start-lambda`, or Lambda itself. See the [module documentation](self) for how each
+/// answer becomes an outcome.
+pub struct InvokeApi {
+    client: Client<TimedConnector, Full<Bytes>>,
+    endpoint: String,
+    function_name: String,
+    invocations_uri: Uri,
+    host: HeaderValue,
+    signer: Option<Signer>,
+    options: InvokeApiOptions,
+    shut_down: AtomicBool,
+}
+
+impl fmt::Debug for InvokeApi {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InvokeApi")
+            .field("endpoint", &self.endpoint)
+            .field("function_name", &self.function_name)
+            .field("signed", &self.signer.is_some())
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl InvokeApi {
+    /// Invokes `function_name` at `endpoint` (such as `http://127.0.0.1:9000` for
+    /// `cargo lambda watch`) without signing: for local servers.
+    ///
+    /// # Errors
+    /// When the endpoint is not an `http://` or `https://` URL (a path prefix is allowed; a
+    /// query is not), the function name is empty, or the system's certificates cannot be loaded
+    /// for an `https://` endpoint.
+    pub fn new(
+        endpoint: &str,
+        function_name: impl Into<String>,
+        options: InvokeApiOptions,
+    ) -> Result<Self, SetupError> {
+        Self::build(endpoint, function_name.into(), options, None)
+    }
+
+    /// Invokes `function_name` (a name, an ARN or a partial ARN) on Lambda, signing each request
+    /// with the credentials and region of `config`.
+    ///
+    /// The endpoint is, as the AWS SDK chooses it: an endpoint URL set on `config` in code, else
+    /// Lambda's own endpoint URL setting (`AWS_ENDPOINT_URL_LAMBDA`, or `endpoint_url` in the
+    /// profile's `services` section), else the general one (`AWS_ENDPOINT_URL`), else the
+    /// region's endpoint (`https://lambda.{region}.amazonaws.com`, with FIPS and dual-stack
+    /// variants when `config` asks for them, and the China and ISO partitions' domains).
+    ///
+    /// # Errors
+    /// When `config` has no region or no credentials provider, or its endpoint URL is not a
+    /// URL.
+    pub fn aws(
+        config: &SdkConfig,
+        function_name: impl Into<String>,
+        options: InvokeApiOptions,
+    ) -> Result<Self, SetupError> {
+        let function_name = function_name.into();
+        let Some(region) = config.region() else {
+            return Err(SetupError::NoRegion { function_name });
+        };
+        let Some(credentials) = config.credentials_provider() else {
+            return Err(SetupError::NoCredentials { function_name });
+        };
+        let endpoint = aws_endpoint(config, region.as_ref());
+        let signer = Signer {
+            credentials,
+            region: region.as_ref().to_owned(),
+            cached: tokio::sync::Mutex::new(None),
+        };
+        Self::build(&endpoint, function_name, options, Some(signer))
+    }
+
+    /// Invokes `function_name` on Lambda with the region, credentials and endpoint settings the
+    /// AWS SDK finds in the environment (variables, shared config and credentials files, web
+    /// identity, container and instance metadata): [`InvokeApi::aws`] with
+    /// `aws_config::defaults(BehaviorVersion::latest())`.
+    ///
+    /// # Errors
+    /// As [`InvokeApi::aws`].
+    pub async fn aws_from_environment(
+        function_name: impl Into<String>,
+        options: InvokeApiOptions,
+    ) -> Result<Self, SetupError> {
+        let config = aws_config::defaults(BehaviorVersion::latest()).load().await;
+        Self::aws(&config, function_name, options)
+    }
+
+    fn build(
+        endpoint: &str,
+        function_name: String,
+        options: InvokeApiOptions,
+        signer: Option<Signer>,
+    ) -> Result<Self, SetupError> {
+        let invalid = |reason: &str| SetupError::InvalidEndpoint {
+            endpoint: endpoint.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let uri: Uri = endpoint
+            .parse()
+            .map_err(|error: hyper::http::uri::InvalidUri| invalid(&error.to_string()))?;
+        let scheme = match uri.scheme() {
+            Some(scheme) if *scheme == Scheme::HTTP || *scheme == Scheme::HTTPS => scheme.clone(),
+            _ => return Err(invalid("the scheme must be http or https")),
+        };
+        let authority: Authority = uri.authority().cloned().ok_or_else(|| invalid("no host"))?;
+        if uri.query().is_some() {
+            return Err(invalid("an endpoint takes no query"));
+        }
+        let base = format!("{scheme}://{authority}{}", uri.path().trim_end_matches('/'));
+        if function_name.is_empty() {
+            return Err(SetupError::NoFunctionName { endpoint: base });
+        }
+        let mut invocations = format!(
+            "{base}/2015-03-31/functions/{}/invocations",
+            encode_uri_component(&function_name)
+        );
+        if let Some(qualifier) = &options.qualifier {
+            let _ = write!(
+                invocations,
+                "?Qualifier={}",
+                encode_uri_component(qualifier)
+            );
+        }
+        let invocations_uri: Uri = invocations
+            .parse()
+            .map_err(|error: hyper::http::uri::InvalidUri| invalid(&error.to_string()))?;
+        // The Host header is set here, not by the client, so that the signature covers the very
+        // value sent.
+        let host = HeaderValue::from_str(authority.as_str())
+            .map_err(|_| invalid("the host is not a valid header value"))?;
+        let client = http_client(&base, scheme == Scheme::HTTPS, options.connect_timeout)?;
+        Ok(Self {
+            client,
+            endpoint: base,
+            function_name,
+            invocations_uri,
+            host,
+            signer,
+            options,
+            shut_down: AtomicBool::new(false),
+        })
+    }
+
+    /// The endpoint invocations go to, such as `https://lambda.eu-west-1.amazonaws.com`.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// The function invoked.
+    pub fn function_name(&self) -> &str {
+        &self.function_name
+    }
+
+    /// Whether requests are signed (Lambda) or not (local servers).
+    pub fn is_signed(&self) -> bool {
+        self.signer.is_some()
+    }
+
+    /// The function and where it is, for messages.
+    fn target(&self) -> String {
+        format!(
+            "function `{}` at {}",
+            self.function_name, self.invocations_uri
+        )
+    }
+
+    fn unreachable(&self, what: impl fmt::Display) -> InvokeError {
+        InvokeError::Unreachable {
+            message: format!("{}: {what}", self.target()),
+        }
+    }
+
+    async fn request(&self, invocation: &Invocation) -> Result<Request<Full<Bytes>>, InvokeError> {
+        let mut request = Request::builder()
+            .method(Method::POST)
+            .uri(self.invocations_uri.clone())
+            .header(HOST, self.host.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .header(INVOCATION_TYPE, "RequestResponse")
+            .header(
+                USER_AGENT,
+                concat!("kinesis-esm/", env!("CARGO_PKG_VERSION")),
+            )
+            .body(Full::new(invocation.payload.clone()))
+            .map_err(|error| self.unreachable(format_args!("invalid request: {error}")))?;
+        if let Ok(request_id) = HeaderValue::from_str(&invocation.request_id) {
+            request.headers_mut().insert(REQUEST_ID, request_id);
+        }
+        if let Some(signer) = &self.signer {
+            signer
+                .sign(&mut request, &invocation.payload)
+                .await
+                .map_err(|error| self.unreachable(error))?;
+        }
+        Ok(request)
+    }
+
+    /// Sends the request and reads the whole answer.
+    async fn exchange(&self, request: Request<Full<Bytes>>) -> Result<InvokeOutcome, InvokeError> {
+        let response = self
+            .client
+            .request(request)
+            .await
+            .map_err(|error| self.unreachable(ErrorChain(&error)))?;
+        let (parts, body) = response.into_parts();
+        let body = match Limited::new(body, MAX_RESPONSE_BYTES).collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(error) if error.is::<LengthLimitError>() => {
+                if parts.status.is_success() && !parts.headers.contains_key(FUNCTION_ERROR) {
+                    return Ok(InvokeOutcome::FunctionError {
+                        error_type: "Function.ResponseSizeTooLarge".to_owned(),
+                        message: format!(
+                            "Response payload size exceeded maximum allowed payload size ({MAX_RESPONSE_BYTES} bytes)."
+                        ),
+                    });
+                }
+                return Err(self.unreachable(format_args!(
+                    "HTTP {} with an answer over {MAX_RESPONSE_BYTES} bytes",
+                    parts.status
+                )));
+            }
+            Err(error) => {
+                return Err(self.unreachable(format_args!(
+                    "the answer broke off: {}",
+                    ErrorChain(&*error)
+                )));
+            }
+        };
+        classify(parts.status, &parts.headers, body).map_err(|rejection| {
+            let message = format!("{}: {}", self.target(), rejection.summary);
+            if rejection.throttled {
+                InvokeError::Throttled { message }
+            } else {
+                InvokeError::Unreachable { message }
+            }
+        })
+    }
+}
+
+#[async_trait]
+impl Invoker for InvokeApi {
+    async fn invoke(&self, invocation: Invocation) -> Result<InvokeOutcome, InvokeError> {
+        if self.shut_down.load(Ordering::Acquire) {
+            return Err(self.unreachable("the invoker was shut down"));
+        }
+        let request = self.request(&invocation).await?;
+        let remaining = invocation
+            .deadline
+            .duration_since(SystemTime::now())
+            .unwrap_or_default();
+        // A connection that cannot be made fails within the connect timeout: waiting at least
+        // that long (plus the grace) lets it be reported as unreachable, never as a timeout.
+        let patience = remaining.max(self.options.connect_timeout) + self.options.grace;
+        let started = Instant::now();
+        let outcome = match tokio::time::timeout(patience, self.exchange(request)).await {
+            Ok(outcome) => outcome,
+            Err(_elapsed) => Ok(InvokeOutcome::Timeout),
+        };
+        tracing::debug!(
+            function = %self.function_name,
+            endpoint = %self.endpoint,
+            request_id = %invocation.request_id,
+            elapsed = ?started.elapsed(),
+            ?outcome,
+            "invoked through the Invoke API"
+        );
+        outcome
+    }
+
+    async fn shutdown(&self) {
+        self.shut_down.store(true, Ordering::Release);
+    }
+}
+
+/// Why an answer did not come from the function.
+#[derive(Debug)]
+struct Rejection {
+    /// Whether the target throttled the call (429).
+    throttled: bool,
+    /// The status, the error's type and its message.
+    summary: String,
+}
+
+/// Reads an answer of the Invoke API.
+fn classify(
+    status: StatusCode,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Result<InvokeOutcome, Rejection> {
+    if let Some(reported) = headers.get(FUNCTION_ERROR) {
+        let reported = reported.to_str().unwrap_or("Unhandled");
+        return Ok(function_error(&body, reported));
+    }
+    if status.is_success() {
+        return Ok(InvokeOutcome::Response(body));
+    }
+    // `cargo lambda watch` answers a function error with HTTP 500 and the runtime's error as
+    // the body. Its own failures, and Lambda's `ServiceException`, are 500s too, but their
+    // bodies are problem documents or service errors, and AWS names the latter's type in a
+    // header.
+    if status == StatusCode::INTERNAL_SERVER_ERROR
+        && !headers.contains_key(ERROR_TYPE)
+        && is_runtime_error(&body)
+    {
+        return Ok(function_error(&body, "Unhandled"));
+    }
+    Err(Rejection {
+        throttled: status == StatusCode::TOO_MANY_REQUESTS,
+        summary: describe_service_error(status, headers, &body),
+    })
+}
+
+/// Whether `body` is an error as a Lambda runtime reports it: a JSON object with a string
+/// `errorType` or `errorMessage`.
+fn is_runtime_error(body: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(body).is_ok_and(|object| {
+        ["errorType", "errorMessage"]
+            .iter()
+            .any(|key| object.get(*key).is_some_and(serde_json::Value::is_string))
+    })
+}
+
+/// The outcome of a function error whose body is the runtime's error document, with `reported`
+/// (`Handled`, `Unhandled`) as the type when the body names none.
+fn function_error(body: &[u8], reported: &str) -> InvokeOutcome {
+    let object = serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(body).ok();
+    let field = |key: &str| {
+        object
+            .as_ref()
+            .and_then(|object| object.get(key))
+            .and_then(serde_json::Value::as_str)
+            .filter(|text| !text.is_empty())
+    };
+    let error_type = field("errorType");
+    let message = field("errorMessage");
+    // Lambda reports a function it stopped at its timeout as `Sandbox.Timedout`; older
+    // runtimes' reports carry only the message.
+    let timed_out = match (error_type, message) {
+        (Some(error_type), _) => error_type == SANDBOX_TIMEDOUT,
+        (None, Some(message)) => message.contains("Task timed out after"),
+        (None, None) => false,
+    };
+    if timed_out {
+        return InvokeOutcome::Timeout;
+    }
+    InvokeOutcome::FunctionError {
+        error_type: error_type.unwrap_or(reported).to_owned(),
+        message: message.map_or_else(|| quote(body), str::to_owned),
+    }
+}
+
+/// A service error's status, type and message, from whichever of AWS's shapes it takes
+/// (`X-Amzn-ErrorType` with `{"Type", "message"}` from Lambda and SAM, `__type` or `code` in
+/// other AWS JSON errors, `{"title", "detail"}` from `cargo lambda watch`).
+fn describe_service_error(status: StatusCode, headers: &HeaderMap, body: &[u8]) -> String {
+    let object = serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(body).ok();
+    let field = |keys: &[&str]| {
+        keys.iter().find_map(|key| {
+            object
+                .as_ref()
+                .and_then(|object| object.get(*key))
+                .and_then(serde_json::Value::as_str)
+                .filter(|text| !text.is_empty())
+        })
+    };
+    let error_type = headers
+        .get(ERROR_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .map(|value| value.split(':').next().unwrap_or(value))
+        .or_else(|| {
+            field(&["__type", "code"]).map(|value| value.rsplit('#').next().unwrap_or(value))
+        })
+        .or_else(|| field(&["title"]));
+    let message = field(&["message", "Message", "errorMessage", "detail"]);
+    let mut summary = format!("HTTP {status}");
+    if let Some(error_type) =
+        error_type.filter(|&error_type| Some(error_type) != status.canonical_reason())
+    {
+        let _ = write!(summary, " [{error_type}]");
+    }
+    match message {
+        Some(message) => {
+            let _ = write!(summary, ": {message}");
+        }
+        None if object.is_none() && !body.is_empty() => {
+            let _ = write!(summary, ": {}", quote(body));
+        }
+        None => {}
+    }
+    if let Some(reason) = field(&["Reason"]) {
+        let _ = write!(summary, " ({reason})");
+    }
+    if let Some(retry_after) = headers
+        .get("retry-after")
+        .and_then(|value| value.to_str().ok())
+    {
+        let _ = write!(summary, "; retry after {retry_after} s");
+    }
+    summary
+}
+
+/// The start of `body` as text, for a message.
+fn quote(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let text = text.trim();
+    match text.char_indices().nth(QUOTED_BODY_CHARS) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
+/// Percent-encodes everything but RFC 3986's unreserved characters, as the AWS SDKs encode a
+/// function name (`arn:aws:lambda:...` becomes `arn%3Aaws%3Alambda%3A...`) in the path.
+fn encode_uri_component(text: &str) -> String {
+    let mut encoded = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            encoded.push(char::from(byte));
+        } else {
+            let _ = write!(encoded, "%{byte:02X}");
+        }
+    }
+    encoded
+}
+
+/// Lambda's endpoint for `config`, chosen as the AWS SDK chooses it (see [`InvokeApi::aws`]).
+fn aws_endpoint(config: &SdkConfig, region: &str) -> String {
+    let explicit = config.get_origin("endpoint_url").is_client_config();
+    let from_settings = || {
+        config
+            .service_config()
+            .and_then(|settings| {
+                let key = ServiceConfigKey::builder()
+                    .service_id("Lambda")
+                    .env("AWS_ENDPOINT_URL")
+                    .profile("endpoint_url")
+                    .build()
+                    .ok()?;
+                settings.load_config(key)
+            })
+            .or_else(|| config.endpoint_url().map(str::to_owned))
+    };
+    let configured = if explicit {
+        config.endpoint_url().map(str::to_owned)
+    } else {
+        from_settings()
+    };
+    configured.unwrap_or_else(|| {
+        regional_endpoint(
+            region,
+            config.use_fips().unwrap_or(false),
+            config.use_dual_stack().unwrap_or(false),
+        )
+    })
+}
+
+/// Lambda's endpoint in `region`: `https://lambda[-fips].{region}.{domain}`, whose domain depends
+/// on the partition (and on `dual_stack` where the partition has a dual-stack domain).
+fn regional_endpoint(region: &str, fips: bool, dual_stack: bool) -> String {
+    let (domain, dual_stack_domain) = if region.starts_with("cn-") {
+        ("amazonaws.com.cn", Some("api.amazonwebservices.com.cn"))
+    } else if region.starts_with("us-isob-") {
+        ("sc2s.sgov.gov", None)
+    } else if region.starts_with("us-iso-") {
+        ("c2s.ic.gov", None)
+    } else {
+        ("amazonaws.com", Some("api.aws"))
+    };
+    let domain = match dual_stack_domain {
+        Some(dual_stack_domain) if dual_stack => dual_stack_domain,
+        _ => domain,
+    };
+    let fips = if fips { "-fips" } else { "" };
+    format!("https://lambda{fips}.{region}.{domain}")
+}
+
+/// Signs requests for Lambda with Signature Version 4.
+struct Signer {
+    credentials: SharedCredentialsProvider,
+    region: String,
+    /// The credentials last loaded, and when. A lock held across the loading makes concurrent
+    /// invocations wait for one load instead of each starting its own.
+    cached: tokio::sync::Mutex<Option<(Credentials, Instant)>>,
+}
+
+impl Signer {
+    async fn credentials(&self) -> Result<Credentials, String> {
+        let mut cached = self.cached.lock().await;
+        if let Some((credentials, loaded)) = cached.as_ref() {
+            let fresh = match credentials.expiry() {
+                Some(expiry) => expiry > SystemTime::now() + CREDENTIALS_RENEWAL_MARGIN,
+                None => loaded.elapsed() < CREDENTIALS_WITHOUT_EXPIRY_TTL,
+            };
+            if fresh {
+                return Ok(credentials.clone());
+            }
+        }
+        let credentials = self
+            .credentials
+            .provide_credentials()
+            .await
+            .map_err(|error| format!("no AWS credentials to sign with: {}", ErrorChain(&error)))?;
+        *cached = Some((credentials.clone(), Instant::now()));
+        Ok(credentials)
+    }
+
+    async fn sign(&self, request: &mut Request<Full<Bytes>>, body: &[u8]) -> Result<(), String> {
+        let identity = self.credentials().await?.into();
+        let params = aws_sigv4::sign::v4::SigningParams::builder()
+            .identity(&identity)
+            .region(&self.region)
+            .name("lambda")
+            .time(SystemTime::now())
+            .settings(SigningSettings::default())
+            .build()
+            .map_err(|error| format!("could not sign the request: {error}"))?
+            .into();
+        let uri = request.uri().to_string();
+        let headers = request
+            .headers()
+            .iter()
+            .filter_map(|(name, value)| value.to_str().ok().map(|value| (name.as_str(), value)));
+        let signable = SignableRequest::new(
+            request.method().as_str(),
+            Cow::Owned(uri),
+            headers,
+            SignableBody::Bytes(body),
+        )
+        .map_err(|error| format!("could not sign the request: {error}"))?;
+        let (instructions, _signature) = aws_sigv4::http_request::sign(signable, &params)
+            .map_err(|error| format!("could not sign the request: {error}"))?
+            .into_parts();
+        instructions.apply_to_request_http1x(request);
+        Ok(())
+    }
+}
+
+/// The HTTP client: HTTP/1.1, plain or over TLS, with pooled connections.
+fn http_client(
+    endpoint: &str,
+    https: bool,
+    connect_timeout: Duration,
+) -> Result<Client<TimedConnector, Full<Bytes>>, SetupError> {
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let tls = if https {
+        hyper_rustls::HttpsConnectorBuilder::new()
+            .with_provider_and_native_roots(provider)
+            .map_err(|source| SetupError::Tls {
+                endpoint: endpoint.to_owned(),
+                source,
+            })?
+    } else {
+        // A plain HTTP endpoint never uses TLS: an empty trust store spares reading the
+        // system's.
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|error| SetupError::Tls {
+                endpoint: endpoint.to_owned(),
+                source: std::io::Error::other(error),
+            })?
+            .with_root_certificates(rustls::RootCertStore::empty())
+            .with_no_client_auth();
+        hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(config)
+    };
+    let mut http = HttpConnector::new();
+    // The HTTPS connector wraps this one, so it must accept `https://` addresses.
+    http.enforce_http(false);
+    http.set_nodelay(true);
+    let connector = TimedConnector {
+        inner: tls.https_or_http().enable_http1().wrap_connector(http),
+        timeout: connect_timeout,
+    };
+    Ok(Client::builder(TokioExecutor::new())
+        .pool_timer(TokioTimer::new())
+        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+        .build(connector))
+}
+
+type BoxError = Box<dyn StdError + Send + Sync>;
+
+/// The HTTPS connector, with a limit on how long making a connection (name lookup, TCP and
+/// TLS) may take.
+#[derive(Clone)]
+struct TimedConnector {
+    inner: HttpsConnector<HttpConnector>,
+    timeout: Duration,
+}
+
+impl Service<Uri> for TimedConnector {
+    type Response = MaybeHttpsStream<TokioIo<TcpStream>>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, uri: Uri) -> Self::Future {
+        let connecting = self.inner.call(uri);
+        let timeout = self.timeout;
+        Box::pin(async move {
+            match tokio::time::timeout(timeout, connecting).await {
+                Ok(connected) => connected,
+                Err(_elapsed) => Err(format!("no connection within {timeout:?}").into()),
+            }
+        })
+    }
+}
+
+/// An error with its sources, `outer: inner: innermost`.
+struct ErrorChain<'a>(&'a (dyn StdError + 'static));
+
+impl fmt::Display for ErrorChain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(error) = source {
+            write!(f, ": {error}")?;
+            source = error.source();
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[track_caller]
+    fn check_encoding(text: &str, expected: &str) {
+        assert_eq!(encode_uri_component(text), expected);
+    }
+
+    #[test]
+    fn names_and_arns_are_encoded_as_the_sdks_encode_them() {
+        check_encoding("bootstrap", "bootstrap");
+        check_encoding("my-function_2.v~1", "my-function_2.v~1");
+        check_encoding(
+            "arn:aws:lambda:eu-west-1:123456789012:function:shipping",
+            "arn%3Aaws%3Alambda%3Aeu-west-1%3A123456789012%3Afunction%3Ashipping",
+        );
+        check_encoding("$LATEST", "%24LATEST");
+        check_encoding("a/b c", "a%2Fb%20c");
+    }
+
+    #[track_caller]
+    fn check_endpoint(region: &str, fips: bool, dual_stack: bool, expected: &str) {
+        assert_eq!(regional_endpoint(region, fips, dual_stack), expected);
+    }
+
+    #[test]
+    fn regional_endpoints_follow_the_partition() {
+        check_endpoint(
+            "eu-west-1",
+            false,
+            false,
+            "https://lambda.eu-west-1.amazonaws.com",
+        );
+        check_endpoint(
+            "us-east-1",
+            true,
+            false,
+            "https://lambda-fips.us-east-1.amazonaws.com",
+        );
+        check_endpoint("us-east-2", false, true, "https://lambda.us-east-2.api.aws");
+        check_endpoint(
+            "cn-north-1",
+            false,
+            false,
+            "https://lambda.cn-north-1.amazonaws.com.cn",
+        );
+        check_endpoint(
+            "cn-northwest-1",
+            false,
+            true,
+            "https://lambda.cn-northwest-1.api.amazonwebservices.com.cn",
+        );
+        check_endpoint(
+            "us-gov-west-1",
+            true,
+            false,
+            "https://lambda-fips.us-gov-west-1.amazonaws.com",
+        );
+        check_endpoint(
+            "us-iso-east-1",
+            false,
+            true,
+            "https://lambda.us-iso-east-1.c2s.ic.gov",
+        );
+        check_endpoint(
+            "us-isob-east-1",
+            false,
+            false,
+            "https://lambda.us-isob-east-1.sc2s.sgov.gov",
+        );
+    }
+
+    #[test]
+    fn long_bodies_are_quoted_in_part() {
+        let body = "x".repeat(QUOTED_BODY_CHARS + 50);
+        let quoted = quote(body.as_bytes());
+        assert_eq!(quoted.chars().count(), QUOTED_BODY_CHARS + 1);
+        assert!(quoted.ends_with('…'));
+        assert_eq!(quote(b"  short  "), "short");
+    }
+}

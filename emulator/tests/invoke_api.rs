@@ -1,0 +1,1035 @@
+//! The Invoke API invoker against a server in the test that answers as Lambda, SAM and
+//! `cargo lambda watch` do, and end to end against a real `cargo lambda watch` running the
+//! shipping function.
+//!
+//! Run with `cargo test -p kinesis-esm --test invoke_api`. The end-to-end test starts
+//! `cargo lambda watch` through `scripts/cargo-lambda-watch`, which installs cargo-lambda into
+//! `.local/venv` when it is missing; set `RUST_LOG=info` to see its output.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_credential_types::Credentials;
+use aws_credential_types::provider::{self, ProvideCredentials, SharedCredentialsProvider};
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path as UrlPath, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use kinesis_esm::invoke::invoke_api::{InvokeApi, InvokeApiOptions, SetupError};
+use kinesis_esm::invoke::{Invocation, InvokeError, InvokeOutcome, Invoker as _};
+use lambda_kinesis::testing::TestEvent;
+use serde_json::json;
+use shipping::Shipment;
+use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::process::{Child, Command};
+use tokio::task::JoinHandle;
+
+/// The function's timeout in the tests against the stand-in server.
+const FUNCTION_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Lambda's limit on a synchronous invocation's answer.
+const MAX_RESPONSE_BYTES: usize = 6_291_556;
+
+// ---------------------------------------------------------------------------------------------
+// A stand-in for the Invoke API: the function's name picks the answer.
+// ---------------------------------------------------------------------------------------------
+
+/// A request as the stand-in received it.
+#[derive(Debug, Clone)]
+struct Received {
+    function_name: String,
+    query: Option<String>,
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+#[derive(Clone, Default)]
+struct Recorder(Arc<Mutex<Vec<Received>>>);
+
+impl Recorder {
+    fn last(&self) -> Received {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .last()
+            .cloned()
+            .expect("the stand-in received a request")
+    }
+}
+
+fn aws_error(status: StatusCode, error_type: &str, body: serde_json::Value) -> Response {
+    (
+        status,
+        [
+            ("x-amzn-errortype", error_type),
+            ("content-type", "application/json"),
+        ],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+fn function_error(reported: &str, body: &str) -> Response {
+    (
+        StatusCode::OK,
+        [
+            ("x-amz-function-error", reported),
+            ("content-type", "application/json"),
+        ],
+        body.to_owned(),
+    )
+        .into_response()
+}
+
+/// Answers as the Invoke API of Lambda, SAM or `cargo lambda watch` would, by the last part of
+/// the function's name (so that an ARN picks the same answer as a name).
+async fn invoke(
+    State(recorder): State<Recorder>,
+    UrlPath(function_name): UrlPath<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    recorder
+        .0
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(Received {
+            function_name: function_name.clone(),
+            query,
+            headers,
+            body: body.clone(),
+        });
+    let behaviour = function_name.rsplit(':').next().unwrap_or_default();
+    match behaviour {
+        "echo" => (StatusCode::OK, body).into_response(),
+        "handled" => function_error(
+            "Handled",
+            r#"{"errorType":"InvalidShipment","errorMessage":"the shipment has no address"}"#,
+        ),
+        "crashed" => function_error(
+            "Unhandled",
+            r#"{"errorType":"Runtime.ExitError","errorMessage":"RequestId: 1 Error: Runtime exited with error: signal: killed"}"#,
+        ),
+        "timed-out" => function_error(
+            "Unhandled",
+            r#"{"errorType":"Sandbox.Timedout","errorMessage":"RequestId: 1 Error: Task timed out after 5.00 seconds"}"#,
+        ),
+        "timed-out-untyped" => function_error(
+            "Unhandled",
+            r#"{"errorMessage":"2024-05-01T10:00:00.000Z 1 Task timed out after 5.00 seconds"}"#,
+        ),
+        "not-json-error" => function_error("Unhandled", "the runtime fell over"),
+        "cargo-lambda-function-error" => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            r#"{"errorType":"&lambda_runtime::deserializer::DeserializeError","errorMessage":"failed to deserialize the incoming data into the function's payload type"}"#,
+        )
+            .into_response(),
+        "cargo-lambda-failure" => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            r#"{"type":"https://httpstatuses.com/500","status":500,"title":"Internal Server Error"}"#,
+        )
+            .into_response(),
+        "cargo-lambda-missing" => (
+            StatusCode::NOT_FOUND,
+            r#"{"title":"Missing function","detail":"that function doesn't exist as a binary in your project. Available functions: {\"bootstrap\"}"}"#,
+        )
+            .into_response(),
+        "service-error" => aws_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "ServiceException",
+            json!({"Type": "Service", "message": "Lambda is having a bad day"}),
+        ),
+        "throttled" => {
+            let mut response = aws_error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "TooManyRequestsException:http://internal.amazon.com/coral/com.amazonaws.awslambda/",
+                json!({
+                    "Type": "User",
+                    "message": "Rate Exceeded.",
+                    "Reason": "ReservedFunctionConcurrentInvocationLimitExceeded",
+                }),
+            );
+            response
+                .headers_mut()
+                .insert("retry-after", "2".parse().expect("a header value"));
+            response
+        }
+        "denied" => aws_error(
+            StatusCode::FORBIDDEN,
+            "AccessDeniedException",
+            json!({"Message": "User is not authorized to perform: lambda:InvokeFunction"}),
+        ),
+        // `sam local start-lambda` names the type without the `Exception` suffix and writes
+        // `Message` with a capital.
+        "sam-missing" => aws_error(
+            StatusCode::NOT_FOUND,
+            "ResourceNotFound",
+            json!({
+                "Type": "User",
+                "Message": "Function not found: arn:aws:lambda:us-west-2:012345678901:function:sam-missing",
+            }),
+        ),
+        "too-big" => (StatusCode::OK, vec![b' '; MAX_RESPONSE_BYTES + 1]).into_response(),
+        "late" => {
+            // Answers after the invocation's deadline but within the grace.
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            (StatusCode::OK, body).into_response()
+        }
+        "silent" => std::future::pending::<Response>().await,
+        _ => aws_error(
+            StatusCode::NOT_FOUND,
+            "ResourceNotFoundException",
+            json!({
+                "Type": "User",
+                "message": format!("Function not found: arn:aws:lambda:us-east-1:123456789012:function:{function_name}"),
+            }),
+        ),
+    }
+}
+
+/// Serves the stand-in on a free loopback port, for as long as the test's runtime runs.
+async fn stand_in() -> (String, Recorder) {
+    let recorder = Recorder::default();
+    let app = Router::new()
+        .route("/2015-03-31/functions/{name}/invocations", post(invoke))
+        .with_state(recorder.clone());
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("a free port");
+    let address = listener.local_addr().expect("a bound address");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://{address}"), recorder)
+}
+
+fn options() -> InvokeApiOptions {
+    let mut options = InvokeApiOptions::default();
+    options.grace = Duration::from_millis(200);
+    options.connect_timeout = Duration::from_millis(500);
+    options
+}
+
+/// Invokes `function_name` at the stand-in with `payload`.
+async fn invoke_stand_in(
+    function_name: &str,
+    payload: &'static [u8],
+) -> Result<InvokeOutcome, InvokeError> {
+    let (endpoint, _recorder) = stand_in().await;
+    let api = InvokeApi::new(&endpoint, function_name, options()).expect("a valid endpoint");
+    api.invoke(Invocation::new(payload, FUNCTION_TIMEOUT)).await
+}
+
+#[track_caller]
+fn check_function_error(
+    result: Result<InvokeOutcome, InvokeError>,
+    expected_type: &str,
+    expected_message: &str,
+) {
+    assert_eq!(
+        result,
+        Ok(InvokeOutcome::FunctionError {
+            error_type: expected_type.to_owned(),
+            message: expected_message.to_owned(),
+        })
+    );
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Unreachable,
+    Throttled,
+}
+
+/// Checks that the invocation failed before the function with an error of `kind` whose message
+/// holds each of `fragments`.
+#[track_caller]
+fn check_invoke_error(result: Result<InvokeOutcome, InvokeError>, kind: Kind, fragments: &[&str]) {
+    let (actual_kind, message) = match result {
+        Err(InvokeError::Unreachable { message }) => (Kind::Unreachable, message),
+        Err(InvokeError::Throttled { message }) => (Kind::Throttled, message),
+        other => panic!("expected an invoke error ({kind:?}), got {other:?}"),
+    };
+    assert_eq!(actual_kind, kind, "{message}");
+    for fragment in fragments {
+        assert!(
+            message.contains(fragment),
+            "the message should hold {fragment:?}: {message}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Answers from the function
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn the_event_and_the_answer_travel_byte_for_byte() {
+    let (endpoint, recorder) = stand_in().await;
+    let api = InvokeApi::new(&endpoint, "echo", options()).unwrap();
+    // Odd spacing, key order and escapes survive only if nobody re-serialises the JSON.
+    let payload: &[u8] = b"{ \"Records\" :[ ] ,\"z\":1,  \"a\":\"\\u00e9\\n\" }";
+    let invocation = Invocation::new(payload, FUNCTION_TIMEOUT);
+    let request_id = invocation.request_id.clone();
+
+    let outcome = api.invoke(invocation).await;
+
+    assert_eq!(outcome, Ok(InvokeOutcome::Response(Bytes::from(payload))));
+    let received = recorder.last();
+    assert_eq!(received.body, payload);
+    assert_eq!(received.headers["content-type"], "application/json");
+    assert_eq!(received.headers["x-amz-invocation-type"], "RequestResponse");
+    assert_eq!(
+        received.headers["lambda-runtime-aws-request-id"],
+        request_id.as_str()
+    );
+    assert!(
+        !received.headers.contains_key("authorization"),
+        "local targets get unsigned requests"
+    );
+}
+
+#[tokio::test]
+async fn an_arn_and_a_qualifier_reach_the_server_intact() {
+    let (endpoint, recorder) = stand_in().await;
+    let arn = "arn:aws:lambda:eu-west-1:123456789012:function:echo";
+    let mut options = options();
+    options.qualifier = Some("live".to_owned());
+    // A trailing slash on the endpoint is not doubled in the path.
+    let api = InvokeApi::new(&format!("{endpoint}/"), arn, options).unwrap();
+
+    let outcome = api
+        .invoke(Invocation::new(&b"{}"[..], FUNCTION_TIMEOUT))
+        .await;
+
+    assert_eq!(
+        outcome,
+        Ok(InvokeOutcome::Response(Bytes::from_static(b"{}")))
+    );
+    let received = recorder.last();
+    assert_eq!(received.function_name, arn);
+    assert_eq!(received.query.as_deref(), Some("Qualifier=live"));
+}
+
+#[tokio::test]
+async fn a_handled_function_error_carries_the_functions_type_and_message() {
+    check_function_error(
+        invoke_stand_in("handled", b"{}").await,
+        "InvalidShipment",
+        "the shipment has no address",
+    );
+}
+
+#[tokio::test]
+async fn an_unhandled_function_error_carries_lambdas_type_and_message() {
+    check_function_error(
+        invoke_stand_in("crashed", b"{}").await,
+        "Runtime.ExitError",
+        "RequestId: 1 Error: Runtime exited with error: signal: killed",
+    );
+}
+
+#[tokio::test]
+async fn a_function_error_that_is_not_json_is_reported_as_the_header_says() {
+    check_function_error(
+        invoke_stand_in("not-json-error", b"{}").await,
+        "Unhandled",
+        "the runtime fell over",
+    );
+}
+
+#[tokio::test]
+async fn cargo_lambdas_500_with_the_runtimes_error_is_a_function_error() {
+    check_function_error(
+        invoke_stand_in("cargo-lambda-function-error", b"{}").await,
+        "&lambda_runtime::deserializer::DeserializeError",
+        "failed to deserialize the incoming data into the function's payload type",
+    );
+}
+
+#[tokio::test]
+async fn lambda_stopping_the_function_at_its_timeout_is_a_timeout() {
+    assert_eq!(
+        invoke_stand_in("timed-out", b"{}").await,
+        Ok(InvokeOutcome::Timeout)
+    );
+    assert_eq!(
+        invoke_stand_in("timed-out-untyped", b"{}").await,
+        Ok(InvokeOutcome::Timeout)
+    );
+}
+
+#[tokio::test]
+async fn an_answer_over_six_megabytes_is_a_function_error() {
+    let outcome = invoke_stand_in("too-big", b"{}").await;
+    let Ok(InvokeOutcome::FunctionError { error_type, .. }) = outcome else {
+        panic!("expected a function error, got {outcome:?}");
+    };
+    assert_eq!(error_type, "Function.ResponseSizeTooLarge");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Waiting
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn no_answer_by_the_deadline_and_grace_is_a_timeout() {
+    let (endpoint, _recorder) = stand_in().await;
+    let mut options = options();
+    options.connect_timeout = Duration::from_millis(100);
+    let api = InvokeApi::new(&endpoint, "silent", options).unwrap();
+    let function_timeout = Duration::from_millis(300);
+    let started = Instant::now();
+
+    let outcome = api
+        .invoke(Invocation::new(&b"{}"[..], function_timeout))
+        .await;
+
+    assert_eq!(outcome, Ok(InvokeOutcome::Timeout));
+    assert!(
+        started.elapsed() >= function_timeout,
+        "a timeout is not reported before the deadline (after {:?})",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn an_answer_within_the_grace_is_taken() {
+    let (endpoint, _recorder) = stand_in().await;
+    let mut options = options();
+    options.connect_timeout = Duration::from_millis(100);
+    options.grace = Duration::from_secs(5);
+    let api = InvokeApi::new(&endpoint, "late", options).unwrap();
+
+    // The stand-in answers 300 ms after the request: past the deadline, within the grace.
+    let outcome = api
+        .invoke(Invocation::new(&b"late"[..], Duration::from_millis(50)))
+        .await;
+
+    assert_eq!(
+        outcome,
+        Ok(InvokeOutcome::Response(Bytes::from_static(b"late")))
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors before the function runs
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn throttling_is_reported_as_such() {
+    check_invoke_error(
+        invoke_stand_in("throttled", b"{}").await,
+        Kind::Throttled,
+        &[
+            "`throttled`",
+            "HTTP 429",
+            "[TooManyRequestsException]: Rate Exceeded.",
+            "ReservedFunctionConcurrentInvocationLimitExceeded",
+            "retry after 2 s",
+        ],
+    );
+}
+
+#[tokio::test]
+async fn lambdas_service_exception_is_not_a_function_error() {
+    check_invoke_error(
+        invoke_stand_in("service-error", b"{}").await,
+        Kind::Unreachable,
+        &["HTTP 500", "[ServiceException]: Lambda is having a bad day"],
+    );
+}
+
+#[tokio::test]
+async fn cargo_lambdas_own_failure_is_not_a_function_error() {
+    check_invoke_error(
+        invoke_stand_in("cargo-lambda-failure", b"{}").await,
+        Kind::Unreachable,
+        &["HTTP 500 Internal Server Error"],
+    );
+}
+
+#[tokio::test]
+async fn a_function_that_does_not_exist_is_unreachable() {
+    check_invoke_error(
+        invoke_stand_in("no-such-function", b"{}").await,
+        Kind::Unreachable,
+        &[
+            "`no-such-function`",
+            "HTTP 404",
+            "[ResourceNotFoundException]: Function not found",
+        ],
+    );
+    check_invoke_error(
+        invoke_stand_in("sam-missing", b"{}").await,
+        Kind::Unreachable,
+        &["HTTP 404", "[ResourceNotFound]: Function not found"],
+    );
+    check_invoke_error(
+        invoke_stand_in("cargo-lambda-missing", b"{}").await,
+        Kind::Unreachable,
+        &[
+            "HTTP 404",
+            "[Missing function]: that function doesn't exist",
+        ],
+    );
+}
+
+#[tokio::test]
+async fn a_refused_call_is_unreachable() {
+    check_invoke_error(
+        invoke_stand_in("denied", b"{}").await,
+        Kind::Unreachable,
+        &[
+            "HTTP 403",
+            "[AccessDeniedException]: User is not authorized",
+        ],
+    );
+}
+
+#[tokio::test]
+async fn nothing_listening_is_unreachable() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    drop(listener);
+    let api = InvokeApi::new(&format!("http://{address}"), "echo", options()).unwrap();
+
+    let outcome = api
+        .invoke(Invocation::new(&b"{}"[..], FUNCTION_TIMEOUT))
+        .await;
+
+    check_invoke_error(
+        outcome,
+        Kind::Unreachable,
+        &["`echo`", &address.to_string(), "refused"],
+    );
+}
+
+#[tokio::test]
+async fn a_connection_not_made_in_time_is_unreachable_even_past_the_deadline() {
+    // A server that accepts connections and never says a word: the TLS handshake never ends.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((connection, _)) = listener.accept().await {
+            held.push(connection);
+        }
+    });
+    let mut options = options();
+    options.connect_timeout = Duration::from_millis(300);
+    let api = InvokeApi::new(&format!("https://{address}"), "echo", options).unwrap();
+
+    // The function's deadline passes before the connection gives up: still, the function was
+    // never reached, which is no timeout of the function.
+    let outcome = api
+        .invoke(Invocation::new(&b"{}"[..], Duration::from_millis(50)))
+        .await;
+
+    check_invoke_error(
+        outcome,
+        Kind::Unreachable,
+        &["`echo`", "no connection within 300ms"],
+    );
+}
+
+#[tokio::test]
+async fn a_connection_closed_before_the_answer_is_unreachable() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        // Reads the request's start, then hangs up without a word.
+        let (mut connection, _) = listener.accept().await.expect("a connection");
+        let mut start = [0_u8; 16];
+        let _ = connection.read(&mut start).await;
+    });
+    let api = InvokeApi::new(&format!("http://{address}"), "echo", options()).unwrap();
+
+    let outcome = api
+        .invoke(Invocation::new(&b"{}"[..], FUNCTION_TIMEOUT))
+        .await;
+
+    check_invoke_error(outcome, Kind::Unreachable, &["`echo`"]);
+}
+
+#[tokio::test]
+async fn a_shut_down_invoker_invokes_nothing() {
+    let (endpoint, recorder) = stand_in().await;
+    let api = InvokeApi::new(&endpoint, "echo", options()).unwrap();
+    api.shutdown().await;
+
+    let outcome = api
+        .invoke(Invocation::new(&b"{}"[..], FUNCTION_TIMEOUT))
+        .await;
+
+    check_invoke_error(outcome, Kind::Unreachable, &["shut down"]);
+    assert!(recorder.0.lock().unwrap().is_empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Setting up
+// ---------------------------------------------------------------------------------------------
+
+#[track_caller]
+fn check_invalid_endpoint(endpoint: &str) {
+    match InvokeApi::new(endpoint, "echo", options()) {
+        Err(SetupError::InvalidEndpoint {
+            endpoint: named, ..
+        }) => assert_eq!(named, endpoint),
+        other => panic!("expected {endpoint:?} to be refused, got {other:?}"),
+    }
+}
+
+#[test]
+fn endpoints_must_be_http_urls() {
+    check_invalid_endpoint("");
+    check_invalid_endpoint("127.0.0.1:9000");
+    check_invalid_endpoint("ftp://127.0.0.1:9000");
+    check_invalid_endpoint("http://127.0.0.1:9000/?debug=1");
+    check_invalid_endpoint("http://");
+}
+
+#[test]
+fn a_function_needs_a_name() {
+    assert!(matches!(
+        InvokeApi::new("http://127.0.0.1:9000", "", options()),
+        Err(SetupError::NoFunctionName { .. })
+    ));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Real Lambda: signed requests
+// ---------------------------------------------------------------------------------------------
+
+const ACCESS_KEY_ID: &str = "AKIDEXAMPLE";
+const SECRET_ACCESS_KEY: &str = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
+const SESSION_TOKEN: &str = "session-token-example";
+
+fn credentials(expiry: Option<SystemTime>) -> Credentials {
+    Credentials::new(
+        ACCESS_KEY_ID,
+        SECRET_ACCESS_KEY,
+        Some(SESSION_TOKEN.to_owned()),
+        expiry,
+        "test",
+    )
+}
+
+fn sdk_config(
+    region: Option<&str>,
+    endpoint: Option<&str>,
+    provider: SharedCredentialsProvider,
+) -> SdkConfig {
+    let mut builder = SdkConfig::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .credentials_provider(provider);
+    if let Some(region) = region {
+        builder = builder.region(Region::new(region.to_owned()));
+    }
+    if let Some(endpoint) = endpoint {
+        builder = builder.endpoint_url(endpoint);
+    }
+    builder.build()
+}
+
+/// Seconds since the Unix epoch of an `X-Amz-Date` such as `20150830T123600Z`.
+fn parse_amz_date(text: &str) -> SystemTime {
+    let number = |range: std::ops::Range<usize>| -> i64 {
+        text[range].parse().expect("X-Amz-Date is all digits")
+    };
+    let (year, month, day) = (number(0..4), number(4..6), number(6..8));
+    let (hour, minute, second) = (number(9..11), number(11..13), number(13..15));
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let shifted_year = if month <= 2 { year - 1 } else { year };
+    let era = shifted_year.div_euclid(400);
+    let year_of_era = shifted_year - era * 400;
+    let day_of_year = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    let days = era * 146_097 + day_of_era - 719_468;
+    let seconds = days * 86_400 + hour * 3_600 + minute * 60 + second;
+    UNIX_EPOCH + Duration::from_secs(u64::try_from(seconds).expect("after 1970"))
+}
+
+/// Signs the request the stand-in received again, from what came over the wire, and returns
+/// the `Authorization` header that makes.
+fn authorization_for(received: &Received, uri: &str) -> String {
+    use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
+
+    let identity = credentials(None).into();
+    let time = parse_amz_date(received.headers["x-amz-date"].to_str().unwrap());
+    let params = aws_sigv4::sign::v4::SigningParams::builder()
+        .identity(&identity)
+        .region("eu-west-1")
+        .name("lambda")
+        .time(time)
+        .settings(SigningSettings::default())
+        .build()
+        .unwrap()
+        .into();
+    // As a server checks a signature: with the headers it names, less the two the signer adds
+    // itself.
+    let authorization = received.headers["authorization"].to_str().unwrap();
+    let signed: Vec<&str> = authorization
+        .split("SignedHeaders=")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .expect("the Authorization header names the signed headers")
+        .split(';')
+        .collect();
+    let headers = received
+        .headers
+        .iter()
+        .filter(|(name, _)| {
+            signed.contains(&name.as_str())
+                && !matches!(name.as_str(), "x-amz-date" | "x-amz-security-token")
+        })
+        .map(|(name, value)| (name.as_str(), value.to_str().unwrap()));
+    let signable =
+        SignableRequest::new("POST", uri, headers, SignableBody::Bytes(&received.body)).unwrap();
+    let (instructions, _) = sign(signable, &params).unwrap().into_parts();
+    instructions
+        .headers()
+        .find(|(name, _)| *name == "authorization")
+        .map(|(_, value)| value.to_owned())
+        .expect("the signature's Authorization header")
+}
+
+#[tokio::test]
+async fn requests_to_lambda_are_signed_for_lambda_in_the_region() {
+    let (endpoint, recorder) = stand_in().await;
+    let config = sdk_config(
+        Some("eu-west-1"),
+        Some(&endpoint),
+        SharedCredentialsProvider::new(credentials(None)),
+    );
+    let arn = "arn:aws:lambda:eu-west-1:123456789012:function:echo";
+    let api = InvokeApi::aws(&config, arn, options()).unwrap();
+    assert!(api.is_signed());
+    assert_eq!(api.endpoint(), endpoint);
+
+    let outcome = api
+        .invoke(Invocation::new(&br#"{"Records":[]}"#[..], FUNCTION_TIMEOUT))
+        .await;
+
+    assert_eq!(
+        outcome,
+        Ok(InvokeOutcome::Response(Bytes::from_static(
+            br#"{"Records":[]}"#
+        )))
+    );
+    let received = recorder.last();
+    assert_eq!(received.headers["x-amz-security-token"], SESSION_TOKEN);
+    let authorization = received.headers["authorization"].to_str().unwrap();
+    let date = &received.headers["x-amz-date"].to_str().unwrap()[..8];
+    assert!(
+        authorization.starts_with(&format!(
+            "AWS4-HMAC-SHA256 Credential={ACCESS_KEY_ID}/{date}/eu-west-1/lambda/aws4_request, SignedHeaders="
+        )),
+        "{authorization}"
+    );
+    // The signature covers what arrived: the host, the encoded path and the body as sent.
+    let uri = format!(
+        "{endpoint}/2015-03-31/functions/{}/invocations",
+        arn.replace(':', "%3A")
+    );
+    assert_eq!(authorization, authorization_for(&received, &uri));
+}
+
+/// A credentials provider that counts its calls.
+#[derive(Debug)]
+struct CountingProvider {
+    calls: Arc<AtomicUsize>,
+    expiry: Option<SystemTime>,
+}
+
+impl ProvideCredentials for CountingProvider {
+    fn provide_credentials<'a>(&'a self) -> provider::future::ProvideCredentials<'a>
+    where
+        Self: 'a,
+    {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        provider::future::ProvideCredentials::ready(Ok(credentials(self.expiry)))
+    }
+}
+
+/// How many times the credentials were loaded for two invocations, when they expire at
+/// `expiry`.
+async fn credential_loads(expiry: Option<SystemTime>) -> usize {
+    let (endpoint, _recorder) = stand_in().await;
+    let calls = Arc::new(AtomicUsize::new(0));
+    let provider = CountingProvider {
+        calls: Arc::clone(&calls),
+        expiry,
+    };
+    let config = sdk_config(
+        Some("eu-west-1"),
+        Some(&endpoint),
+        SharedCredentialsProvider::new(provider),
+    );
+    let api = InvokeApi::aws(&config, "echo", options()).unwrap();
+    for _ in 0..2 {
+        let outcome = api
+            .invoke(Invocation::new(&b"{}"[..], FUNCTION_TIMEOUT))
+            .await;
+        assert!(
+            matches!(outcome, Ok(InvokeOutcome::Response(_))),
+            "{outcome:?}"
+        );
+    }
+    calls.load(Ordering::SeqCst)
+}
+
+#[tokio::test]
+async fn credentials_are_kept_until_they_are_about_to_expire() {
+    let in_an_hour = SystemTime::now() + Duration::from_secs(3_600);
+    let in_a_minute = SystemTime::now() + Duration::from_secs(60);
+    assert_eq!(credential_loads(None).await, 1);
+    assert_eq!(credential_loads(Some(in_an_hour)).await, 1);
+    assert_eq!(credential_loads(Some(in_a_minute)).await, 2);
+}
+
+#[test]
+fn lambda_is_found_in_the_configs_region() {
+    let provider = SharedCredentialsProvider::new(credentials(None));
+    let api = InvokeApi::aws(
+        &sdk_config(Some("eu-west-1"), None, provider.clone()),
+        "shipping",
+        options(),
+    )
+    .unwrap();
+    assert_eq!(api.endpoint(), "https://lambda.eu-west-1.amazonaws.com");
+    assert_eq!(api.function_name(), "shipping");
+
+    let api = InvokeApi::aws(
+        &sdk_config(Some("cn-north-1"), None, provider),
+        "shipping",
+        options(),
+    )
+    .unwrap();
+    assert_eq!(api.endpoint(), "https://lambda.cn-north-1.amazonaws.com.cn");
+}
+
+#[test]
+fn lambda_needs_a_region() {
+    let config = sdk_config(
+        None,
+        None,
+        SharedCredentialsProvider::new(credentials(None)),
+    );
+    assert!(matches!(
+        InvokeApi::aws(&config, "shipping", options()),
+        Err(SetupError::NoRegion { function_name }) if function_name == "shipping"
+    ));
+}
+
+// ---------------------------------------------------------------------------------------------
+// End to end: the shipping function under `cargo lambda watch`
+// ---------------------------------------------------------------------------------------------
+
+/// How long installing cargo-lambda (the first time) and starting its server may take.
+const WATCH_START_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How long the first invocation may take: `cargo lambda watch` builds the function first.
+const FIRST_INVOCATION_TIMEOUT: Duration = Duration::from_secs(900);
+
+/// How long `cargo lambda watch` may take to stop once asked.
+const WATCH_STOP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How many of the server's last output lines a failure shows.
+const LOG_TAIL_LINES: usize = 60;
+
+/// `cargo lambda watch`, started by `scripts/cargo-lambda-watch`, with its output kept for
+/// failure messages. It stops when the script's standard input closes: when [`Watch::stop`]
+/// closes it, or when the test process ends, whatever happens in between.
+struct Watch {
+    child: Child,
+    endpoint: String,
+    log: Arc<Mutex<VecDeque<String>>>,
+    /// The tasks that read the script's output: they end when it is closed.
+    readers: Vec<JoinHandle<()>>,
+}
+
+impl Watch {
+    async fn start() -> Self {
+        let port = {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            listener.local_addr().unwrap().port()
+        };
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/cargo-lambda-watch");
+        let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
+        let mut child = Command::new(&script)
+            .arg(port.to_string())
+            .env("XDG_CACHE_HOME", target.join(".cache"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|error| panic!("could not run {}: {error}", script.display()));
+        let log = Arc::new(Mutex::new(VecDeque::new()));
+        let echo = std::env::var_os("RUST_LOG").is_some();
+        let mut readers = Vec::new();
+        for output in [
+            Box::new(child.stdout.take().unwrap()) as Box<dyn tokio::io::AsyncRead + Send + Unpin>,
+            Box::new(child.stderr.take().unwrap()),
+        ] {
+            let log = Arc::clone(&log);
+            readers.push(tokio::spawn(async move {
+                let mut lines = BufReader::new(output).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    if echo {
+                        eprintln!("[cargo lambda watch] {line}");
+                    }
+                    let mut log = log.lock().unwrap_or_else(PoisonError::into_inner);
+                    if log.len() == LOG_TAIL_LINES {
+                        log.pop_front();
+                    }
+                    log.push_back(line);
+                }
+            }));
+        }
+        let mut watch = Self {
+            child,
+            endpoint: format!("http://127.0.0.1:{port}"),
+            log,
+            readers,
+        };
+        watch.wait_until_it_answers(port).await;
+        watch
+    }
+
+    fn log(&self) -> String {
+        let log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
+        Vec::from(log.clone()).join("\n")
+    }
+
+    /// Waits until the server answers HTTP on `port`: a process's readiness has no signal to
+    /// await, so the port is polled, and the process watched in case it gives up.
+    async fn wait_until_it_answers(&mut self, port: u16) {
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                // The output's last lines say why. (A process the script left behind may hold
+                // the output open: do not wait for it forever.)
+                for reader in self.readers.drain(..) {
+                    let _ = tokio::time::timeout(Duration::from_secs(5), reader).await;
+                }
+                panic!(
+                    "scripts/cargo-lambda-watch stopped before its server answered ({status}). \
+                     If cargo-lambda is missing, install it with \
+                     `python3 -m venv .local/venv && .local/venv/bin/pip install cargo-lambda==1.9.2`.\n{}",
+                    self.log()
+                );
+            }
+            if answers_http(SocketAddr::from(([127, 0, 0, 1], port))).await {
+                return;
+            }
+            assert!(
+                started.elapsed() < WATCH_START_TIMEOUT,
+                "cargo lambda watch did not answer on port {port} within {WATCH_START_TIMEOUT:?}:\n{}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// Closes the script's input, which stops the server, and checks that it stopped.
+    async fn stop(mut self) {
+        drop(self.child.stdin.take());
+        match tokio::time::timeout(WATCH_STOP_TIMEOUT, self.child.wait()).await {
+            Ok(Ok(status)) => assert!(
+                status.success(),
+                "cargo lambda watch stopped with {status}:\n{}",
+                self.log()
+            ),
+            Ok(Err(error)) => panic!("could not wait for cargo lambda watch: {error}"),
+            Err(_elapsed) => panic!(
+                "cargo lambda watch did not stop within {WATCH_STOP_TIMEOUT:?}:\n{}",
+                self.log()
+            ),
+        }
+    }
+}
+
+/// Whether an HTTP server answers at `address`: it answers an invocation of a function that
+/// does not exist with a status line.
+async fn answers_http(address: SocketAddr) -> bool {
+    let Ok(mut connection) = TcpStream::connect(address).await else {
+        return false;
+    };
+    let request = "POST /2015-03-31/functions/readiness-probe/invocations HTTP/1.1\r\n\
+                   Host: 127.0.0.1\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}";
+    if connection.write_all(request.as_bytes()).await.is_err() {
+        return false;
+    }
+    let mut status_line = String::new();
+    let mut reader = BufReader::new(connection);
+    matches!(reader.read_line(&mut status_line).await, Ok(read) if read > 0)
+        && status_line.starts_with("HTTP/1.1 ")
+}
+
+#[tokio::test]
+async fn the_shipping_function_under_cargo_lambda_watch() {
+    let watch = Watch::start().await;
+    let api = InvokeApi::new(&watch.endpoint, "bootstrap", options()).unwrap();
+    let held = Shipment {
+        id: 2,
+        address: "2 Quay Street".to_owned(),
+        carrier: "owl-post".to_owned(),
+    };
+    let event = TestEvent::new()
+        .json(&Shipment {
+            id: 1,
+            address: "1 Dock Road".to_owned(),
+            carrier: "dhl".to_owned(),
+        })
+        .json(&held)
+        .json(&Shipment {
+            id: 3,
+            address: "3 Harbour Lane".to_owned(),
+            carrier: "ups".to_owned(),
+        });
+
+    // The first invocation waits for the function to be built.
+    let outcome = api
+        .invoke(Invocation::new(event.to_json(), FIRST_INVOCATION_TIMEOUT))
+        .await;
+
+    let Ok(InvokeOutcome::Response(body)) = &outcome else {
+        panic!(
+            "expected the function's response, got {outcome:?}:\n{}",
+            watch.log()
+        );
+    };
+    let response: serde_json::Value = serde_json::from_slice(body).unwrap();
+    assert_eq!(
+        response,
+        json!({"batchItemFailures": [{"itemIdentifier": event.sequence_number(1)}]}),
+        "the held shipment is the first unsettled record"
+    );
+
+    let outcome = api
+        .invoke(Invocation::new(
+            &br#"{"Records":"not a list"}"#[..],
+            Duration::from_secs(30),
+        ))
+        .await;
+
+    match &outcome {
+        Ok(InvokeOutcome::FunctionError {
+            error_type,
+            message,
+        }) => {
+            assert!(error_type.contains("DeserializeError"), "{error_type}");
+            assert!(message.contains("failed to deserialize"), "{message}");
+        }
+        other => panic!("expected a function error, got {other:?}:\n{}", watch.log()),
+    }
+
+    watch.stop().await;
+}
