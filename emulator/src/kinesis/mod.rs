@@ -26,9 +26,11 @@
 //! - Streams are `ACTIVE` at once: creating, deleting and resharding take effect before the
 //!   call returns, so there is no `CREATING`/`UPDATING`/`DELETING` state to wait through.
 //! - Throughput is not modelled: no call is throttled.
-//! - Sequence numbers have 56 digits and are laid out as described in `numbering.rs`: one counter
-//!   per stream, shared by its shards, so a child's numbers exceed its parents'. A closed
-//!   shard's `EndingSequenceNumber` lies above its last record and below its children's first.
+//! - Sequence numbers have 56 digits: `49`, the stream's creation time in seconds, a counter
+//!   shared by all shards of the stream, and the shard's index. So they grow within a shard, a
+//!   child's exceed its parents', and a number names its shard and stream (one from elsewhere
+//!   is an `InvalidArgument`). A closed shard's `EndingSequenceNumber` lies above its last
+//!   record and below its children's first.
 //! - Arrival timestamps never go backwards within a stream (the service only promises
 //!   approximately increasing ones), which lets `AT_TIMESTAMP` find its record by binary search.
 //! - Records are trimmed lazily: a record older than the retention period is never returned,

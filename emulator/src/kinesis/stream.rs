@@ -312,9 +312,17 @@ impl Stream {
     }
 
     /// Every shard that has not expired, by index: parents before their children.
+    ///
+    /// Expired shards give their records' memory back here: nothing reads or writes them
+    /// again, so nothing else would trim them.
     pub(crate) fn list_shards(&self, now_ms: u64) -> Vec<Shard> {
-        let state = self.lock();
+        let mut state = self.lock();
         let retention_ms = duration_millis(state.retention);
+        for shard in &mut state.shards {
+            if shard.is_expired(now_ms, retention_ms) && !shard.records.is_empty() {
+                shard.records = VecDeque::new();
+            }
+        }
         let id_of = |index: u32| state.shards[at(index)].id.to_string();
         state
             .shards
