@@ -12,6 +12,7 @@ use crate::aws::{AwsConnection, DynamoLeaseStore, SdkKinesis};
 use crate::backoff::{Backoff, BackoffConfig, RetryKind};
 use crate::function::build_function;
 use crate::invoke::Invoker;
+use crate::invoke::invoke_api::{InvokeApi, InvokeApiOptions};
 use crate::invoke::runtime_api::{FunctionDefinition, RuntimeApi};
 use crate::kinesis::{EmbeddedKinesis, MAX_PUT_RECORDS_ENTRIES, PutRecordsEntry};
 use crate::lease::{LeaseStore, MemoryLeaseStore};
@@ -70,6 +71,15 @@ pub struct RunArgs {
     /// This worker's name in the lease table; a fresh one each run by default.
     #[arg(long)]
     worker_id: Option<String>,
+    /// Invokes the functions through the Lambda Invoke API at this URL instead of running their
+    /// binaries: `cargo lambda watch` (`http://127.0.0.1:9000`), `sam local start-lambda`
+    /// (`http://127.0.0.1:3001`).
+    #[arg(long, value_name = "URL")]
+    invoke_endpoint: Option<String>,
+    /// Invokes the deployed functions on real AWS Lambda (signed requests; standard credential
+    /// and region chains) instead of running their binaries.
+    #[arg(long, conflicts_with = "invoke_endpoint")]
+    invoke_lambda: bool,
     /// How long another worker's lease may go unrenewed before this one takes it.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
     failover_time: Duration,
@@ -129,24 +139,13 @@ pub(super) async fn run(args: RunArgs) -> anyhow::Result<Exit> {
     let mut mappings: Vec<RunningMapping> = Vec::new();
     let source = streams.source();
     for function in functions {
-        tracing::info!(function = %function.function_name, crate_dir = %function.code_dir.display(), "building");
-        let binary = build_function(&function.code_dir, &function.binary, args.release)
-            .with_context(|| {
-                format!(
-                    "{}: resource {}",
-                    args.template.display(),
-                    function.logical_id
-                )
-            })?;
-        let mut definition = FunctionDefinition::new(&function.function_name, binary);
-        definition.handler.clone_from(&function.handler);
-        definition.runtime.clone_from(&function.runtime);
-        definition.memory_size_mb = function.memory_size;
-        definition.timeout = function.timeout;
-        definition.region.clone_from(&args.region);
-        definition.account_id.clone_from(&args.account_id);
-        definition.environment.clone_from(&function.environment);
-        let invoker: Arc<dyn Invoker> = Arc::new(RuntimeApi::new(definition));
+        let invoker = invoker_for(&args, function).await.with_context(|| {
+            format!(
+                "{}: resource {}",
+                args.template.display(),
+                function.logical_id
+            )
+        })?;
         invokers.push(Arc::clone(&invoker));
         for config in &function.mappings {
             if !config.enabled {
@@ -196,6 +195,38 @@ pub(super) async fn run(args: RunArgs) -> anyhow::Result<Exit> {
         held |= status.shards.values().any(|shard| shard.held.is_some());
     }
     Ok(if held { Exit::Held } else { Exit::Settled })
+}
+
+/// How the run invokes `function`: its own binary through the Runtime API, or an Invoke API.
+async fn invoker_for(
+    args: &RunArgs,
+    function: &FunctionResource,
+) -> anyhow::Result<Arc<dyn Invoker>> {
+    if let Some(endpoint) = &args.invoke_endpoint {
+        let invoker = InvokeApi::new(
+            endpoint,
+            &function.function_name,
+            InvokeApiOptions::default(),
+        )?;
+        return Ok(Arc::new(invoker));
+    }
+    if args.invoke_lambda {
+        let invoker =
+            InvokeApi::aws_from_environment(&function.function_name, InvokeApiOptions::default())
+                .await?;
+        return Ok(Arc::new(invoker));
+    }
+    tracing::info!(function = %function.function_name, crate_dir = %function.code_dir.display(), "building");
+    let binary = build_function(&function.code_dir, &function.binary, args.release)?;
+    let mut definition = FunctionDefinition::new(&function.function_name, binary);
+    definition.handler.clone_from(&function.handler);
+    definition.runtime.clone_from(&function.runtime);
+    definition.memory_size_mb = function.memory_size;
+    definition.timeout = function.timeout;
+    definition.region.clone_from(&args.region);
+    definition.account_id.clone_from(&args.account_id);
+    definition.environment.clone_from(&function.environment);
+    Ok(Arc::new(RuntimeApi::new(definition)))
 }
 
 async fn wait_until_idle(mappings: &[RunningMapping]) {

@@ -72,7 +72,10 @@ pub(super) struct ShardReader {
     iterator: Option<String>,
     /// The children named at the end of the shard.
     children: Vec<ChildShard>,
+    /// The last record read, or the checkpoint the reader started after.
     last_read: Option<SequenceNumber>,
+    /// Whether the reader's first iterator was at the shard's oldest record.
+    started_at_trim_horizon: bool,
     highest_delivered: Option<SequenceNumber>,
     /// The size of the last event, to size the next one's buffer at once.
     last_payload_len: usize,
@@ -107,6 +110,7 @@ impl ShardReader {
             iterator: None,
             children: Vec::new(),
             last_read: None,
+            started_at_trim_horizon: false,
             highest_delivered: None,
             last_payload_len: 0,
             read_backoff,
@@ -173,6 +177,10 @@ impl ShardReader {
             status.phase = ShardPhase::Reading;
             status.checkpoint = Some(checkpoint);
         });
+        self.started_at_trim_horizon = position == IteratorPosition::TrimHorizon;
+        if let IteratorPosition::AfterSequenceNumber(checkpoint) = &position {
+            self.last_read = Some(checkpoint.clone());
+        }
         self.iterator = Some(self.shard_iterator(position).await?);
 
         let batch_size = self.shared.config.batch_size.max(1);
@@ -244,8 +252,25 @@ impl ShardReader {
     async fn wait_for_records(&mut self, timeout: Duration) -> Result<(), ReaderExit> {
         let source = Arc::clone(&self.shared.source);
         let stream = self.shared.config.stream_name.clone();
+        // Without a record read, the source can only be asked to wait for "any record", which is
+        // right for a shard read from its start but returns at once for an iterator that began
+        // past old records (LATEST, AT_TIMESTAMP): then poll instead.
+        let wait = async {
+            if self.last_read.is_none() && !self.started_at_trim_horizon {
+                tokio::time::sleep(timeout).await;
+            } else {
+                source
+                    .wait_for_records(
+                        &stream,
+                        &self.shard.shard_id,
+                        self.last_read.as_ref(),
+                        timeout,
+                    )
+                    .await;
+            }
+        };
         tokio::select! {
-            () = source.wait_for_records(&stream, &self.shard.shard_id, self.last_read.as_ref(), timeout) => {}
+            () = wait => {}
             _ = self.stopping.wait_for(|stop| *stop) => {}
             _ = self.lease_lost.wait_for(|lost| *lost) => {}
         }
@@ -329,6 +354,10 @@ impl ShardReader {
                     },
                 };
                 tracing::debug!(shard_id = %self.shard.shard_id, "the shard iterator expired; renewing it");
+                self.started_at_trim_horizon = position == IteratorPosition::TrimHorizon;
+                if let IteratorPosition::AfterSequenceNumber(checkpoint) = &position {
+                    self.last_read = Some(checkpoint.clone());
+                }
                 self.iterator = Some(self.shard_iterator(position).await?);
                 Ok(Read::TryAgain)
             }
