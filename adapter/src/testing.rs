@@ -164,6 +164,19 @@ impl TestEvent {
 
     /// The event's JSON, exactly as Lambda would send it.
     pub fn to_json(&self) -> Vec<u8> {
+        self.json_of(&self.records)
+    }
+
+    /// The records as consecutive events of at most `batch_size` records each, as Lambda would
+    /// deliver the shard in batches: the sequence numbers keep growing from one event to the next.
+    pub fn to_json_batches(&self, batch_size: usize) -> Vec<Vec<u8>> {
+        self.records
+            .chunks(batch_size.max(1))
+            .map(|records| self.json_of(records))
+            .collect()
+    }
+
+    fn json_of(&self, records: &[TestRecord]) -> Vec<u8> {
         let stream_arn = self.stream_arn();
         let role = format!("arn:aws:iam::{}:role/lambda-kinesis-role", self.account);
         let mut out = Vec::new();
@@ -175,7 +188,7 @@ impl TestEvent {
                 region: &self.region,
                 invoke_identity_arn: &role,
             },
-            self.records.iter().map(|record| EventRecord {
+            records.iter().map(|record| EventRecord {
                 sequence_number: &record.sequence_number,
                 partition_key: &record.partition_key,
                 data: &record.data,

@@ -1,5 +1,6 @@
 //! The `kinesis-esm` command line.
 
+mod commands;
 mod run;
 
 use std::process::ExitCode;
@@ -24,6 +25,13 @@ pub struct Cli {
 enum Command {
     /// Runs the Kinesis event sources of a SAM template's functions.
     Run(RunArgs),
+    /// Publishes records to a stream, as a producer would (to `kinesis-esm run`'s endpoint by
+    /// default).
+    Put(commands::PutArgs),
+    /// Splits or merges shards, or scales a stream.
+    Reshard(commands::ReshardArgs),
+    /// Writes Lambda-shaped Kinesis event files, for `cargo lambda invoke --data-file` or tests.
+    Events(commands::EventsArgs),
 }
 
 /// How logs are written.
@@ -62,6 +70,9 @@ impl Cli {
         init_logging(self.log_format);
         let result = match self.command {
             Command::Run(args) => run::run(args).await,
+            Command::Put(args) => commands::put(args).await.map(|()| Exit::Settled),
+            Command::Reshard(args) => commands::reshard(args).await.map(|()| Exit::Settled),
+            Command::Events(args) => commands::events(args).map(|()| Exit::Settled),
         };
         match result {
             Ok(exit) => exit,
@@ -103,4 +114,14 @@ pub(crate) fn parse_duration(text: &str) -> Result<std::time::Duration, String> 
         _ => return Err(format!("`{text}`: the unit must be ms, s or m")),
     };
     std::time::Duration::try_from_secs_f64(seconds).map_err(|error| format!("`{text}`: {error}"))
+}
+
+/// An endpoint given on the command line: placeholder credentials unless the environment has
+/// real ones (local stand-ins accept anything; a real endpoint needs real credentials).
+fn connection_to(endpoint: &str) -> crate::aws::AwsConnection {
+    if std::env::var_os("AWS_ACCESS_KEY_ID").is_some() {
+        crate::aws::AwsConnection::from_environment().with_endpoint_url(endpoint)
+    } else {
+        crate::aws::AwsConnection::local(endpoint)
+    }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use clap::Args;
 
-use super::{Exit, parse_duration};
+use super::{Exit, connection_to, parse_duration};
 use crate::aws::{AwsConnection, DynamoLeaseStore, SdkKinesis};
 use crate::backoff::{Backoff, BackoffConfig, RetryKind};
 use crate::function::build_function;
@@ -232,16 +232,6 @@ async fn invoker_for(
 async fn wait_until_idle(mappings: &[RunningMapping]) {
     for mapping in mappings {
         mapping.wait_until_idle().await;
-    }
-}
-
-/// An endpoint given on the command line: placeholder credentials unless the environment has
-/// real ones (local stand-ins accept anything; a real endpoint needs real credentials).
-fn connection_to(endpoint: &str) -> AwsConnection {
-    if std::env::var_os("AWS_ACCESS_KEY_ID").is_some() {
-        AwsConnection::from_environment().with_endpoint_url(endpoint)
-    } else {
-        AwsConnection::local(endpoint)
     }
 }
 

@@ -1,0 +1,304 @@
+//! The everyday commands: `put`, `reshard` and `events`.
+
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use anyhow::{Context as _, bail};
+use bytes::Bytes;
+use clap::{Args, Subcommand};
+use lambda_kinesis::testing::TestEvent;
+
+use crate::aws::{AwsConnection, SdkKinesis};
+use crate::backoff::{Backoff, BackoffConfig, RetryKind};
+use crate::kinesis::MAX_PUT_RECORDS_ENTRIES;
+use crate::records_file::{RecordToPut, parse_records, read_records};
+use crate::source::ShardSource;
+
+/// Which Kinesis a command talks to.
+#[derive(Debug, Args)]
+pub(super) struct KinesisTarget {
+    /// The Kinesis endpoint: by default the one `kinesis-esm run` serves.
+    #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:4566")]
+    endpoint: String,
+    /// Talks to real AWS Kinesis instead, through the standard credential and region chains.
+    #[arg(long)]
+    aws: bool,
+    /// The region.
+    #[arg(long, default_value = "us-east-1")]
+    region: String,
+}
+
+impl KinesisTarget {
+    pub(super) async fn connect(&self) -> anyhow::Result<SdkKinesis> {
+        let connection = if self.aws {
+            AwsConnection::from_environment()
+        } else {
+            super::connection_to(&self.endpoint).with_region(&self.region)
+        };
+        Ok(SdkKinesis::connect(&connection).await?)
+    }
+}
+
+/// `kinesis-esm put`: publishes records, as a producer would.
+#[derive(Debug, Args)]
+pub(super) struct PutArgs {
+    /// The stream to publish to.
+    #[arg(long)]
+    stream: String,
+    /// Records' data, one record per argument (published as the text given).
+    data: Vec<String>,
+    /// Records from a file: JSON lines (`{"data": ..., "partitionKey": "..."}`) or a Lambda event
+    /// file; `-` reads JSON lines from standard input.
+    #[arg(long, value_name = "PATH")]
+    file: Vec<PathBuf>,
+    /// The partition key of the records given as arguments (default: a new one per record).
+    #[arg(long)]
+    partition_key: Option<String>,
+    #[command(flatten)]
+    target: KinesisTarget,
+}
+
+pub(super) async fn put(args: PutArgs) -> anyhow::Result<()> {
+    let mut records: Vec<RecordToPut> = args
+        .data
+        .iter()
+        .map(|data| RecordToPut {
+            partition_key: args
+                .partition_key
+                .clone()
+                .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+            data: Bytes::from(data.clone()),
+            explicit_hash_key: None,
+        })
+        .collect();
+    for file in &args.file {
+        if file == Path::new("-") {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .context("reading standard input")?;
+            records.extend(parse_records(Path::new("stdin"), &text)?);
+        } else {
+            records.extend(read_records(file)?);
+        }
+    }
+    if records.is_empty() {
+        bail!("nothing to put: give data as arguments, or --file PATH (`-` for standard input)");
+    }
+    let kinesis = args.target.connect().await?;
+    let mut placed = Vec::with_capacity(records.len());
+    for chunk in records.chunks(MAX_PUT_RECORDS_ENTRIES) {
+        if chunk
+            .iter()
+            .any(|record| record.explicit_hash_key.is_some())
+        {
+            bail!("explicitHashKey is not supported by `kinesis-esm put`; use a partition key");
+        }
+        // Kinesis may refuse single records of a PutRecords (throttling): put them again until
+        // every record is in, printing where each landed.
+        let mut pending: Vec<&RecordToPut> = chunk.iter().collect();
+        let mut backoff = Backoff::new(BackoffConfig::default());
+        while !pending.is_empty() {
+            let entries: Vec<(&str, &[u8])> = pending
+                .iter()
+                .map(|record| (record.partition_key.as_str(), record.data.as_ref()))
+                .collect();
+            let outcomes = kinesis
+                .put_records(&args.stream, &entries)
+                .await
+                .with_context(|| format!("putting records to stream {}", args.stream))?;
+            let mut refused = Vec::new();
+            for (record, outcome) in pending.into_iter().zip(outcomes) {
+                match outcome {
+                    Ok((shard_id, sequence_number)) => {
+                        placed.push(format!(
+                            "{shard_id}\t{sequence_number}\t{}",
+                            record.partition_key
+                        ));
+                    }
+                    Err(error) => {
+                        tracing::debug!(%error, "record refused; putting it again");
+                        refused.push(record);
+                    }
+                }
+            }
+            if !refused.is_empty() {
+                tokio::time::sleep(backoff.next_pause(RetryKind::Throttled)).await;
+            }
+            pending = refused;
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    for line in placed {
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}
+
+/// `kinesis-esm reshard`: splits, merges or scales a stream.
+#[derive(Debug, Args)]
+pub(super) struct ReshardArgs {
+    /// The stream to reshard.
+    #[arg(long)]
+    stream: String,
+    #[command(subcommand)]
+    action: ReshardAction,
+    #[command(flatten)]
+    target: KinesisTarget,
+}
+
+#[derive(Debug, Subcommand)]
+enum ReshardAction {
+    /// Splits an open shard in two.
+    Split {
+        /// The shard to split.
+        shard: String,
+        /// The first hash key of the second child (default: the middle of the shard's range).
+        #[arg(long)]
+        hash_key: Option<u128>,
+    },
+    /// Merges two adjacent open shards into one.
+    Merge {
+        /// The shard to merge.
+        shard: String,
+        /// The shard next to it.
+        adjacent_shard: String,
+    },
+    /// Scales the stream to a number of open shards (uniform scaling).
+    Scale {
+        /// The number of open shards wanted.
+        shards: i32,
+    },
+}
+
+pub(super) async fn reshard(args: ReshardArgs) -> anyhow::Result<()> {
+    let kinesis = args.target.connect().await?;
+    let stream = args.stream.as_str();
+    match &args.action {
+        ReshardAction::Split { shard, hash_key } => {
+            let hash_key = match hash_key {
+                Some(hash_key) => *hash_key,
+                None => {
+                    let shards = kinesis.list_shards(stream).await?;
+                    let Some(found) = shards.iter().find(|candidate| &candidate.shard_id == shard)
+                    else {
+                        bail!("stream {stream} has no shard {shard}");
+                    };
+                    let range = found.hash_key_range;
+                    range.starting_hash_key
+                        + (range.ending_hash_key - range.starting_hash_key) / 2
+                        + 1
+                }
+            };
+            kinesis.split_shard(stream, shard, hash_key).await?;
+        }
+        ReshardAction::Merge {
+            shard,
+            adjacent_shard,
+        } => {
+            kinesis.merge_shards(stream, shard, adjacent_shard).await?;
+        }
+        ReshardAction::Scale { shards } => kinesis.update_shard_count(stream, *shards).await?,
+    }
+    let shards = kinesis.list_shards(stream).await?;
+    let mut out = std::io::stdout().lock();
+    for shard in shards {
+        let parents: Vec<&str> = shard.parents().collect();
+        writeln!(
+            out,
+            "{}\t{}\t{}",
+            shard.shard_id,
+            if shard.is_closed() { "closed" } else { "open" },
+            if parents.is_empty() {
+                "-".to_owned()
+            } else {
+                format!("from {}", parents.join(" + "))
+            }
+        )?;
+    }
+    Ok(())
+}
+
+/// `kinesis-esm events`: writes Lambda-shaped Kinesis event files, for
+/// `cargo lambda invoke --data-file` or unit tests.
+#[derive(Debug, Args)]
+pub(super) struct EventsArgs {
+    /// Records' data, one record per argument.
+    data: Vec<String>,
+    /// Records from a file: JSON lines (`{"data": ..., "partitionKey": "..."}`) or a Lambda event
+    /// file; `-` reads JSON lines from standard input.
+    #[arg(long, value_name = "PATH")]
+    file: Vec<PathBuf>,
+    /// The partition key of the records given as arguments.
+    #[arg(long, default_value = lambda_kinesis::testing::DEFAULT_PARTITION_KEY)]
+    partition_key: String,
+    /// The stream named in the events' ARN.
+    #[arg(long, default_value = "shipments")]
+    stream: String,
+    /// The shard named in the events' `eventID`s.
+    #[arg(long, default_value = "shardId-000000000000")]
+    shard: String,
+    /// The most records in one event; more records make more events.
+    #[arg(long, default_value_t = 100)]
+    batch_size: usize,
+    /// Writes `event-1.json`, `event-2.json`, ... into this folder instead of printing the events.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+pub(super) fn events(args: EventsArgs) -> anyhow::Result<()> {
+    let mut records: Vec<RecordToPut> = args
+        .data
+        .iter()
+        .map(|data| RecordToPut {
+            partition_key: args.partition_key.clone(),
+            data: Bytes::from(data.clone()),
+            explicit_hash_key: None,
+        })
+        .collect();
+    for file in &args.file {
+        if file == Path::new("-") {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .context("reading standard input")?;
+            records.extend(parse_records(Path::new("stdin"), &text)?);
+        } else {
+            records.extend(read_records(file)?);
+        }
+    }
+    if records.is_empty() {
+        bail!("no records: give data as arguments, or --file PATH (`-` for standard input)");
+    }
+    if let Some(out) = &args.out {
+        std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    }
+    let mut event = TestEvent::new()
+        .shard(&args.shard)
+        .stream(&args.stream)
+        .arrival(SystemTime::now());
+    for record in &records {
+        event = event.bytes_keyed(record.partition_key.as_str(), record.data.to_vec());
+    }
+    let mut stdout = std::io::stdout().lock();
+    for (index, json) in event
+        .to_json_batches(args.batch_size)
+        .into_iter()
+        .enumerate()
+    {
+        match &args.out {
+            Some(out) => {
+                let path = out.join(format!("event-{}.json", index + 1));
+                std::fs::write(&path, json)
+                    .with_context(|| format!("writing {}", path.display()))?;
+                writeln!(stdout, "{}", path.display())?;
+            }
+            None => {
+                stdout.write_all(&json)?;
+                writeln!(stdout)?;
+            }
+        }
+    }
+    Ok(())
+}
