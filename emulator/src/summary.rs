@@ -102,3 +102,75 @@ pub fn render(status: &MappingStatus) -> String {
     }
     out
 }
+
+/// Renders running mappings for `kinesis-esm status`: each stream's shards as a lineage tree
+/// (children under their parents), with state, checkpoint, lease owner, held record and how far
+/// behind the newest record the last read ended.
+pub fn render_tree(statuses: &[MappingStatus]) -> String {
+    let mut out = String::new();
+    for status in statuses {
+        let _ = writeln!(
+            out,
+            "{} <- stream {}",
+            status.function_name, status.stream_name
+        );
+        let is_root = |shard: &crate::mapping::ShardStatus| {
+            shard
+                .parent_shard_ids
+                .iter()
+                .all(|parent| !status.shards.contains_key(parent))
+        };
+        for shard in status.shards.values().filter(|shard| is_root(shard)) {
+            render_branch(&mut out, status, &shard.shard_id, 1);
+        }
+        if let Some(error) = &status.last_error {
+            let _ = writeln!(out, "  last error: {error}");
+        }
+    }
+    out
+}
+
+fn render_branch(out: &mut String, status: &MappingStatus, shard_id: &str, depth: usize) {
+    let Some(shard) = status.shards.get(shard_id) else {
+        return;
+    };
+    let indent = "  ".repeat(depth);
+    let mut line = format!(
+        "{indent}{}  {}  checkpoint {}",
+        shard.shard_id,
+        shard.phase.as_str(),
+        shard
+            .checkpoint
+            .as_ref()
+            .map_or_else(|| "-".to_owned(), ToString::to_string)
+    );
+    if let Some(owner) = &shard.lease_owner {
+        let _ = write!(line, "  owner {owner}");
+    }
+    if let Some(held) = &shard.held {
+        let _ = write!(
+            line,
+            "  held at {} ({} failed deliveries)",
+            held.sequence_number, held.failed_deliveries
+        );
+    }
+    if shard.phase == ShardPhase::Reading || shard.millis_behind_latest > 0 {
+        let _ = write!(line, "  iterator age {} ms", shard.millis_behind_latest);
+    }
+    if shard.parent_shard_ids.len() > 1 {
+        let _ = write!(
+            line,
+            "  (merged from {})",
+            shard.parent_shard_ids.join(" + ")
+        );
+    }
+    let _ = writeln!(out, "{line}");
+    // A merged child is drawn under its first parent only.
+    for child in status
+        .shards
+        .values()
+        .filter(|child| child.parent_shard_ids.first().map(String::as_str) == Some(shard_id))
+    {
+        render_branch(out, status, &child.shard_id, depth + 1);
+    }
+}

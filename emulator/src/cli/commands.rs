@@ -302,3 +302,56 @@ pub(super) fn events(args: EventsArgs) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// `kinesis-esm status`: what a running `kinesis-esm run` is doing, per mapping and shard.
+#[derive(Debug, Args)]
+pub(super) struct StatusArgs {
+    /// The endpoint `kinesis-esm run` serves.
+    #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:4566")]
+    endpoint: String,
+    /// Prints the status as JSON instead of a tree.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The path under which `kinesis-esm run` serves its mappings' status, beside the Kinesis API.
+pub const STATUS_PATH: &str = "/kinesis-esm/status";
+
+pub(super) async fn status(args: StatusArgs) -> anyhow::Result<()> {
+    use http_body_util::BodyExt as _;
+    use hyper_util::client::legacy::Client;
+    use hyper_util::rt::TokioExecutor;
+
+    let uri = format!("{}{STATUS_PATH}", args.endpoint.trim_end_matches('/'));
+    let client = Client::builder(TokioExecutor::new()).build_http::<http_body_util::Empty<Bytes>>();
+    let response = client
+        .get(
+            uri.parse()
+                .with_context(|| format!("`{}` is not an endpoint URL", args.endpoint))?,
+        )
+        .await
+        .with_context(|| {
+            format!(
+                "nothing answers at {}: is `kinesis-esm run` running there?",
+                args.endpoint
+            )
+        })?;
+    let status = response.status();
+    let body = response.into_body().collect().await?.to_bytes();
+    if !status.is_success() {
+        bail!(
+            "{uri} answered {status}: {}",
+            String::from_utf8_lossy(&body)
+        );
+    }
+    let statuses: Vec<crate::mapping::MappingStatus> = serde_json::from_slice(&body)
+        .with_context(|| format!("{uri} did not answer a kinesis-esm status"))?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &statuses)?;
+        writeln!(out)?;
+    } else {
+        write!(out, "{}", crate::summary::render_tree(&statuses))?;
+    }
+    Ok(())
+}

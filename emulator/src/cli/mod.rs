@@ -3,6 +3,8 @@
 mod commands;
 mod run;
 
+pub use commands::STATUS_PATH;
+
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -32,6 +34,9 @@ enum Command {
     Reshard(commands::ReshardArgs),
     /// Writes Lambda-shaped Kinesis event files, for `cargo lambda invoke --data-file` or tests.
     Events(commands::EventsArgs),
+    /// Shows what a running `kinesis-esm run` is doing: per mapping and shard, the lineage, state,
+    /// checkpoint, lease owner, held record and iterator age.
+    Status(commands::StatusArgs),
 }
 
 /// How logs are written.
@@ -73,6 +78,7 @@ impl Cli {
             Command::Put(args) => commands::put(args).await.map(|()| Exit::Settled),
             Command::Reshard(args) => commands::reshard(args).await.map(|()| Exit::Settled),
             Command::Events(args) => commands::events(args).map(|()| Exit::Settled),
+            Command::Status(args) => commands::status(args).await.map(|()| Exit::Settled),
         };
         match result {
             Ok(exit) => exit,

@@ -386,6 +386,7 @@ async fn sync(
         shared.update_shard(&lease.shard_id, |status| {
             status.parent_shard_ids.clone_from(&lease.parent_shard_ids);
             status.checkpoint = Some(lease.checkpoint.clone());
+            status.lease_owner.clone_from(&lease.lease_owner);
             if lease.checkpoint == Checkpoint::ShardEnd {
                 status.phase = ShardPhase::Ended;
             }
@@ -437,7 +438,10 @@ async fn sync(
             taken,
             stopping.clone(),
         );
-        shared.update_shard(&lease.shard_id, |status| status.phase = ShardPhase::Reading);
+        shared.update_shard(&lease.shard_id, |status| {
+            status.phase = ShardPhase::Reading;
+            status.lease_owner = Some(shared.options.worker_id.clone());
+        });
         let exits = exits.clone();
         let shard_id = lease.shard_id.clone();
         readers.insert(

@@ -3,13 +3,15 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::lease::Checkpoint;
 use crate::sequence::SequenceNumber;
 
 /// Where a shard's reader stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ShardPhase {
     /// Not started: a parent has not reached `SHARD_END` yet.
     #[default]
@@ -44,7 +46,7 @@ impl ShardPhase {
 }
 
 /// A record the shard is blocked on.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HeldRecord {
     /// The held record's sequence number.
     pub sequence_number: SequenceNumber,
@@ -55,7 +57,7 @@ pub struct HeldRecord {
 }
 
 /// One shard's status.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ShardStatus {
     /// The shard's id.
     pub shard_id: String,
@@ -65,6 +67,8 @@ pub struct ShardStatus {
     pub phase: ShardPhase,
     /// Its checkpoint, as last written.
     pub checkpoint: Option<Checkpoint>,
+    /// The worker holding its lease, as last seen.
+    pub lease_owner: Option<String>,
     /// Records delivered to the function, counting every redelivery.
     pub delivered: u64,
     /// Records settled as handled (including drops the function did not report as such).
@@ -86,8 +90,8 @@ pub struct ShardStatus {
     pub millis_behind_latest: u64,
 }
 
-/// A running mapping's status.
-#[derive(Debug, Clone, PartialEq, Default)]
+/// A running mapping's status, as `kinesis-esm status` reads it from a running emulator.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct MappingStatus {
     /// The function's name.
     pub function_name: String,
