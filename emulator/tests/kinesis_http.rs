@@ -1581,3 +1581,46 @@ async fn stop_closes_the_endpoint() {
     within_timeout("stopping the endpoint", server.stop()).await;
     assert!(tokio::net::TcpStream::connect(addr).await.is_err());
 }
+
+#[tokio::test]
+async fn a_list_shards_token_does_not_outlive_its_stream() {
+    let (kinesis, clock) = kinesis_on_manual_clock();
+    let (_server, client) = serve(&kinesis).await;
+    create(&client, "reborn", 3).await;
+    let first = client
+        .list_shards()
+        .stream_name("reborn")
+        .max_results(1)
+        .send()
+        .await
+        .unwrap();
+    let token = first.next_token().unwrap().to_owned();
+    kinesis.delete_stream("reborn").unwrap();
+    clock.advance(Duration::from_secs(1));
+    kinesis.create_stream("reborn", 3).unwrap();
+    check_failure(
+        failure(client.list_shards().next_token(token).send().await),
+        "ResourceNotFoundException",
+        "created at another time",
+    );
+    check_failure(
+        failure(
+            client
+                .list_shards()
+                .stream_name("reborn")
+                .stream_creation_timestamp(DateTime::from(start_time()))
+                .send()
+                .await,
+        ),
+        "ResourceNotFoundException",
+        "created at another time",
+    );
+    let current = client
+        .list_shards()
+        .stream_name("reborn")
+        .stream_creation_timestamp(DateTime::from(start_time() + Duration::from_secs(1)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(current.shards().len(), 3);
+}

@@ -122,7 +122,7 @@ async fn respond(api: &Api, request: Request<Incoming>) -> Response<Full<Bytes>>
                 operation,
                 request_id,
                 error = error.kind.as_str(),
-                message = error.message,
+                detail = error.message,
                 "Kinesis API call failed"
             );
             (error.kind.status(), error.body())
