@@ -538,7 +538,12 @@ fn hash_key_range(
 }
 
 fn system_time(time: &DateTime, call: &Call<'_>) -> Result<SystemTime, SourceError> {
-    SystemTime::try_from(*time).map_err(|error| SourceError::Service {
+    // Kinesis times are whole milliseconds, but the SDK reads epoch seconds through an f64 and
+    // lands some nanoseconds off (`1700000000.123` becomes `.122999906`): round back to the
+    // millisecond, or every arrival time would read one millisecond early.
+    let millis = (time.as_nanos() + 500_000).div_euclid(1_000_000);
+    let rounded = i64::try_from(millis).map_or(*time, DateTime::from_millis);
+    SystemTime::try_from(rounded).map_err(|error| SourceError::Service {
         message: format!("{call}: Kinesis answered with a bad time: {error}"),
     })
 }
@@ -887,6 +892,21 @@ mod tests {
             pacer.book(later, &pacing),
             Duration::ZERO,
             "rest is not saved up"
+        );
+    }
+
+    #[test]
+    fn times_read_through_an_f64_round_to_the_millisecond() {
+        let call = Call::read("GetRecords", "orders", None);
+        let read = DateTime::from_secs_f64(1_700_000_000.123);
+        assert_ne!(
+            read.subsec_nanos(),
+            123_000_000,
+            "the SDK's reading is inexact"
+        );
+        assert_eq!(
+            system_time(&read, &call),
+            Ok(SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_123))
         );
     }
 

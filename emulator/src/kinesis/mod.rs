@@ -38,9 +38,12 @@
 //!   longer listed or readable) one retention period after it closed.
 //! - `UpdateShardCount` splits and merges single shards, as the service does, so every new
 //!   shard has real parents; see [`EmbeddedKinesis::update_shard_count`].
+//!
+//! [`http`] serves it over the Kinesis API, for SDKs, the aws CLI and boto3.
 
 mod clock;
 mod hash_key;
+pub mod http;
 mod numbering;
 mod stream;
 
@@ -248,6 +251,16 @@ pub struct StreamSummary {
     pub open_shard_count: usize,
 }
 
+/// When a shard opened and when it closed: what `ListShards`' time filters (`AT_TIMESTAMP`,
+/// `FROM_TIMESTAMP`, `AT_TRIM_HORIZON`) look at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardLifetime {
+    /// When the shard opened: with its stream, or the moment its parents closed.
+    pub opened: SystemTime,
+    /// When the shard closed (by a split or merge); `None` while it is open.
+    pub closed: Option<SystemTime>,
+}
+
 /// How `UpdateShardCount` scales (`ScalingType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScalingType {
@@ -446,6 +459,22 @@ impl EmbeddedKinesis {
     pub fn list_shards(&self, stream: &str) -> Result<Vec<Shard>, SourceError> {
         let stream = self.stream(stream)?;
         Ok(stream.list_shards(self.now().1))
+    }
+
+    /// [`list_shards`](Self::list_shards), each shard with when it opened and closed, read
+    /// under one lock so that the two always agree.
+    pub fn list_shards_with_lifetimes(
+        &self,
+        stream: &str,
+    ) -> Result<Vec<(Shard, ShardLifetime)>, SourceError> {
+        let stream = self.stream(stream)?;
+        Ok(stream.list_shards_with_lifetimes(self.now().1))
+    }
+
+    /// The time on this Kinesis' clock: what arrival timestamps, iterator ages and trim
+    /// horizons are measured against.
+    pub fn current_time(&self) -> SystemTime {
+        self.inner.clock.now()
     }
 
     /// `PutRecord`: one record, routed to the open shard whose hash key range holds the MD5

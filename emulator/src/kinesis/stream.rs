@@ -16,7 +16,7 @@ use super::hash_key;
 use super::numbering::{Cursor, IteratorToken, SequenceLayout};
 use super::{
     MAX_GET_RECORDS_BYTES, MAX_RETENTION_HOURS, MAX_SHARDS_PER_STREAM, MIN_RETENTION_HOURS,
-    PutRecordOutput, PutRecordsEntry, StreamStatus, StreamSummary,
+    PutRecordOutput, PutRecordsEntry, ShardLifetime, StreamStatus, StreamSummary,
 };
 use crate::sequence::SequenceNumber;
 use crate::source::{
@@ -316,6 +316,14 @@ impl Stream {
     /// Expired shards give their records' memory back here: nothing reads or writes them
     /// again, so nothing else would trim them.
     pub(crate) fn list_shards(&self, now_ms: u64) -> Vec<Shard> {
+        self.list_shards_with_lifetimes(now_ms)
+            .into_iter()
+            .map(|(shard, _)| shard)
+            .collect()
+    }
+
+    /// [`Self::list_shards`], each shard with when it opened and closed.
+    pub(crate) fn list_shards_with_lifetimes(&self, now_ms: u64) -> Vec<(Shard, ShardLifetime)> {
         let mut state = self.lock();
         let retention_ms = duration_millis(state.retention);
         for shard in &mut state.shards {
@@ -329,15 +337,28 @@ impl Stream {
             .iter()
             .zip(0..)
             .filter(|(shard, _)| !shard.is_expired(now_ms, retention_ms))
-            .map(|(shard, index)| Shard {
-                shard_id: shard.id.to_string(),
-                parent_shard_id: shard.parent.map(id_of),
-                adjacent_parent_shard_id: shard.adjacent_parent.map(id_of),
-                hash_key_range: shard.range,
-                starting_sequence_number: self.layout.format(shard.starting_counter, index),
-                ending_sequence_number: shard
-                    .ending_counter
-                    .map(|counter| self.layout.format(counter, index)),
+            .map(|(shard, index)| {
+                let listed = Shard {
+                    shard_id: shard.id.to_string(),
+                    parent_shard_id: shard.parent.map(id_of),
+                    adjacent_parent_shard_id: shard.adjacent_parent.map(id_of),
+                    hash_key_range: shard.range,
+                    starting_sequence_number: self.layout.format(shard.starting_counter, index),
+                    ending_sequence_number: shard
+                        .ending_counter
+                        .map(|counter| self.layout.format(counter, index)),
+                };
+                // A shard opens the moment its parents close; the first shards open with the
+                // stream.
+                let opened = shard
+                    .parent
+                    .and_then(|parent| state.shards[at(parent)].closed_ms)
+                    .map_or(self.created, from_millis);
+                let lifetime = ShardLifetime {
+                    opened,
+                    closed: shard.closed_ms.map(from_millis),
+                };
+                (listed, lifetime)
             })
             .collect()
     }

@@ -1,0 +1,88 @@
+//! The Kinesis operations this endpoint serves, each from a JSON request to a JSON answer.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::SystemTime;
+
+use super::error::{ApiError, ErrorKind};
+use super::{records, shards, streams};
+use crate::kinesis::EmbeddedKinesis;
+
+/// The operations served, by their `X-Amz-Target` names.
+pub(super) const OPERATIONS: &[&str] = &[
+    "AddTagsToStream",
+    "CreateStream",
+    "DecreaseStreamRetentionPeriod",
+    "DeleteStream",
+    "DescribeStream",
+    "DescribeStreamSummary",
+    "GetRecords",
+    "GetShardIterator",
+    "IncreaseStreamRetentionPeriod",
+    "ListShards",
+    "ListStreams",
+    "ListTagsForStream",
+    "MergeShards",
+    "PutRecord",
+    "PutRecords",
+    "RemoveTagsFromStream",
+    "SplitShard",
+    "UpdateShardCount",
+];
+
+/// One stream's tags. A stream is known by its name and creation time, so that a stream
+/// deleted and created again under the same name starts without tags.
+pub(super) type TagKey = (String, SystemTime);
+
+/// What the operations work on: the embedded Kinesis, and the stream tags it does not keep.
+pub(super) struct Api {
+    pub(super) kinesis: EmbeddedKinesis,
+    tags: Mutex<HashMap<TagKey, BTreeMap<String, String>>>,
+}
+
+impl Api {
+    pub(super) fn new(kinesis: EmbeddedKinesis) -> Self {
+        Self {
+            kinesis,
+            tags: Mutex::default(),
+        }
+    }
+
+    pub(super) fn tags(&self) -> MutexGuard<'_, HashMap<TagKey, BTreeMap<String, String>>> {
+        // Every change to the map is a single insert or removal: a panic elsewhere cannot
+        // leave it half-changed.
+        self.tags.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `operation` on a request body; the answer body, empty for operations that answer
+    /// with nothing.
+    pub(super) fn call(&self, operation: &str, body: &[u8]) -> Result<Vec<u8>, ApiError> {
+        match operation {
+            "CreateStream" => streams::create_stream(self, body),
+            "DeleteStream" => streams::delete_stream(self, body),
+            "DescribeStream" => streams::describe_stream(self, body),
+            "DescribeStreamSummary" => streams::describe_stream_summary(self, body),
+            "ListStreams" => streams::list_streams(self, body),
+            "IncreaseStreamRetentionPeriod" => streams::change_retention(self, body, true),
+            "DecreaseStreamRetentionPeriod" => streams::change_retention(self, body, false),
+            "AddTagsToStream" => streams::add_tags(self, body),
+            "RemoveTagsFromStream" => streams::remove_tags(self, body),
+            "ListTagsForStream" => streams::list_tags(self, body),
+            "ListShards" => shards::list_shards(self, body),
+            "SplitShard" => shards::split_shard(self, body),
+            "MergeShards" => shards::merge_shards(self, body),
+            "UpdateShardCount" => shards::update_shard_count(self, body),
+            "PutRecord" => records::put_record(self, body),
+            "PutRecords" => records::put_records(self, body),
+            "GetShardIterator" => records::get_shard_iterator(self, body),
+            "GetRecords" => records::get_records(self, body),
+            _ => Err(ApiError::new(
+                ErrorKind::UnknownOperation,
+                format!(
+                    "Operation `{operation}` is not served by the embedded Kinesis; it serves {}",
+                    OPERATIONS.join(", ")
+                ),
+            )),
+        }
+    }
+}

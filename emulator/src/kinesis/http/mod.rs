@@ -1,0 +1,154 @@
+//! The embedded Kinesis over the Kinesis API: a loopback endpoint that `aws-sdk-kinesis`,
+//! boto3, the aws CLI and [`crate::aws::SdkKinesis`] talk to as they talk to Kinesis.
+//!
+//! ```
+//! use kinesis_esm::kinesis::EmbeddedKinesis;
+//! use kinesis_esm::kinesis::http;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), http::ServeError> {
+//! let kinesis = EmbeddedKinesis::new();
+//! // Port 0 picks a free port; `http::DEFAULT_ADDR` is 127.0.0.1:4566.
+//! let server = http::serve(kinesis.clone(), "127.0.0.1:0".parse().unwrap()).await?;
+//! println!("Kinesis at {}", server.endpoint_url());
+//! // Point any Kinesis client at that URL, with any credentials and region.
+//! server.stop().await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! **Protocol.** AWS JSON 1.1, as the Kinesis API reference describes it: `POST` with
+//! `Content-Type: application/x-amz-json-1.1` and `X-Amz-Target: Kinesis_20131202.<Operation>`;
+//! blobs (`Data`) are base64 text, timestamps are seconds since the Unix epoch with a fraction.
+//! Every answer carries an `x-amzn-RequestId` header. Errors are HTTP 400 with
+//! `{"__type": "<Name>Exception", "message": "..."}`: the embedded Kinesis' own errors keep
+//! their Kinesis names (`ResourceNotFoundException`, `InvalidArgumentException`,
+//! `ExpiredIteratorException`, `LimitExceededException`, `ResourceInUseException`,
+//! `ExpiredNextTokenException`); a request that breaks a constraint of the API model (a
+//! required member missing, a count out of range, a malformed name) is a
+//! `ValidationException`; a body that is not JSON of the operation's shape (wrong types, bad
+//! base64) is a `SerializationException`, as Kinesis answers it; an operation not served is an
+//! `UnknownOperationException`.
+//!
+//! **Operations.** `CreateStream`, `DeleteStream`, `DescribeStream`, `DescribeStreamSummary`,
+//! `ListStreams`, `ListShards` (paging with `NextToken` and `MaxResults`, every `ShardFilter`
+//! type, `ExclusiveStartShardId`), `PutRecord`, `PutRecords`, `GetShardIterator`, `GetRecords`,
+//! `SplitShard`, `MergeShards`, `UpdateShardCount`, `IncreaseStreamRetentionPeriod`,
+//! `DecreaseStreamRetentionPeriod`, `AddTagsToStream`, `RemoveTagsFromStream` and
+//! `ListTagsForStream`. Wherever the API takes a `StreamName` it takes a `StreamARN` too.
+//!
+//! **Differences from Kinesis**, besides those of the embedded Kinesis itself (streams are
+//! `ACTIVE` at once, no throttling; see [`super`]):
+//! - Requests are not authenticated: signature headers are accepted without being checked, so
+//!   any credentials work. Serve on loopback only.
+//! - Only JSON is spoken. `aws-sdk-kinesis`, boto3 and the aws CLI use JSON for Kinesis; the
+//!   AWS SDK for Java sends CBOR unless told not to (`AWS_CBOR_DISABLE=true` for 1.x,
+//!   `-Daws.cborEnabled=false` for 2.x), and a CBOR request gets a `SerializationException`
+//!   saying so.
+//! - Streams are provisioned: `CreateStream` needs a `ShardCount`, and refuses `ON_DEMAND`.
+//! - `StreamId` members are ignored, as are a `StreamARN` sent along with `GetRecords` (the
+//!   iterator alone says what is read) and `SequenceNumberForOrdering` (records are numbered
+//!   in arrival order anyway).
+//! - `PutRecords` answers `FailedRecordCount: 0`: no record fails on its own, and a record that
+//!   breaks a rule fails the whole call.
+//! - A `NextToken` of `ListShards` cannot come with a `ShardFilter` either: it carries its own.
+//!   `ListStreams` tokens do not expire.
+//! - `ListShards`' time filters count a time before the trim horizon as the trim horizon, for
+//!   `AT_TIMESTAMP` as Kinesis does for `FROM_TIMESTAMP`.
+
+mod api;
+mod error;
+mod records;
+mod server;
+mod shards;
+mod streams;
+mod wire;
+
+use std::fmt;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use self::api::Api;
+use super::EmbeddedKinesis;
+
+/// Where the endpoint listens unless told otherwise: `127.0.0.1:4566`, LocalStack's port, which
+/// tools already point at.
+pub const DEFAULT_ADDR: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 4566));
+
+/// Why the endpoint could not start.
+#[derive(Debug, thiserror::Error)]
+#[error("the Kinesis endpoint could not listen on {addr}: {source}")]
+pub struct ServeError {
+    /// The address it was to listen on.
+    pub addr: SocketAddr,
+    /// Why not.
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// A running endpoint. [`stop`](Self::stop) ends it gracefully; dropping the handle ends it
+/// too, without waiting.
+pub struct ServerHandle {
+    local_addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl fmt::Debug for ServerHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerHandle")
+            .field("local_addr", &self.local_addr)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Serves `kinesis` over the Kinesis API on `addr` (port 0 picks a free one), in a task of the
+/// current tokio runtime. The endpoint answers as soon as this returns.
+pub async fn serve(kinesis: EmbeddedKinesis, addr: SocketAddr) -> Result<ServerHandle, ServeError> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServeError { addr, source })?;
+    let local_addr = listener
+        .local_addr()
+        .map_err(|source| ServeError { addr, source })?;
+    let (stop, stopped) = watch::channel(false);
+    let task = tokio::spawn(server::run(listener, Arc::new(Api::new(kinesis)), stopped));
+    tracing::info!(%local_addr, "serving the embedded Kinesis over the Kinesis API");
+    Ok(ServerHandle {
+        local_addr,
+        stop,
+        task: Some(task),
+    })
+}
+
+impl ServerHandle {
+    /// The address the endpoint listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The endpoint URL to give clients, such as `http://127.0.0.1:4566`.
+    pub fn endpoint_url(&self) -> String {
+        format!("http://{}", self.local_addr)
+    }
+
+    /// Stops accepting connections, lets the requests in flight get their answers (for up to
+    /// five seconds), closes every connection, and returns when all that is done.
+    pub async fn stop(mut self) {
+        self.stop.send_replace(true);
+        if let Some(task) = self.task.take() {
+            // The task only ends by itself; a panic in it has been reported already.
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.stop.send_replace(true);
+    }
+}

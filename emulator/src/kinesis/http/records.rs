@@ -1,0 +1,335 @@
+//! Record operations: `PutRecord`, `PutRecords`, `GetShardIterator` and `GetRecords`.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use base64::Engine as _;
+use base64::display::Base64Display;
+use base64::engine::general_purpose::STANDARD;
+use bytes::Bytes;
+use serde::{Deserialize, Serialize, Serializer};
+
+use super::api::Api;
+use super::error::{ApiError, ErrorKind};
+use super::wire::{
+    Timestamp, WireHashKeyRange, check_name, epoch_seconds, parse, reply, required, stream_of,
+};
+use crate::kinesis::{MAX_GET_RECORDS_LIMIT, MAX_PUT_RECORDS_ENTRIES, PutRecordsEntry};
+use crate::sequence::SequenceNumber;
+use crate::source::{ChildShard, IteratorPosition, Record};
+
+/// `Data` in a request: base64 text, borrowed from the body when it holds no escapes.
+fn decode_data(data: &str, record: Option<usize>) -> Result<Bytes, ApiError> {
+    STANDARD.decode(data).map(Bytes::from).map_err(|error| {
+        let which = record.map_or_else(String::new, |position| format!(" of record {position}"));
+        ApiError::new(
+            ErrorKind::Serialization,
+            format!("Data{which} can not be converted to a Blob: it is not valid base64: {error}"),
+        )
+    })
+}
+
+/// A record to put, with its position in the request for error messages.
+fn entry(
+    data: Option<&str>,
+    partition_key: Option<String>,
+    explicit_hash_key: Option<String>,
+    record: Option<usize>,
+) -> Result<PutRecordsEntry, ApiError> {
+    let member = |name: &str| match record {
+        Some(position) => format!("Records.{position}.{name}"),
+        None => name.to_owned(),
+    };
+    let data = decode_data(required(data, &member("Data"))?, record)?;
+    let partition_key: Arc<str> = required(partition_key, &member("PartitionKey"))?.into();
+    let entry = PutRecordsEntry::new(partition_key, data);
+    Ok(match explicit_hash_key {
+        Some(key) => entry.with_explicit_hash_key(key),
+        None => entry,
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct PutRecordInput<'a> {
+    stream_name: Option<String>,
+    #[serde(rename = "StreamARN")]
+    stream_arn: Option<String>,
+    #[serde(borrow)]
+    data: Option<Cow<'a, str>>,
+    partition_key: Option<String>,
+    explicit_hash_key: Option<String>,
+    sequence_number_for_ordering: Option<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct PutRecordOutput<'a> {
+    shard_id: &'a str,
+    sequence_number: &'a str,
+    encryption_type: &'static str,
+}
+
+/// `PutRecord`. `SequenceNumberForOrdering` is checked and otherwise ignored: the embedded
+/// Kinesis numbers the records of a partition key in the order they arrive anyway.
+pub(super) fn put_record(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
+    let input: PutRecordInput<'_> = parse(body)?;
+    let stream = stream_of(
+        &api.kinesis,
+        input.stream_name.as_deref(),
+        input.stream_arn.as_deref(),
+    )?;
+    if let Some(ordering) = &input.sequence_number_for_ordering {
+        ordering
+            .parse::<SequenceNumber>()
+            .map_err(|error| ApiError::validation(format!("SequenceNumberForOrdering: {error}")))?;
+    }
+    let record = entry(
+        input.data.as_deref(),
+        input.partition_key,
+        input.explicit_hash_key,
+        None,
+    )?;
+    let put = api.kinesis.put_record(stream, record)?;
+    Ok(reply(&PutRecordOutput {
+        shard_id: &put.shard_id,
+        sequence_number: put.sequence_number.as_str(),
+        encryption_type: "NONE",
+    }))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct PutRecordsInput<'a> {
+    stream_name: Option<String>,
+    #[serde(rename = "StreamARN")]
+    stream_arn: Option<String>,
+    #[serde(borrow)]
+    records: Option<Vec<PutRecordsRequestEntry<'a>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct PutRecordsRequestEntry<'a> {
+    #[serde(borrow)]
+    data: Option<Cow<'a, str>>,
+    partition_key: Option<String>,
+    explicit_hash_key: Option<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct PutRecordsOutput<'a> {
+    failed_record_count: u32,
+    records: Vec<PutRecordsResultEntry<'a>>,
+    encryption_type: &'static str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct PutRecordsResultEntry<'a> {
+    sequence_number: &'a str,
+    shard_id: &'a str,
+}
+
+/// `PutRecords`: 1 to 500 records. As throughput is not modelled no record fails on its own,
+/// so `FailedRecordCount` is always 0; a record that breaks a rule fails the whole call.
+pub(super) fn put_records(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
+    let input: PutRecordsInput<'_> = parse(body)?;
+    let stream = stream_of(
+        &api.kinesis,
+        input.stream_name.as_deref(),
+        input.stream_arn.as_deref(),
+    )?;
+    let records = required(input.records, "Records")?;
+    if records.is_empty() || records.len() > MAX_PUT_RECORDS_ENTRIES {
+        return Err(ApiError::validation(format!(
+            "1 validation error detected: Value at 'Records' (of stream {stream}) holds {} \
+             records and failed to satisfy constraint: Member must have length between 1 and \
+             {MAX_PUT_RECORDS_ENTRIES}",
+            records.len()
+        )));
+    }
+    let entries = records
+        .into_iter()
+        .enumerate()
+        .map(|(position, record)| {
+            entry(
+                record.data.as_deref(),
+                record.partition_key,
+                record.explicit_hash_key,
+                Some(position),
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let puts = api.kinesis.put_records(stream, entries)?;
+    Ok(reply(&PutRecordsOutput {
+        failed_record_count: 0,
+        records: puts
+            .iter()
+            .map(|put| PutRecordsResultEntry {
+                sequence_number: put.sequence_number.as_str(),
+                shard_id: &put.shard_id,
+            })
+            .collect(),
+        encryption_type: "NONE",
+    }))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct GetShardIteratorInput {
+    stream_name: Option<String>,
+    #[serde(rename = "StreamARN")]
+    stream_arn: Option<String>,
+    shard_id: Option<String>,
+    shard_iterator_type: Option<String>,
+    starting_sequence_number: Option<String>,
+    timestamp: Option<Timestamp>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct GetShardIteratorOutput {
+    shard_iterator: String,
+}
+
+/// `GetShardIterator`.
+pub(super) fn get_shard_iterator(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
+    let input: GetShardIteratorInput = parse(body)?;
+    let stream = stream_of(
+        &api.kinesis,
+        input.stream_name.as_deref(),
+        input.stream_arn.as_deref(),
+    )?;
+    let shard_id = required(input.shard_id.as_deref(), "ShardId")?;
+    check_name(shard_id, "ShardId")?;
+    let kind = required(input.shard_iterator_type.as_deref(), "ShardIteratorType")?;
+    let sequence_number = || {
+        let text = input.starting_sequence_number.as_deref().ok_or_else(|| {
+            ApiError::invalid_argument(format!(
+                "ShardIteratorType {kind} on shard {shard_id} of stream {stream} needs a \
+                 StartingSequenceNumber"
+            ))
+        })?;
+        text.parse::<SequenceNumber>()
+            .map_err(|error| ApiError::validation(format!("StartingSequenceNumber: {error}")))
+    };
+    let position = match kind {
+        "TRIM_HORIZON" => IteratorPosition::TrimHorizon,
+        "LATEST" => IteratorPosition::Latest,
+        "AT_SEQUENCE_NUMBER" => IteratorPosition::AtSequenceNumber(sequence_number()?),
+        "AFTER_SEQUENCE_NUMBER" => IteratorPosition::AfterSequenceNumber(sequence_number()?),
+        "AT_TIMESTAMP" => {
+            let Timestamp(time) = input.timestamp.ok_or_else(|| {
+                ApiError::invalid_argument(format!(
+                    "ShardIteratorType AT_TIMESTAMP on shard {shard_id} of stream {stream} \
+                     needs a Timestamp"
+                ))
+            })?;
+            IteratorPosition::AtTimestamp(time)
+        }
+        other => {
+            return Err(ApiError::validation(format!(
+                "1 validation error detected: Value '{other}' at 'shardIteratorType' failed to \
+                 satisfy constraint: Member must satisfy enum value set: [AT_SEQUENCE_NUMBER, \
+                 AFTER_SEQUENCE_NUMBER, TRIM_HORIZON, LATEST, AT_TIMESTAMP]"
+            )));
+        }
+    };
+    let shard_iterator = api
+        .kinesis
+        .get_shard_iterator(stream, shard_id, &position)?;
+    Ok(reply(&GetShardIteratorOutput { shard_iterator }))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct GetRecordsInput {
+    shard_iterator: Option<String>,
+    limit: Option<i64>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct GetRecordsOutput<'a> {
+    records: Vec<WireRecord<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next_shard_iterator: Option<&'a str>,
+    millis_behind_latest: u64,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    child_shards: Vec<WireChildShard<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct WireRecord<'a> {
+    sequence_number: &'a str,
+    approximate_arrival_timestamp: f64,
+    #[serde(serialize_with = "base64_text")]
+    data: &'a [u8],
+    partition_key: &'a str,
+}
+
+impl<'a> From<&'a Record> for WireRecord<'a> {
+    fn from(record: &'a Record) -> Self {
+        Self {
+            sequence_number: record.sequence_number.as_str(),
+            approximate_arrival_timestamp: epoch_seconds(record.approximate_arrival),
+            data: &record.data,
+            partition_key: &record.partition_key,
+        }
+    }
+}
+
+/// Writes bytes as base64 text straight into the answer, without an intermediate string.
+fn base64_text<S: Serializer>(data: &&[u8], serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_str(&Base64Display::new(data, &STANDARD))
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct WireChildShard<'a> {
+    shard_id: &'a str,
+    parent_shards: &'a [String],
+    hash_key_range: WireHashKeyRange,
+}
+
+impl<'a> From<&'a ChildShard> for WireChildShard<'a> {
+    fn from(child: &'a ChildShard) -> Self {
+        Self {
+            shard_id: &child.shard_id,
+            parent_shards: &child.parent_shards,
+            hash_key_range: WireHashKeyRange::from(&child.hash_key_range),
+        }
+    }
+}
+
+/// `GetRecords`: up to `Limit` records (10,000 when not given). A `StreamARN` may come along,
+/// but the iterator alone says what is read.
+pub(super) fn get_records(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
+    let input: GetRecordsInput = parse(body)?;
+    let iterator = required(input.shard_iterator.as_deref(), "ShardIterator")?;
+    let limit = match input.limit {
+        None => MAX_GET_RECORDS_LIMIT,
+        Some(limit) => usize::try_from(limit)
+            .ok()
+            .filter(|limit| (1..=MAX_GET_RECORDS_LIMIT).contains(limit))
+            .ok_or_else(|| {
+                ApiError::invalid_argument(format!(
+                    "GetRecords Limit {limit} must be between 1 and {MAX_GET_RECORDS_LIMIT}"
+                ))
+            })?,
+    };
+    let output = api.kinesis.get_records(iterator, limit)?;
+    Ok(reply(&GetRecordsOutput {
+        records: output.records.iter().map(WireRecord::from).collect(),
+        next_shard_iterator: output.next_shard_iterator.as_deref(),
+        millis_behind_latest: output.millis_behind_latest,
+        child_shards: output
+            .child_shards
+            .iter()
+            .map(WireChildShard::from)
+            .collect(),
+    }))
+}

@@ -1,0 +1,184 @@
+//! The HTTP side: connections, the JSON 1.1 envelope around each call, and a graceful stop.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt as _, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{CONTENT_TYPE, HeaderValue};
+use hyper::http::request::Parts;
+use hyper::{Method, Request, Response, StatusCode};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::api::Api;
+use super::error::{ApiError, ErrorKind};
+
+/// The largest request body read. `PutRecords` carries at most 5 MiB of data, which is
+/// 6.7 MiB as base64, plus partition keys and JSON around them.
+pub(super) const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
+
+/// The prefix of `X-Amz-Target` values: the service and its API version.
+const TARGET_PREFIX: &str = "Kinesis_20131202.";
+
+/// How long the accept loop waits after the system refused a connection (out of file
+/// descriptors, say) before it accepts again, so that it does not spin.
+const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(50);
+
+/// How long a stop waits for requests in flight before it drops their connections.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+const JSON_1_1: HeaderValue = HeaderValue::from_static("application/x-amz-json-1.1");
+
+/// Serves `api` on `listener` until `stop` turns true (or its sender goes away), then lets the
+/// requests in flight finish and closes every connection.
+pub(super) async fn run(listener: TcpListener, api: Arc<Api>, mut stop: watch::Receiver<bool>) {
+    let mut connections = JoinSet::new();
+    let stop_connections = stop.clone();
+    loop {
+        tokio::select! {
+            () = stopped(&mut stop) => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    connections.spawn(serve_connection(
+                        stream,
+                        Arc::clone(&api),
+                        stop_connections.clone(),
+                    ));
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "the Kinesis endpoint could not accept a connection");
+                    tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
+                }
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+    drop(listener);
+    let drained = tokio::time::timeout(STOP_GRACE, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            "the Kinesis endpoint stopped with requests still unanswered after {STOP_GRACE:?}"
+        );
+    }
+}
+
+/// Returns once the stop signal is given, or its sender is gone.
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    // The guard `wait_for` returns is dropped here, so that callers' futures stay `Send`.
+    let _ = stop.wait_for(|stopped| *stopped).await;
+}
+
+async fn serve_connection(stream: TcpStream, api: Arc<Api>, mut stop: watch::Receiver<bool>) {
+    // Answers are written whole: waiting to coalesce small ones only adds latency.
+    let _ = stream.set_nodelay(true);
+    let service = hyper::service::service_fn(move |request| {
+        let api = Arc::clone(&api);
+        async move { Ok::<_, Infallible>(respond(&api, request).await) }
+    });
+    let connection = hyper::server::conn::http1::Builder::new()
+        .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+    tokio::pin!(connection);
+    // A connection that breaks only ends itself: clients reconnect.
+    tokio::select! {
+        _ = connection.as_mut() => return,
+        () = stopped(&mut stop) => {}
+    }
+    // The request in flight gets its answer; an idle connection closes at once.
+    connection.as_mut().graceful_shutdown();
+    let _ = connection.await;
+}
+
+/// Answers one request: reads the envelope, runs the operation, wraps its answer or error.
+async fn respond(api: &Api, request: Request<Incoming>) -> Response<Full<Bytes>> {
+    let request_id = uuid::Uuid::new_v4().to_string();
+    let (parts, body) = request.into_parts();
+    // The body is read whatever the envelope holds, so that the connection can carry the next
+    // request after an error.
+    let body = Limited::new(body, MAX_REQUEST_BYTES).collect().await;
+    let operation = operation_of(&parts);
+    let result = match (&operation, body) {
+        (Err(error), _) => Err(error.clone()),
+        (Ok(_), Err(error)) => Err(ApiError::new(
+            ErrorKind::Serialization,
+            format!("Could not read the request body (at most {MAX_REQUEST_BYTES} bytes): {error}"),
+        )),
+        (Ok(operation), Ok(body)) => api.call(operation, &body.to_bytes()),
+    };
+    let operation = operation.unwrap_or("(none)");
+    let (status, body) = match result {
+        Ok(body) => {
+            tracing::debug!(operation, request_id, "Kinesis API call answered");
+            (StatusCode::OK, body)
+        }
+        Err(error) => {
+            tracing::debug!(
+                operation,
+                request_id,
+                error = error.kind.as_str(),
+                detail = error.message,
+                "Kinesis API call failed"
+            );
+            (error.kind.status(), error.body())
+        }
+    };
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, JSON_1_1);
+    if let Ok(request_id) = HeaderValue::from_str(&request_id) {
+        headers.insert("x-amzn-RequestId", request_id);
+    }
+    response
+}
+
+/// The operation a request calls: `POST` with `X-Amz-Target: Kinesis_20131202.<Operation>`.
+/// Signature headers (`Authorization`, `X-Amz-Date`, ...) are not checked.
+fn operation_of(parts: &Parts) -> Result<&str, ApiError> {
+    if parts.method != Method::POST {
+        return Err(ApiError::new(
+            ErrorKind::UnknownOperation,
+            format!("The Kinesis API is called with POST, not {}", parts.method),
+        ));
+    }
+    let content_type = parts
+        .headers
+        .get(CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
+    if content_type.contains("cbor") {
+        return Err(ApiError::new(
+            ErrorKind::Serialization,
+            format!(
+                "Content-Type {content_type} is not served: this endpoint speaks JSON 1.1 only. \
+                 Turn CBOR off in the client (AWS SDK for Java: AWS_CBOR_DISABLE=true for 1.x, \
+                 aws.cborEnabled=false for 2.x)"
+            ),
+        ));
+    }
+    let target = parts
+        .headers
+        .get("x-amz-target")
+        .and_then(|value| value.to_str().ok())
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorKind::UnknownOperation,
+                "The request has no X-Amz-Target header naming the operation",
+            )
+        })?;
+    target.strip_prefix(TARGET_PREFIX).ok_or_else(|| {
+        ApiError::new(
+            ErrorKind::UnknownOperation,
+            format!(
+                "X-Amz-Target `{target}` names no Kinesis operation: it must start with \
+                 {TARGET_PREFIX}"
+            ),
+        )
+    })
+}

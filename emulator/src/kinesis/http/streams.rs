@@ -1,0 +1,532 @@
+//! Stream operations: create, delete, describe, list, retention and tags.
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde::{Deserialize, Serialize};
+
+use super::api::{Api, TagKey};
+use super::error::{ApiError, ErrorKind};
+use super::wire::{
+    WireShard, check_name, count_in, epoch_seconds, parse, reply, required, stream_of,
+};
+use crate::kinesis::StreamSummary;
+
+/// The most tags a stream may carry.
+const MAX_TAGS_PER_STREAM: usize = 50;
+/// How many shards `DescribeStream` returns at most, and by default.
+const DESCRIBE_STREAM_PAGE: usize = 100;
+/// How many streams `ListStreams` returns at most, and by default.
+const LIST_STREAMS_PAGE: usize = 100;
+
+/// `StreamModeDetails`: the embedded Kinesis only has provisioned streams.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct StreamModeDetails {
+    stream_mode: Option<String>,
+}
+
+impl StreamModeDetails {
+    fn provisioned() -> Self {
+        Self {
+            stream_mode: Some("PROVISIONED".to_owned()),
+        }
+    }
+}
+
+/// `EnhancedMetrics`: shard-level metrics are never enabled here.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct EnhancedMetrics {
+    shard_level_metrics: [&'static str; 0],
+}
+
+const NO_ENHANCED_MONITORING: [EnhancedMetrics; 1] = [EnhancedMetrics {
+    shard_level_metrics: [],
+}];
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct CreateStreamInput {
+    stream_name: Option<String>,
+    shard_count: Option<i64>,
+    stream_mode_details: Option<StreamModeDetails>,
+    tags: Option<BTreeMap<String, String>>,
+    warm_throughput_mi_bps: Option<i64>,
+    max_record_size_in_ki_b: Option<i64>,
+}
+
+/// `CreateStream`: a provisioned stream, `ACTIVE` when the call returns.
+pub(super) fn create_stream(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
+    let input: CreateStreamInput = parse(body)?;
+    let name = required(input.stream_name, "StreamName")?;
+    check_name(&name, "StreamName")?;
+    let mode = input
+        .stream_mode_details
+        .and_then(|details| details.stream_mode);
+    if let Some(mode) = mode.filter(|mode| mode != "PROVISIONED") {
+        return Err(ApiError::invalid_argument(format!(
+            "StreamMode {mode} of stream {name} is not supported: the embedded Kinesis serves \
+             PROVISIONED streams only; give a ShardCount"
+        )));
+    }
+    let shard_count = input.shard_count.ok_or_else(|| {
+        ApiError::invalid_argument(format!(
+            "ShardCount is required to create stream {name}: the embedded Kinesis serves \
+             PROVISIONED streams only"
+        ))
+    })?;
+    let shard_count = count_in(shard_count, 1..=i64::from(u32::MAX), "ShardCount")?;
+    if input.warm_throughput_mi_bps.is_some_and(|warm| warm != 0) {
+        return Err(ApiError::invalid_argument(format!(
+            "WarmThroughputMiBps applies to ON_DEMAND streams; stream {name} is PROVISIONED"
+        )));
+    }
+    if input.max_record_size_in_ki_b.is_some_and(|kib| kib != 1024) {
+        return Err(ApiError::invalid_argument(format!(
+            "MaxRecordSizeInKiB of stream {name}: the embedded Kinesis keeps records of up to \
+             1024 KiB only"
+        )));
+    }
+    let tags = input.tags.unwrap_or_default();
+    check_tags(&name, &BTreeMap::new(), &tags)?;
+
+    let shard_count = u32::try_from(shard_count).expect("checked against u32::MAX");
+    api.kinesis.create_stream(&name, shard_count)?;
+    if !tags.is_empty() {
+        let key = tag_key(api, &name)?;
+        api.tags().insert(key, tags);
+    }
+    Ok(Vec::new())
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct StreamInput {
+    #[serde(rename = "StreamARN")]
+    stream_arn: Option<String>,
+    stream_name: Option<String>,
+}
+
+/// `DeleteStream`: gone when the call returns, with its tags.
+pub(super) fn delete_stream(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
+    let input: StreamInput = parse(body)?;
+    let stream = stream_of(
+        &api.kinesis,
+        input.stream_name.as_deref(),
+        input.stream_arn.as_deref(),
+    )?;
+    let key = tag_key(api, stream)?;
+    api.kinesis.delete_stream(stream)?;
+    api.tags().remove(&key);
+    Ok(Vec::new())
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct DescribeStreamSummaryOutput {
+    stream_description_summary: WireStreamSummary,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct WireStreamSummary {
+    stream_name: String,
+    #[serde(rename = "StreamARN")]
+    stream_arn: String,
+    stream_status: &'static str,
+    stream_mode_details: StreamModeDetails,
+    retention_period_hours: u64,
+    stream_creation_timestamp: f64,
+    enhanced_monitoring: [EnhancedMetrics; 1],
+    encryption_type: &'static str,
+    open_shard_count: usize,
+    consumer_count: u32,
+}
+
+/// `DescribeStreamSummary`.
+pub(super) fn describe_stream_summary(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
+    let input: StreamInput = parse(body)?;
+    let stream = stream_of(
+        &api.kinesis,
+        input.stream_name.as_deref(),
+        input.stream_arn.as_deref(),
+    )?;
+    let summary = api.kinesis.describe_stream_summary(stream)?;
+    Ok(reply(&DescribeStreamSummaryOutput {
+        stream_description_summary: WireStreamSummary {
+            stream_status: summary.status.as_str(),
+            stream_mode_details: StreamModeDetails::provisioned(),
+            retention_period_hours: retention_hours(&summary),
+            stream_creation_timestamp: epoch_seconds(summary.created),
+            enhanced_monitoring: NO_ENHANCED_MONITORING,
+            encryption_type: "NONE",
+            open_shard_count: summary.open_shard_count,
+            consumer_count: 0,
+            stream_name: summary.name,
+            stream_arn: summary.arn,
+        },
+    }))
+}
+
+/// The retention period in whole hours. A period set shorter than an hour through the
+/// builder shows as 0.
+fn retention_hours(summary: &StreamSummary) -> u64 {
+    summary.retention_period.as_secs() / 3600
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct DescribeStreamInput {
+    #[serde(rename = "StreamARN")]
+    stream_arn: Option<String>,
+    stream_name: Option<String>,
+    limit: Option<i64>,
+    exclusive_start_shard_id: Option<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct DescribeStreamOutput<'a> {
+    stream_description: WireStreamDescription<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct WireStreamDescription<'a> {
+    stream_name: String,
+    #[serde(rename = "StreamARN")]
+    stream_arn: String,
+    stream_status: &'static str,
+    stream_mode_details: StreamModeDetails,
+    shards: Vec<WireShard<'a>>,
+    has_more_shards: bool,
+    retention_period_hours: u64,
+    stream_creation_timestamp: f64,
+    enhanced_monitoring: [EnhancedMetrics; 1],
+    encryption_type: &'static str,
+}
+
+/// `DescribeStream`: the stream and a page of its shards (at most 100), in order of creation.
+pub(super) fn describe_stream(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
+    let input: DescribeStreamInput = parse(body)?;
+    let stream = stream_of(
+        &api.kinesis,
+        input.stream_name.as_deref(),
+        input.stream_arn.as_deref(),
+    )?;
+    let page = match input.limit {
+        Some(limit) => count_in(limit, 1..=10_000, "Limit")?.min(DESCRIBE_STREAM_PAGE),
+        None => DESCRIBE_STREAM_PAGE,
+    };
+    if let Some(start) = &input.exclusive_start_shard_id {
+        check_name(start, "ExclusiveStartShardId")?;
+    }
+    let summary = api.kinesis.describe_stream_summary(stream)?;
+    let shards = api.kinesis.list_shards(stream)?;
+    // Shard ids are `shardId-` and twelve digits, so text order is creation order.
+    let after_start: Vec<_> = shards
+        .iter()
+        .filter(|shard| {
+            input
+                .exclusive_start_shard_id
+                .as_deref()
+                .is_none_or(|start| shard.shard_id.as_str() > start)
+        })
+        .collect();
+    let has_more_shards = after_start.len() > page;
+    Ok(reply(&DescribeStreamOutput {
+        stream_description: WireStreamDescription {
+            stream_status: summary.status.as_str(),
+            stream_mode_details: StreamModeDetails::provisioned(),
+            shards: after_start
+                .into_iter()
+                .take(page)
+                .map(WireShard::from)
+                .collect(),
+            has_more_shards,
+            retention_period_hours: retention_hours(&summary),
+            stream_creation_timestamp: epoch_seconds(summary.created),
+            enhanced_monitoring: NO_ENHANCED_MONITORING,
+            encryption_type: "NONE",
+            stream_name: summary.name,
+            stream_arn: summary.arn,
+        },
+    }))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct ListStreamsInput {
+    limit: Option<i64>,
+    exclusive_start_stream_name: Option<String>,
+    next_token: Option<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct ListStreamsOutput {
+    stream_names: Vec<String>,
+    has_more_streams: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next_token: Option<String>,
+    stream_summaries: Vec<WireListedStream>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct WireListedStream {
+    stream_name: String,
+    #[serde(rename = "StreamARN")]
+    stream_arn: String,
+    stream_status: &'static str,
+    stream_mode_details: StreamModeDetails,
+    stream_creation_timestamp: f64,
+}
+
+/// `ListStreams`: names in alphabetical order, at most 100 a page. The `NextToken` holds the
+/// last name returned.
+pub(super) fn list_streams(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
+    let input: ListStreamsInput = parse(body)?;
+    let page = match input.limit {
+        Some(limit) => count_in(limit, 1..=10_000, "Limit")?.min(LIST_STREAMS_PAGE),
+        None => LIST_STREAMS_PAGE,
+    };
+    let after = match &input.next_token {
+        Some(token) => Some(decode_stream_token(token)?),
+        None => input.exclusive_start_stream_name,
+    };
+    let mut summaries: Vec<StreamSummary> = api
+        .kinesis
+        .list_streams()
+        .into_iter()
+        .filter(|name| after.as_deref().is_none_or(|after| name.as_str() > after))
+        // A stream deleted since it was listed is left out.
+        .filter_map(|name| api.kinesis.describe_stream_summary(&name).ok())
+        .take(page + 1)
+        .collect();
+    let has_more_streams = summaries.len() > page;
+    summaries.truncate(page);
+    let next_token = has_more_streams
+        .then(|| summaries.last())
+        .flatten()
+        .map(|last| URL_SAFE_NO_PAD.encode(&last.name));
+    Ok(reply(&ListStreamsOutput {
+        stream_names: summaries
+            .iter()
+            .map(|summary| summary.name.clone())
+            .collect(),
+        has_more_streams,
+        next_token,
+        stream_summaries: summaries
+            .into_iter()
+            .map(|summary| WireListedStream {
+                stream_status: summary.status.as_str(),
+                stream_mode_details: StreamModeDetails::provisioned(),
+                stream_creation_timestamp: epoch_seconds(summary.created),
+                stream_name: summary.name,
+                stream_arn: summary.arn,
+            })
+            .collect(),
+    }))
+}
+
+fn decode_stream_token(token: &str) -> Result<String, ApiError> {
+    URL_SAFE_NO_PAD
+        .decode(token)
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .ok_or_else(|| {
+            ApiError::invalid_argument(format!("NextToken `{token}` was not issued by ListStreams"))
+        })
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct RetentionInput {
+    #[serde(rename = "StreamARN")]
+    stream_arn: Option<String>,
+    stream_name: Option<String>,
+    retention_period_hours: Option<i64>,
+}
+
+/// `IncreaseStreamRetentionPeriod` (`increase`) and `DecreaseStreamRetentionPeriod`.
+pub(super) fn change_retention(
+    api: &Api,
+    body: &[u8],
+    increase: bool,
+) -> Result<Vec<u8>, ApiError> {
+    let input: RetentionInput = parse(body)?;
+    let stream = stream_of(
+        &api.kinesis,
+        input.stream_name.as_deref(),
+        input.stream_arn.as_deref(),
+    )?;
+    let hours = required(input.retention_period_hours, "RetentionPeriodHours")?;
+    let hours = u32::try_from(hours).map_err(|_| {
+        ApiError::invalid_argument(format!(
+            "RetentionPeriodHours {hours} of stream {stream} is out of range"
+        ))
+    })?;
+    if increase {
+        api.kinesis
+            .increase_stream_retention_period(stream, hours)?;
+    } else {
+        api.kinesis
+            .decrease_stream_retention_period(stream, hours)?;
+    }
+    Ok(Vec::new())
+}
+
+/// Where a stream's tags are kept: its name and creation time.
+fn tag_key(api: &Api, stream: &str) -> Result<TagKey, ApiError> {
+    let summary = api.kinesis.describe_stream_summary(stream)?;
+    Ok((summary.name, summary.created))
+}
+
+/// Checks tags about to be added to a stream that has `existing` ones.
+fn check_tags(
+    stream: &str,
+    existing: &BTreeMap<String, String>,
+    added: &BTreeMap<String, String>,
+) -> Result<(), ApiError> {
+    for (key, value) in added {
+        if !(1..=128).contains(&key.chars().count()) || value.chars().count() > 256 {
+            return Err(ApiError::invalid_argument(format!(
+                "Tag `{key}` of stream {stream}: keys have 1 to 128 characters, values at most \
+                 256"
+            )));
+        }
+    }
+    let total = existing.len()
+        + added
+            .keys()
+            .filter(|key| !existing.contains_key(*key))
+            .count();
+    if total > MAX_TAGS_PER_STREAM {
+        return Err(ApiError::new(
+            ErrorKind::LimitExceeded,
+            format!(
+                "Stream {stream} would have {total} tags; a stream has at most \
+                 {MAX_TAGS_PER_STREAM}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct AddTagsInput {
+    #[serde(rename = "StreamARN")]
+    stream_arn: Option<String>,
+    stream_name: Option<String>,
+    tags: Option<BTreeMap<String, String>>,
+}
+
+/// `AddTagsToStream`: adds tags, replacing the values of keys the stream has already.
+pub(super) fn add_tags(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
+    let input: AddTagsInput = parse(body)?;
+    let stream = stream_of(
+        &api.kinesis,
+        input.stream_name.as_deref(),
+        input.stream_arn.as_deref(),
+    )?;
+    let added = required(input.tags, "Tags")?;
+    let key = tag_key(api, stream)?;
+    let mut tags = api.tags();
+    let existing = tags.entry(key).or_default();
+    check_tags(stream, existing, &added)?;
+    existing.extend(added);
+    Ok(Vec::new())
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct RemoveTagsInput {
+    #[serde(rename = "StreamARN")]
+    stream_arn: Option<String>,
+    stream_name: Option<String>,
+    tag_keys: Option<Vec<String>>,
+}
+
+/// `RemoveTagsFromStream`: keys the stream does not have are ignored.
+pub(super) fn remove_tags(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
+    let input: RemoveTagsInput = parse(body)?;
+    let stream = stream_of(
+        &api.kinesis,
+        input.stream_name.as_deref(),
+        input.stream_arn.as_deref(),
+    )?;
+    let removed = required(input.tag_keys, "TagKeys")?;
+    let key = tag_key(api, stream)?;
+    if let Some(existing) = api.tags().get_mut(&key) {
+        for tag_key in &removed {
+            existing.remove(tag_key);
+        }
+    }
+    Ok(Vec::new())
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct ListTagsInput {
+    #[serde(rename = "StreamARN")]
+    stream_arn: Option<String>,
+    stream_name: Option<String>,
+    exclusive_start_tag_key: Option<String>,
+    limit: Option<i64>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct ListTagsOutput {
+    tags: Vec<WireTag>,
+    has_more_tags: bool,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct WireTag {
+    key: String,
+    value: String,
+}
+
+/// `ListTagsForStream`: tags in key order, after `ExclusiveStartTagKey`.
+pub(super) fn list_tags(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
+    let input: ListTagsInput = parse(body)?;
+    let stream = stream_of(
+        &api.kinesis,
+        input.stream_name.as_deref(),
+        input.stream_arn.as_deref(),
+    )?;
+    let limit = match input.limit {
+        Some(limit) => count_in(limit, 1..=50, "Limit")?,
+        None => MAX_TAGS_PER_STREAM,
+    };
+    let key = tag_key(api, stream)?;
+    let tags = api.tags();
+    let after: Vec<(&String, &String)> = tags
+        .get(&key)
+        .into_iter()
+        .flatten()
+        .filter(|(tag_key, _)| {
+            input
+                .exclusive_start_tag_key
+                .as_deref()
+                .is_none_or(|start| tag_key.as_str() > start)
+        })
+        .collect();
+    Ok(reply(&ListTagsOutput {
+        has_more_tags: after.len() > limit,
+        tags: after
+            .into_iter()
+            .take(limit)
+            .map(|(key, value)| WireTag {
+                key: key.clone(),
+                value: value.clone(),
+            })
+            .collect(),
+    }))
+}

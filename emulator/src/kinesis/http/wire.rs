@@ -1,0 +1,295 @@
+//! How requests are read and answers written: JSON 1.1 bodies, timestamps as epoch seconds,
+//! streams named by name or ARN, and the shapes several operations share.
+
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use super::error::{ApiError, ErrorKind};
+use crate::kinesis::EmbeddedKinesis;
+use crate::source::{HashKeyRange, Shard};
+
+/// Reads a request body. An empty body counts as `{}`, since an operation without members may
+/// be sent without one.
+pub(super) fn parse<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, ApiError> {
+    let body = if body.iter().all(u8::is_ascii_whitespace) {
+        b"{}".as_slice()
+    } else {
+        body
+    };
+    serde_json::from_slice(body).map_err(|error| {
+        ApiError::new(
+            ErrorKind::Serialization,
+            format!("Could not read the request body as this operation's JSON: {error}"),
+        )
+    })
+}
+
+/// Writes an answer body.
+pub(super) fn reply<T: Serialize>(output: &T) -> Vec<u8> {
+    serde_json::to_vec(output).expect("answers hold only strings, numbers, lists and maps")
+}
+
+/// A required member, or the validation error for its absence.
+pub(super) fn required<T>(value: Option<T>, member: &str) -> Result<T, ApiError> {
+    value.ok_or_else(|| ApiError::missing(member))
+}
+
+/// The latest timestamp a request may carry (the year 9999 or so), far below where times
+/// overflow.
+const MAX_TIMESTAMP_MICROS: f64 = 253_402_300_800.0 * 1e6;
+
+/// A timestamp as JSON 1.1 sends it: seconds since the Unix epoch, with a fraction. Text that
+/// holds such a number is accepted too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Timestamp(pub(super) SystemTime);
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Seconds {
+            Number(f64),
+            Text(String),
+        }
+        let seconds = match Seconds::deserialize(deserializer)? {
+            Seconds::Number(seconds) => seconds,
+            Seconds::Text(text) => text.trim().parse().map_err(|_| {
+                serde::de::Error::custom(format!(
+                    "timestamp `{text}` is not a number of seconds since the Unix epoch"
+                ))
+            })?,
+        };
+        if !seconds.is_finite() {
+            return Err(serde::de::Error::custom(
+                "a timestamp must be a finite number",
+            ));
+        }
+        // Rounded to whole microseconds: an f64 near today's epoch seconds carries about a
+        // quarter of a microsecond of noise, which must not push `1.123` past 1,123 ms.
+        let micros = (seconds.max(0.0) * 1e6).round();
+        if micros > MAX_TIMESTAMP_MICROS {
+            return Err(serde::de::Error::custom(format!(
+                "timestamp {seconds} lies too far in the future"
+            )));
+        }
+        Ok(Self(
+            SystemTime::UNIX_EPOCH + Duration::from_micros(micros as u64),
+        ))
+    }
+}
+
+/// A time as answers carry it: seconds since the Unix epoch, to the millisecond.
+pub(super) fn epoch_seconds(time: SystemTime) -> f64 {
+    let millis = time
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis());
+    millis as f64 / 1000.0
+}
+
+/// Checks a stream name or shard id against the API's pattern `[a-zA-Z0-9_.-]+`, 1 to 128
+/// characters.
+pub(super) fn check_name(value: &str, member: &str) -> Result<(), ApiError> {
+    let valid = (1..=128).contains(&value.len())
+        && value
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || b"_.-".contains(&byte));
+    if valid {
+        Ok(())
+    } else {
+        Err(ApiError::validation(format!(
+            "1 validation error detected: Value '{value}' at '{member}' failed to satisfy \
+             constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+ and \
+             have length between 1 and 128"
+        )))
+    }
+}
+
+/// The stream a request names, by `StreamName` or `StreamARN` (as the embedded Kinesis takes
+/// either). When both are given they must name the same stream.
+pub(super) fn stream_of<'a>(
+    kinesis: &EmbeddedKinesis,
+    name: Option<&'a str>,
+    arn: Option<&'a str>,
+) -> Result<&'a str, ApiError> {
+    if let Some(name) = name {
+        check_name(name, "StreamName")?;
+    }
+    if let Some(arn) = arn {
+        let shaped_like_an_arn = arn.starts_with("arn:aws")
+            && arn.contains(":kinesis:")
+            && arn.contains(":stream/")
+            && !arn.contains(char::is_whitespace);
+        if !shaped_like_an_arn {
+            return Err(ApiError::validation(format!(
+                "1 validation error detected: Value '{arn}' at 'StreamARN' failed to satisfy \
+                 constraint: Member must satisfy regular expression pattern: \
+                 arn:aws.*:kinesis:.*:\\d{{12}}:stream/\\S+"
+            )));
+        }
+    }
+    match (name, arn) {
+        (Some(name), Some(arn)) if kinesis.stream_arn(name) != arn => {
+            Err(ApiError::invalid_argument(format!(
+                "StreamARN {arn} and StreamName {name} name different streams"
+            )))
+        }
+        (_, Some(arn)) => Ok(arn),
+        (Some(name), None) => Ok(name),
+        (None, None) => Err(ApiError::invalid_argument(
+            "Either StreamName or StreamARN must be given",
+        )),
+    }
+}
+
+/// A hash key range: decimal text, as the API spells 128-bit numbers.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub(super) struct WireHashKeyRange {
+    starting_hash_key: String,
+    ending_hash_key: String,
+}
+
+impl From<&HashKeyRange> for WireHashKeyRange {
+    fn from(range: &HashKeyRange) -> Self {
+        Self {
+            starting_hash_key: range.starting_hash_key.to_string(),
+            ending_hash_key: range.ending_hash_key.to_string(),
+        }
+    }
+}
+
+/// A shard as `ListShards` and `DescribeStream` describe it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub(super) struct WireShard<'a> {
+    shard_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent_shard_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    adjacent_parent_shard_id: Option<&'a str>,
+    hash_key_range: WireHashKeyRange,
+    sequence_number_range: WireSequenceNumberRange<'a>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct WireSequenceNumberRange<'a> {
+    starting_sequence_number: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ending_sequence_number: Option<&'a str>,
+}
+
+impl<'a> From<&'a Shard> for WireShard<'a> {
+    fn from(shard: &'a Shard) -> Self {
+        Self {
+            shard_id: &shard.shard_id,
+            parent_shard_id: shard.parent_shard_id.as_deref(),
+            adjacent_parent_shard_id: shard.adjacent_parent_shard_id.as_deref(),
+            hash_key_range: WireHashKeyRange::from(&shard.hash_key_range),
+            sequence_number_range: WireSequenceNumberRange {
+                starting_sequence_number: shard.starting_sequence_number.as_str(),
+                ending_sequence_number: shard
+                    .ending_sequence_number
+                    .as_ref()
+                    .map(|sequence_number| sequence_number.as_str()),
+            },
+        }
+    }
+}
+
+/// A count from a request (`ShardCount`, `Limit`, ...) that must lie in `range`; a value
+/// outside it breaks the API model's constraint.
+pub(super) fn count_in(
+    value: i64,
+    range: std::ops::RangeInclusive<i64>,
+    member: &str,
+) -> Result<usize, ApiError> {
+    if range.contains(&value) {
+        Ok(usize::try_from(value).expect("the range lies within usize"))
+    } else {
+        Err(ApiError::validation(format!(
+            "1 validation error detected: Value '{value}' at '{member}' failed to satisfy \
+             constraint: Member must have value between {} and {}",
+            range.start(),
+            range.end()
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[track_caller]
+    fn check_timestamp(json: &str, expected_micros: u64) {
+        let Timestamp(time) = serde_json::from_str(json).unwrap();
+        assert_eq!(
+            time,
+            SystemTime::UNIX_EPOCH + Duration::from_micros(expected_micros),
+            "{json}"
+        );
+    }
+
+    #[test]
+    fn timestamps_are_epoch_seconds_to_the_microsecond() {
+        check_timestamp("1700000000.123", 1_700_000_000_123_000);
+        check_timestamp("1700000000", 1_700_000_000_000_000);
+        check_timestamp("\"1459799926.480\"", 1_459_799_926_480_000);
+        check_timestamp("-5", 0);
+        assert!(serde_json::from_str::<Timestamp>("1e300").is_err());
+        assert!(serde_json::from_str::<Timestamp>("\"yesterday\"").is_err());
+        assert!(serde_json::from_str::<Timestamp>("true").is_err());
+    }
+
+    #[test]
+    fn answers_carry_milliseconds() {
+        let time = SystemTime::UNIX_EPOCH + Duration::from_micros(1_700_000_000_123_900);
+        assert_eq!(
+            serde_json::to_string(&epoch_seconds(time)).unwrap(),
+            "1700000000.123"
+        );
+    }
+
+    #[test]
+    fn a_stream_is_named_by_name_or_arn_but_not_two_different_ones() {
+        let kinesis = EmbeddedKinesis::new();
+        let arn = kinesis.stream_arn("orders");
+        assert_eq!(stream_of(&kinesis, Some("orders"), None), Ok("orders"));
+        assert_eq!(stream_of(&kinesis, None, Some(&arn)), Ok(arn.as_str()));
+        assert_eq!(
+            stream_of(&kinesis, Some("orders"), Some(&arn)),
+            Ok(arn.as_str())
+        );
+        let other = kinesis.stream_arn("payments");
+        assert_eq!(
+            stream_of(&kinesis, Some("orders"), Some(&other)).map_err(|error| error.kind),
+            Err(ErrorKind::InvalidArgument)
+        );
+        assert_eq!(
+            stream_of(&kinesis, None, None).map_err(|error| error.kind),
+            Err(ErrorKind::InvalidArgument)
+        );
+        assert_eq!(
+            stream_of(&kinesis, Some("no spaces"), None).map_err(|error| error.kind),
+            Err(ErrorKind::Validation)
+        );
+        assert_eq!(
+            stream_of(&kinesis, None, Some("orders")).map_err(|error| error.kind),
+            Err(ErrorKind::Validation)
+        );
+    }
+
+    #[test]
+    fn an_empty_body_is_an_empty_object() {
+        #[derive(Deserialize)]
+        struct Nothing {}
+        assert!(parse::<Nothing>(b"").is_ok());
+        assert_eq!(
+            parse::<Nothing>(b"[1")
+                .map(drop)
+                .map_err(|error| error.kind),
+            Err(ErrorKind::Serialization)
+        );
+    }
+}
