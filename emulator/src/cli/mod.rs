@@ -1,6 +1,7 @@
 //! The `kinesis-esm` command line.
 
 mod commands;
+mod progress;
 mod run;
 
 pub use commands::STATUS_PATH;
@@ -72,9 +73,14 @@ impl From<Exit> for ExitCode {
 impl Cli {
     /// Runs the command line.
     pub async fn run(self) -> Exit {
-        init_logging(self.log_format);
+        // While `run` works in a terminal, a line per shard stays at the bottom of the screen.
+        let progress = match (&self.command, self.log_format) {
+            (Command::Run(_), LogFormat::Text) => progress::Progress::for_terminal(),
+            _ => None,
+        };
+        init_logging(self.log_format, progress.as_ref());
         let result = match self.command {
-            Command::Run(args) => run::run(args).await,
+            Command::Run(args) => run::run(args, progress).await,
             Command::Put(args) => commands::put(args).await.map(|()| Exit::Settled),
             Command::Reshard(args) => commands::reshard(args).await.map(|()| Exit::Settled),
             Command::Events(args) => commands::events(args).map(|()| Exit::Settled),
@@ -90,17 +96,22 @@ impl Cli {
     }
 }
 
-fn init_logging(format: LogFormat) {
+fn init_logging(format: LogFormat, progress: Option<&progress::Progress>) {
     use tracing_subscriber::EnvFilter;
     let filter =
         EnvFilter::try_from_env("KINESIS_ESM_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
     // A second initialisation (in tests) keeps the first subscriber.
-    let _ = match format {
-        LogFormat::Text => builder.with_target(false).try_init(),
-        LogFormat::Json => builder.json().try_init(),
+    let _ = match (format, progress) {
+        (LogFormat::Json, _) => builder.json().with_writer(std::io::stderr).try_init(),
+        (LogFormat::Text, Some(progress)) => builder
+            .with_target(false)
+            .with_writer(progress.log_writer())
+            .try_init(),
+        (LogFormat::Text, None) => builder
+            .with_target(false)
+            .with_writer(std::io::stderr)
+            .try_init(),
     };
 }
 

@@ -1,19 +1,23 @@
 //! `kinesis-esm run`: the template's streams and functions, with their event source mappings.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use clap::Args;
+use tokio::sync::watch;
 
-use super::{Exit, connection_to, parse_duration};
+use super::progress::Progress;
+use super::{Exit, STATUS_PATH, connection_to, parse_duration};
 use crate::aws::{AwsConnection, DynamoLeaseStore, SdkKinesis};
 use crate::backoff::{Backoff, BackoffConfig, RetryKind};
 use crate::function::build_function;
 use crate::invoke::Invoker;
 use crate::invoke::invoke_api::{InvokeApi, InvokeApiOptions};
 use crate::invoke::runtime_api::{FunctionDefinition, RuntimeApi};
+use crate::kinesis::http::{DEFAULT_ADDR, ServerHandle, SideDocument, serve_with};
 use crate::kinesis::{EmbeddedKinesis, MAX_PUT_RECORDS_ENTRIES, PutRecordsEntry};
 use crate::lease::{LeaseStore, MemoryLeaseStore};
 use crate::mapping::{EventSourceMapping, MappingOptions, MappingStatus, RunningMapping};
@@ -80,12 +84,23 @@ pub struct RunArgs {
     /// and region chains) instead of running their binaries.
     #[arg(long, conflicts_with = "invoke_endpoint")]
     invoke_lambda: bool,
+    /// Serves the embedded Kinesis over the Kinesis API on this address (for the aws CLI, SDKs,
+    /// `kinesis-esm put`), with the mappings' status for `kinesis-esm status`. By default
+    /// 127.0.0.1:4566, skipped with a warning if that port is taken.
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<std::net::SocketAddr>,
+    /// Does not serve the embedded Kinesis.
+    #[arg(long, conflicts_with = "listen")]
+    no_listen: bool,
+    /// The longest pause between retries of a failed batch (they start at 100 ms and grow).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "2s")]
+    max_retry_pause: Duration,
     /// How long another worker's lease may go unrenewed before this one takes it.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
     failover_time: Duration,
 }
 
-pub(super) async fn run(args: RunArgs) -> anyhow::Result<Exit> {
+pub(super) async fn run(args: RunArgs, progress: Option<Progress>) -> anyhow::Result<Exit> {
     let options = TemplateOptions {
         region: args.region.clone(),
         account_id: args.account_id.clone(),
@@ -125,9 +140,17 @@ pub(super) async fn run(args: RunArgs) -> anyhow::Result<Exit> {
     for put in &args.puts {
         publish(&streams, &template, put).await?;
     }
+    let statuses: Arc<Mutex<Vec<watch::Receiver<MappingStatus>>>> = Arc::default();
+    let server = match &streams {
+        Streams::Embedded(kinesis) if !args.no_listen => {
+            serve(kinesis, args.listen, &statuses).await?
+        }
+        _ => None,
+    };
     let leases = open_lease_store(&args).await?;
     let mut mapping_options = MappingOptions {
         failover_time: args.failover_time,
+        retry_backoff_max: args.max_retry_pause,
         invoke_identity_arn: format!("arn:aws:iam::{}:role/kinesis-esm", args.account_id),
         ..MappingOptions::default()
     };
@@ -166,10 +189,18 @@ pub(super) async fn run(args: RunArgs) -> anyhow::Result<Exit> {
                 EventSourceMapping::new(config.clone(), Arc::clone(&source), Arc::clone(&invoker))
                     .lease_store(Arc::clone(&leases))
                     .options(mapping_options.clone());
-            mappings.push(mapping.start());
+            let mapping = mapping.start();
+            statuses
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(mapping.status_receiver());
+            mappings.push(mapping);
         }
     }
 
+    let (stop_progress, progress_stopped) = watch::channel(false);
+    let progress = progress
+        .map(|progress| tokio::spawn(progress.show(Arc::clone(&statuses), progress_stopped)));
     let interrupted = if args.until_idle {
         tokio::select! {
             () = wait_until_idle(&mappings) => false,
@@ -182,15 +213,22 @@ pub(super) async fn run(args: RunArgs) -> anyhow::Result<Exit> {
     if interrupted {
         eprintln!("kinesis-esm: stopping after the batches in flight");
     }
-    let mut statuses: Vec<MappingStatus> = Vec::new();
+    let mut finals: Vec<MappingStatus> = Vec::new();
     for mapping in mappings {
-        statuses.push(mapping.stop().await);
+        finals.push(mapping.stop().await);
+    }
+    stop_progress.send_replace(true);
+    if let Some(progress) = progress {
+        let _ = progress.await;
     }
     for invoker in invokers {
         invoker.shutdown().await;
     }
+    if let Some(server) = server {
+        server.stop().await;
+    }
     let mut held = false;
-    for status in &statuses {
+    for status in &finals {
         print!("{}", summary::render(status));
         held |= status.shards.values().any(|shard| shard.held.is_some());
     }
@@ -227,6 +265,40 @@ async fn invoker_for(
     definition.account_id.clone_from(&args.account_id);
     definition.environment.clone_from(&function.environment);
     Ok(Arc::new(RuntimeApi::new(definition)))
+}
+
+/// Serves the embedded Kinesis and the mappings' status.
+async fn serve(
+    kinesis: &EmbeddedKinesis,
+    listen: Option<SocketAddr>,
+    statuses: &Arc<Mutex<Vec<watch::Receiver<MappingStatus>>>>,
+) -> anyhow::Result<Option<ServerHandle>> {
+    let statuses = Arc::clone(statuses);
+    let document: SideDocument = Arc::new(move || {
+        let statuses: Vec<MappingStatus> = statuses
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|status| status.borrow().clone())
+            .collect();
+        serde_json::to_vec(&statuses).unwrap_or_default()
+    });
+    let addr = listen.unwrap_or(DEFAULT_ADDR);
+    match serve_with(kinesis.clone(), addr, Some((STATUS_PATH, document))).await {
+        Ok(server) => {
+            eprintln!(
+                "kinesis-esm: Kinesis API at {url} (aws --endpoint-url {url} kinesis ...; kinesis-esm status --endpoint {url})",
+                url = server.endpoint_url()
+            );
+            Ok(Some(server))
+        }
+        // The default port may belong to another local stack: run without the endpoint.
+        Err(error) if listen.is_none() => {
+            tracing::warn!(%error, "not serving the Kinesis API (pass --listen ADDR to choose another address)");
+            Ok(None)
+        }
+        Err(error) => Err(error.into()),
+    }
 }
 
 async fn wait_until_idle(mappings: &[RunningMapping]) {

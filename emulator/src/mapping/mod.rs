@@ -189,6 +189,11 @@ impl RunningMapping {
         self.status.borrow().clone()
     }
 
+    /// A receiver of the mapping's status, for watching it from another task.
+    pub fn status_receiver(&self) -> watch::Receiver<MappingStatus> {
+        self.status.clone()
+    }
+
     /// The mapping's configuration.
     pub fn config(&self) -> &MappingConfig {
         &self.shared.config

@@ -38,13 +38,19 @@ pub(super) type TagKey = (String, SystemTime);
 pub(super) struct Api {
     pub(super) kinesis: EmbeddedKinesis,
     tags: Mutex<HashMap<TagKey, BTreeMap<String, String>>>,
+    /// A JSON document served on `GET <path>`, beside the API.
+    pub(super) document: Option<(&'static str, super::SideDocument)>,
 }
 
 impl Api {
-    pub(super) fn new(kinesis: EmbeddedKinesis) -> Self {
+    pub(super) fn new(
+        kinesis: EmbeddedKinesis,
+        document: Option<(&'static str, super::SideDocument)>,
+    ) -> Self {
         Self {
             kinesis,
             tags: Mutex::default(),
+            document,
         }
     }
 

@@ -106,9 +106,22 @@ impl fmt::Debug for ServerHandle {
     }
 }
 
+/// A side document the endpoint serves as JSON on `GET <path>`, beside the Kinesis API: how
+/// `kinesis-esm run` publishes its mappings' status for `kinesis-esm status`.
+pub type SideDocument = Arc<dyn Fn() -> Vec<u8> + Send + Sync>;
+
 /// Serves `kinesis` over the Kinesis API on `addr` (port 0 picks a free one), in a task of the
 /// current tokio runtime. The endpoint answers as soon as this returns.
 pub async fn serve(kinesis: EmbeddedKinesis, addr: SocketAddr) -> Result<ServerHandle, ServeError> {
+    serve_with(kinesis, addr, None).await
+}
+
+/// [`serve`], also answering `GET` on `document`'s path with its JSON.
+pub async fn serve_with(
+    kinesis: EmbeddedKinesis,
+    addr: SocketAddr,
+    document: Option<(&'static str, SideDocument)>,
+) -> Result<ServerHandle, ServeError> {
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|source| ServeError { addr, source })?;
@@ -116,7 +129,8 @@ pub async fn serve(kinesis: EmbeddedKinesis, addr: SocketAddr) -> Result<ServerH
         .local_addr()
         .map_err(|source| ServeError { addr, source })?;
     let (stop, stopped) = watch::channel(false);
-    let task = tokio::spawn(server::run(listener, Arc::new(Api::new(kinesis)), stopped));
+    let api = Api::new(kinesis, document);
+    let task = tokio::spawn(server::run(listener, Arc::new(api), stopped));
     tracing::info!(%local_addr, "serving the embedded Kinesis over the Kinesis API");
     Ok(ServerHandle {
         local_addr,
