@@ -10,4 +10,5 @@
 //! exactly the order the mapping made the changes, with no other thread in between.
 
 mod contract;
+mod resharding;
 mod responses;
