@@ -71,7 +71,11 @@ pub(super) struct ShardReader {
     iterator: Option<String>,
     /// The children named at the end of the shard.
     children: Vec<ChildShard>,
+    /// The last record read, or the checkpoint the reader resumed after.
     last_read: Option<SequenceNumber>,
+    /// Whether every record of the shard lies ahead of the reader until it reads one (it started
+    /// at `TRIM_HORIZON`), so that "any record" is what it waits for.
+    started_at_oldest: bool,
     highest_delivered: Option<SequenceNumber>,
     /// The size of the last event, to size the next one's buffer at once.
     last_payload_len: usize,
@@ -106,6 +110,7 @@ impl ShardReader {
             iterator: None,
             children: Vec::new(),
             last_read: None,
+            started_at_oldest: false,
             highest_delivered: None,
             last_payload_len: 0,
             read_backoff,
@@ -161,8 +166,13 @@ impl ShardReader {
                 StartingPosition::AtTimestamp(at) => IteratorPosition::AtTimestamp(at),
                 _ => IteratorPosition::TrimHorizon,
             },
-            Checkpoint::SequenceNumber(last) => IteratorPosition::AfterSequenceNumber(last.clone()),
+            Checkpoint::SequenceNumber(last) => {
+                // New records are those after the checkpoint, not any record of the shard.
+                self.last_read = Some(last.clone());
+                IteratorPosition::AfterSequenceNumber(last.clone())
+            }
         };
+        self.started_at_oldest = position == IteratorPosition::TrimHorizon;
         let shard_id = self.shard.shard_id.clone();
         self.shared.emit(|| MappingEvent::ShardStarted {
             shard_id: shard_id.clone(),
@@ -241,6 +251,12 @@ impl ShardReader {
     }
 
     async fn wait_for_records(&mut self, timeout: Duration) -> Result<(), ReaderExit> {
+        if self.last_read.is_none() && !self.started_at_oldest {
+            // A reader that started at `LATEST` or at a timestamp and has read nothing yet sits
+            // after records it will never read: waiting for "any record" would return at once
+            // and spin. Only polling tells when new records come.
+            return self.pause(timeout).await;
+        }
         let source = Arc::clone(&self.shared.source);
         let stream = self.shared.config.stream_name.clone();
         tokio::select! {
