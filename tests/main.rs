@@ -12,3 +12,4 @@
 mod contract;
 mod resharding;
 mod responses;
+mod restart;

@@ -14,7 +14,7 @@ use kinesis_esm::function::build_function;
 use kinesis_esm::invoke::runtime_api::{FunctionDefinition, RuntimeApi};
 use kinesis_esm::invoke::{InProcess, Invoker};
 use kinesis_esm::kinesis::{EmbeddedKinesis, PutRecordOutput, PutRecordsEntry};
-use kinesis_esm::lease::Checkpoint;
+use kinesis_esm::lease::{Checkpoint, LeaseStore, MemoryLeaseStore};
 use kinesis_esm::mapping::{
     EventSourceMapping, MappingEvent, MappingOptions, MappingStatus, RunningMapping, ShardStatus,
 };
@@ -24,6 +24,11 @@ use tokio::sync::mpsc;
 
 /// How long any one wait of a test may take before the test fails.
 pub const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a mapping may run before the whole test binary is aborted. The tests' runtime has one
+/// thread: a mapping task that never yields starves it, timers included, so [`TIMEOUT`] could
+/// never fire. This limit is kept by a thread of its own.
+pub const WATCHDOG: Duration = Duration::from_secs(120);
 
 /// Logs to the test output, only when `RUST_LOG` is set.
 pub fn init_logging() {
@@ -234,6 +239,28 @@ impl TestStream {
     }
 }
 
+/// Aborts the process unless dropped within [`WATCHDOG`].
+struct Watchdog {
+    _done: std::sync::mpsc::Sender<()>,
+}
+
+impl Watchdog {
+    fn new(what: String) -> Self {
+        let (done, dropped) = std::sync::mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = dropped.recv_timeout(WATCHDOG)
+            {
+                eprintln!(
+                    "{what} still runs after {WATCHDOG:?}: a task that never yields has starved the \
+                     test's runtime; aborting"
+                );
+                std::process::abort();
+            }
+        });
+        Self { _done: done }
+    }
+}
+
 /// A started mapping with what its observer saw.
 pub struct Observed {
     /// The mapping.
@@ -241,14 +268,30 @@ pub struct Observed {
     /// Its events so far, in the order they were sent.
     events: Vec<MappingEvent>,
     receiver: mpsc::UnboundedReceiver<MappingEvent>,
+    _watchdog: Watchdog,
 }
 
 impl Observed {
     /// Starts a mapping over `stream` with [`fast_options`] and a fresh memory lease store.
     pub fn start(config: MappingConfig, stream: &TestStream, invoker: Arc<dyn Invoker>) -> Self {
+        Self::start_with_leases(config, stream, invoker, Arc::new(MemoryLeaseStore::new()))
+    }
+
+    /// Starts a mapping over `stream` with [`fast_options`], keeping checkpoints in `leases`.
+    pub fn start_with_leases(
+        config: MappingConfig,
+        stream: &TestStream,
+        invoker: Arc<dyn Invoker>,
+        leases: Arc<dyn LeaseStore>,
+    ) -> Self {
         init_logging();
+        let watchdog = Watchdog::new(format!(
+            "the mapping of {} to {}",
+            config.stream_name, config.function_name
+        ));
         let (sender, receiver) = mpsc::unbounded_channel();
         let mapping = EventSourceMapping::new(config, Arc::new(stream.kinesis.clone()), invoker)
+            .lease_store(leases)
             .options(fast_options())
             .observe(sender)
             .start();
@@ -256,6 +299,7 @@ impl Observed {
             mapping,
             events: Vec::new(),
             receiver,
+            _watchdog: watchdog,
         }
     }
 
