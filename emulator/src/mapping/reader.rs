@@ -572,6 +572,7 @@ impl ShardReader {
 
     /// Marks the shard as blocked on `sequence_number`.
     fn hold(&self, sequence_number: &SequenceNumber, reason: &str) {
+        let retries_capped = self.shared.config.maximum_retry_attempts.is_some();
         tracing::debug!(shard_id = %self.shard.shard_id, %sequence_number, reason, "batch failed");
         self.shared.update_shard(&self.shard.shard_id, |status| {
             let failed_deliveries = match &status.held {
@@ -585,6 +586,7 @@ impl ShardReader {
                 sequence_number: sequence_number.clone(),
                 failed_deliveries,
                 reason: reason.to_owned(),
+                retries_capped,
             });
         });
     }
