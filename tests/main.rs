@@ -1,1 +1,16 @@
-//! End-to-end tests.
+//! End-to-end tests of the emulator: the shipping function and fixtures run through event source
+//! mappings over the embedded Kinesis, and the `kinesis-esm` command run as a process.
+//!
+//! Run with `cargo test -p end-to-end`; set `RUST_LOG=debug` to see the mapping's logs. The
+//! tests build what they run (the shipping `bootstrap`, `kinesis-esm`, the fixture functions
+//! under `tests/fixtures/functions`) with cargo, once per run.
+//!
+//! The tests run on tokio's current-thread runtime (`#[tokio::test]`), so the mapping's tasks
+//! and the test take turns on one thread: an observer's events and the status then change in
+//! exactly the order the mapping made the changes, with no other thread in between.
+
+mod cli;
+mod contract;
+mod resharding;
+mod responses;
+mod restart;

@@ -1,1 +1,398 @@
-//! Helpers shared by the end-to-end tests.
+//! Helpers shared by the end-to-end tests: building binaries, streams of the embedded Kinesis,
+//! mappings with short timings, and what an observer saw.
+//!
+//! Every wait goes through [`within`], which fails the test after [`TIMEOUT`] instead of hanging.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use kinesis_esm::config::{MappingConfig, StartingPosition};
+use kinesis_esm::function::build_function;
+use kinesis_esm::invoke::runtime_api::{FunctionDefinition, RuntimeApi};
+use kinesis_esm::invoke::{InProcess, Invoker};
+use kinesis_esm::kinesis::{EmbeddedKinesis, PutRecordOutput, PutRecordsEntry};
+use kinesis_esm::lease::{Checkpoint, LeaseStore, MemoryLeaseStore};
+use kinesis_esm::mapping::{
+    EventSourceMapping, MappingEvent, MappingOptions, MappingStatus, RunningMapping, ShardStatus,
+};
+use kinesis_esm::sequence::SequenceNumber;
+use kinesis_esm::source::Shard;
+use tokio::sync::mpsc;
+
+/// How long any one wait of a test may take before the test fails.
+pub const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a mapping may run before the whole test binary is aborted. The tests' runtime has one
+/// thread: a mapping task that never yields starves it, timers included, so [`TIMEOUT`] could
+/// never fire. This limit is kept by a thread of its own.
+pub const WATCHDOG: Duration = Duration::from_secs(120);
+
+/// Logs to the test output, only when `RUST_LOG` is set.
+pub fn init_logging() {
+    if std::env::var_os("RUST_LOG").is_some() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
+    }
+}
+
+/// Awaits `future`, failing the test if it takes longer than [`TIMEOUT`].
+pub async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
+    tokio::time::timeout(TIMEOUT, future)
+        .await
+        .unwrap_or_else(|_| panic!("timed out after {TIMEOUT:?} waiting for {what}"))
+}
+
+/// The workspace's root folder.
+pub fn workspace_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the tests crate lies inside the workspace")
+}
+
+/// A file or folder of `tests/fixtures`.
+pub fn fixture(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(relative)
+}
+
+/// Builds binary `binary` of the crate in `crate_dir` once per test run, off the async runtime.
+/// Builds are not bounded by [`TIMEOUT`]: a cold build of the emulator takes minutes.
+async fn built(
+    cell: &'static OnceLock<PathBuf>,
+    crate_dir: PathBuf,
+    binary: &'static str,
+) -> &'static Path {
+    tokio::task::spawn_blocking(move || {
+        cell.get_or_init(|| {
+            build_function(&crate_dir, binary, false)
+                .unwrap_or_else(|error| panic!("building the fixture failed: {error}"))
+        })
+        .as_path()
+    })
+    .await
+    .expect("building does not panic")
+}
+
+/// The shipping function's own `bootstrap`, as Lambda runs it.
+pub async fn shipping_bootstrap() -> &'static Path {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    built(
+        &BINARY,
+        workspace_dir().join("functions/shipping"),
+        "bootstrap",
+    )
+    .await
+}
+
+/// The `kinesis-esm` command.
+pub async fn kinesis_esm_binary() -> &'static Path {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    built(&BINARY, workspace_dir().join("emulator"), "kinesis-esm").await
+}
+
+/// The `canned-answer` fixture function (`tests/fixtures/functions/canned-answer`).
+pub async fn canned_answer_bootstrap() -> &'static Path {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    built(&BINARY, fixture("functions/canned-answer"), "bootstrap").await
+}
+
+/// How a test's mapping reaches the function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// In this process: `InProcess::handler(shipping::ship)`.
+    InProcess,
+    /// The function's own `bootstrap` binary under the Lambda Runtime API.
+    RuntimeApi,
+}
+
+impl Via {
+    /// A short name, for stream names.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::InProcess => "in-process",
+            Self::RuntimeApi => "runtime-api",
+        }
+    }
+
+    /// The shipping function, reached this way.
+    pub async fn shipping(self) -> Arc<dyn Invoker> {
+        match self {
+            Self::InProcess => Arc::new(InProcess::handler(shipping::ship)),
+            Self::RuntimeApi => {
+                let function = FunctionDefinition::new("shipping", shipping_bootstrap().await);
+                Arc::new(RuntimeApi::new(function))
+            }
+        }
+    }
+}
+
+/// The mapping's knobs, short enough that a test waits milliseconds where Lambda waits seconds.
+pub fn fast_options() -> MappingOptions {
+    MappingOptions {
+        poll_interval: Duration::from_millis(20),
+        shard_sync_interval: Duration::from_millis(10),
+        retry_backoff_initial: Duration::from_millis(5),
+        retry_backoff_max: Duration::from_millis(20),
+        ..MappingOptions::default()
+    }
+}
+
+/// A mapping config as the shipping template has it: partial batch responses on, retries
+/// unlimited unless the test says otherwise.
+pub fn config(function: &str, stream: &str, starting_position: StartingPosition) -> MappingConfig {
+    let mut config = MappingConfig::new(function, stream, starting_position);
+    config.batch_size = 10;
+    config.report_batch_item_failures = true;
+    config
+}
+
+/// A shipment's JSON, as producers publish it.
+pub fn shipment(id: u64, address: &str, carrier: &str) -> Bytes {
+    let shipment = shipping::Shipment {
+        id,
+        address: address.to_owned(),
+        carrier: carrier.to_owned(),
+    };
+    Bytes::from(serde_json::to_vec(&shipment).expect("a shipment serialises"))
+}
+
+/// A stream of an embedded Kinesis.
+#[derive(Debug, Clone)]
+pub struct TestStream {
+    /// The Kinesis holding it.
+    pub kinesis: EmbeddedKinesis,
+    /// Its name.
+    pub name: String,
+}
+
+impl TestStream {
+    /// Creates stream `name` with `shards` shards in a new embedded Kinesis.
+    pub fn create(name: &str, shards: u32) -> Self {
+        Self::create_in(&EmbeddedKinesis::new(), name, shards)
+    }
+
+    /// Creates stream `name` with `shards` shards in `kinesis`.
+    pub fn create_in(kinesis: &EmbeddedKinesis, name: &str, shards: u32) -> Self {
+        kinesis
+            .create_stream(name, shards)
+            .unwrap_or_else(|error| panic!("creating stream {name}: {error}"));
+        Self {
+            kinesis: kinesis.clone(),
+            name: name.to_owned(),
+        }
+    }
+
+    /// The stream's shards, parents before children.
+    pub fn shards(&self) -> Vec<Shard> {
+        self.kinesis
+            .list_shards(&self.name)
+            .unwrap_or_else(|error| panic!("listing the shards of {}: {error}", self.name))
+    }
+
+    /// The open shards, in hash key order.
+    pub fn open_shards(&self) -> Vec<Shard> {
+        let mut open: Vec<Shard> = self
+            .shards()
+            .into_iter()
+            .filter(|shard| !shard.is_closed())
+            .collect();
+        open.sort_by_key(|shard| shard.hash_key_range.starting_hash_key);
+        open
+    }
+
+    /// Puts a record routed by its partition key.
+    pub fn put(&self, partition_key: &str, data: impl Into<Bytes>) -> PutRecordOutput {
+        self.kinesis
+            .put_record(&self.name, PutRecordsEntry::new(partition_key, data))
+            .unwrap_or_else(|error| panic!("putting {partition_key} on {}: {error}", self.name))
+    }
+
+    /// Puts a record on the open shard `shard_id` (by an explicit hash key inside its range).
+    pub fn put_on(
+        &self,
+        shard_id: &str,
+        partition_key: &str,
+        data: impl Into<Bytes>,
+    ) -> SequenceNumber {
+        let shard = self
+            .shards()
+            .into_iter()
+            .find(|shard| shard.shard_id == shard_id)
+            .unwrap_or_else(|| panic!("stream {} has no shard {shard_id}", self.name));
+        let entry = PutRecordsEntry::new(partition_key, data)
+            .with_explicit_hash_key(shard.hash_key_range.starting_hash_key.to_string());
+        let put = self
+            .kinesis
+            .put_record(&self.name, entry)
+            .unwrap_or_else(|error| panic!("putting {partition_key} on {shard_id}: {error}"));
+        assert_eq!(
+            &*put.shard_id, shard_id,
+            "the explicit hash key chose the shard"
+        );
+        put.sequence_number
+    }
+}
+
+/// Aborts the process unless dropped within [`WATCHDOG`].
+struct Watchdog {
+    _done: std::sync::mpsc::Sender<()>,
+}
+
+impl Watchdog {
+    fn new(what: String) -> Self {
+        let (done, dropped) = std::sync::mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = dropped.recv_timeout(WATCHDOG)
+            {
+                eprintln!(
+                    "{what} still runs after {WATCHDOG:?}: a task that never yields has starved the \
+                     test's runtime; aborting"
+                );
+                std::process::abort();
+            }
+        });
+        Self { _done: done }
+    }
+}
+
+/// A started mapping with what its observer saw.
+pub struct Observed {
+    /// The mapping.
+    pub mapping: RunningMapping,
+    /// Its events so far, in the order they were sent.
+    events: Vec<MappingEvent>,
+    receiver: mpsc::UnboundedReceiver<MappingEvent>,
+    _watchdog: Watchdog,
+}
+
+impl Observed {
+    /// Starts a mapping over `stream` with [`fast_options`] and a fresh memory lease store.
+    pub fn start(config: MappingConfig, stream: &TestStream, invoker: Arc<dyn Invoker>) -> Self {
+        Self::start_with_leases(config, stream, invoker, Arc::new(MemoryLeaseStore::new()))
+    }
+
+    /// Starts a mapping over `stream` with [`fast_options`], keeping checkpoints in `leases`.
+    pub fn start_with_leases(
+        config: MappingConfig,
+        stream: &TestStream,
+        invoker: Arc<dyn Invoker>,
+        leases: Arc<dyn LeaseStore>,
+    ) -> Self {
+        init_logging();
+        let watchdog = Watchdog::new(format!(
+            "the mapping of {} to {}",
+            config.stream_name, config.function_name
+        ));
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let mapping = EventSourceMapping::new(config, Arc::new(stream.kinesis.clone()), invoker)
+            .lease_store(leases)
+            .options(fast_options())
+            .observe(sender)
+            .start();
+        Self {
+            mapping,
+            events: Vec::new(),
+            receiver,
+            _watchdog: watchdog,
+        }
+    }
+
+    /// Waits until the status satisfies `condition`; fails the test after [`TIMEOUT`], showing
+    /// the last status.
+    pub async fn wait_for(
+        &self,
+        what: &str,
+        condition: impl FnMut(&MappingStatus) -> bool,
+    ) -> MappingStatus {
+        match tokio::time::timeout(TIMEOUT, self.mapping.wait_for(condition)).await {
+            Ok(status) => status,
+            Err(_) => panic!(
+                "timed out after {TIMEOUT:?} waiting for {what}; the status is {:#?}",
+                self.mapping.status()
+            ),
+        }
+    }
+
+    /// Waits until shard `shard_id`'s checkpoint is `checkpoint`.
+    pub async fn wait_for_checkpoint(
+        &self,
+        shard_id: &str,
+        checkpoint: &Checkpoint,
+    ) -> MappingStatus {
+        self.wait_for(
+            &format!("{shard_id} to checkpoint at {checkpoint}"),
+            |status| {
+                status
+                    .shards
+                    .get(shard_id)
+                    .is_some_and(|shard| shard.checkpoint.as_ref() == Some(checkpoint))
+            },
+        )
+        .await
+    }
+
+    /// Every event sent so far, in order.
+    pub fn events(&mut self) -> &[MappingEvent] {
+        while let Ok(event) = self.receiver.try_recv() {
+            self.events.push(event);
+        }
+        &self.events
+    }
+
+    /// The records of each invocation on `shard_id`, in order.
+    pub fn invocations_on(&mut self, shard_id: &str) -> Vec<Vec<SequenceNumber>> {
+        self.events()
+            .iter()
+            .filter_map(|event| match event {
+                MappingEvent::Invoked {
+                    shard_id: shard,
+                    records,
+                } if shard == shard_id => Some(
+                    records
+                        .iter()
+                        .map(|(sequence_number, _)| sequence_number.clone())
+                        .collect(),
+                ),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// How many times each record was delivered, over every shard.
+    pub fn delivery_counts(&mut self) -> HashMap<SequenceNumber, usize> {
+        let mut counts = HashMap::new();
+        for event in self.events() {
+            if let MappingEvent::Invoked { records, .. } = event {
+                for (sequence_number, _) in records {
+                    *counts.entry(sequence_number.clone()).or_default() += 1;
+                }
+            }
+        }
+        counts
+    }
+
+    /// Stops the mapping and returns its final status.
+    pub async fn stop(self) -> MappingStatus {
+        within("the mapping to stop", self.mapping.stop()).await
+    }
+}
+
+/// One shard's status; fails the test if the mapping does not know the shard.
+#[track_caller]
+pub fn shard<'a>(status: &'a MappingStatus, shard_id: &str) -> &'a ShardStatus {
+    status
+        .shards
+        .get(shard_id)
+        .unwrap_or_else(|| panic!("the mapping does not know shard {shard_id}: {status:#?}"))
+}
+
+/// The checkpoint at a record.
+pub fn at(sequence_number: &SequenceNumber) -> Checkpoint {
+    Checkpoint::SequenceNumber(sequence_number.clone())
+}

@@ -100,7 +100,10 @@ fn init_logging(format: LogFormat, progress: Option<&progress::Progress>) {
     use tracing_subscriber::EnvFilter;
     let filter =
         EnvFilter::try_from_env("KINESIS_ESM_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    // Colours only on a terminal: piped into a file or a CI log, escape codes are noise.
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
     // A second initialisation (in tests) keeps the first subscriber.
     let _ = match (format, progress) {
         (LogFormat::Json, _) => builder.json().with_writer(std::io::stderr).try_init(),

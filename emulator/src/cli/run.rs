@@ -38,7 +38,8 @@ pub struct RunArgs {
     #[arg(long = "put", value_name = "[STREAM=]PATH")]
     puts: Vec<String>,
     /// Stops once every shard is caught up and settled, or blocked on a held record that has
-    /// been retried at least once (reported as held).
+    /// been retried at least once with no retry cap (reported as held). Under a retry cap
+    /// (`MaximumRetryAttempts`) it waits for the held batch to be discarded, as Lambda would.
     #[arg(long)]
     until_idle: bool,
     /// Runs only these functions (logical id or function name); all by default.

@@ -72,10 +72,11 @@ pub(super) struct ShardReader {
     iterator: Option<String>,
     /// The children named at the end of the shard.
     children: Vec<ChildShard>,
-    /// The last record read, or the checkpoint the reader started after.
+    /// The last record read, or the checkpoint the reader resumed after.
     last_read: Option<SequenceNumber>,
-    /// Whether the reader's first iterator was at the shard's oldest record.
-    started_at_trim_horizon: bool,
+    /// Whether every record of the shard lies ahead of the reader until it reads one (it started
+    /// at `TRIM_HORIZON`), so that "any record" is what it waits for.
+    started_at_oldest: bool,
     highest_delivered: Option<SequenceNumber>,
     /// The size of the last event, to size the next one's buffer at once.
     last_payload_len: usize,
@@ -110,7 +111,7 @@ impl ShardReader {
             iterator: None,
             children: Vec::new(),
             last_read: None,
-            started_at_trim_horizon: false,
+            started_at_oldest: false,
             highest_delivered: None,
             last_payload_len: 0,
             read_backoff,
@@ -166,8 +167,13 @@ impl ShardReader {
                 StartingPosition::AtTimestamp(at) => IteratorPosition::AtTimestamp(at),
                 _ => IteratorPosition::TrimHorizon,
             },
-            Checkpoint::SequenceNumber(last) => IteratorPosition::AfterSequenceNumber(last.clone()),
+            Checkpoint::SequenceNumber(last) => {
+                // New records are those after the checkpoint, not any record of the shard.
+                self.last_read = Some(last.clone());
+                IteratorPosition::AfterSequenceNumber(last.clone())
+            }
         };
+        self.started_at_oldest = position == IteratorPosition::TrimHorizon;
         let shard_id = self.shard.shard_id.clone();
         self.shared.emit(|| MappingEvent::ShardStarted {
             shard_id: shard_id.clone(),
@@ -177,10 +183,6 @@ impl ShardReader {
             status.phase = ShardPhase::Reading;
             status.checkpoint = Some(checkpoint);
         });
-        self.started_at_trim_horizon = position == IteratorPosition::TrimHorizon;
-        if let IteratorPosition::AfterSequenceNumber(checkpoint) = &position {
-            self.last_read = Some(checkpoint.clone());
-        }
         self.iterator = Some(self.shard_iterator(position).await?);
 
         let batch_size = self.shared.config.batch_size.max(1);
@@ -250,27 +252,16 @@ impl ShardReader {
     }
 
     async fn wait_for_records(&mut self, timeout: Duration) -> Result<(), ReaderExit> {
+        if self.last_read.is_none() && !self.started_at_oldest {
+            // A reader that started at `LATEST` or at a timestamp and has read nothing yet sits
+            // after records it will never read: waiting for "any record" would return at once
+            // and spin. Only polling tells when new records come.
+            return self.pause(timeout).await;
+        }
         let source = Arc::clone(&self.shared.source);
         let stream = self.shared.config.stream_name.clone();
-        // Without a record read, the source can only be asked to wait for "any record", which is
-        // right for a shard read from its start but returns at once for an iterator that began
-        // past old records (LATEST, AT_TIMESTAMP): then poll instead.
-        let wait = async {
-            if self.last_read.is_none() && !self.started_at_trim_horizon {
-                tokio::time::sleep(timeout).await;
-            } else {
-                source
-                    .wait_for_records(
-                        &stream,
-                        &self.shard.shard_id,
-                        self.last_read.as_ref(),
-                        timeout,
-                    )
-                    .await;
-            }
-        };
         tokio::select! {
-            () = wait => {}
+            () = source.wait_for_records(&stream, &self.shard.shard_id, self.last_read.as_ref(), timeout) => {}
             _ = self.stopping.wait_for(|stop| *stop) => {}
             _ = self.lease_lost.wait_for(|lost| *lost) => {}
         }
@@ -354,10 +345,6 @@ impl ShardReader {
                     },
                 };
                 tracing::debug!(shard_id = %self.shard.shard_id, "the shard iterator expired; renewing it");
-                self.started_at_trim_horizon = position == IteratorPosition::TrimHorizon;
-                if let IteratorPosition::AfterSequenceNumber(checkpoint) = &position {
-                    self.last_read = Some(checkpoint.clone());
-                }
                 self.iterator = Some(self.shard_iterator(position).await?);
                 Ok(Read::TryAgain)
             }
@@ -586,6 +573,7 @@ impl ShardReader {
 
     /// Marks the shard as blocked on `sequence_number`.
     fn hold(&self, sequence_number: &SequenceNumber, reason: &str) {
+        let retries_capped = self.shared.config.maximum_retry_attempts.is_some();
         tracing::debug!(shard_id = %self.shard.shard_id, %sequence_number, reason, "batch failed");
         self.shared.update_shard(&self.shard.shard_id, |status| {
             let failed_deliveries = match &status.held {
@@ -599,6 +587,7 @@ impl ShardReader {
                 sequence_number: sequence_number.clone(),
                 failed_deliveries,
                 reason: reason.to_owned(),
+                retries_capped,
             });
         });
     }

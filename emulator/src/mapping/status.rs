@@ -54,6 +54,9 @@ pub struct HeldRecord {
     pub failed_deliveries: u32,
     /// Why the last one failed.
     pub reason: String,
+    /// Whether a retry cap (`MaximumRetryAttempts`) applies: the batch is then discarded once its
+    /// retries run out, so the shard is only waiting, not stuck.
+    pub retries_capped: bool,
 }
 
 /// One shard's status.
@@ -109,8 +112,9 @@ pub struct MappingStatus {
 
 impl MappingStatus {
     /// Whether there is nothing left to do until new records arrive: every shard is caught up,
-    /// ended, or blocked on a held record that has been retried at least once (or waits behind
-    /// such a shard).
+    /// ended, or blocked on a held record that has been retried at least once with no retry cap
+    /// (or waits behind such a shard). A held record under a retry cap is not idle: its batch
+    /// is still to be discarded, after which the shard moves on.
     pub fn is_idle(&self) -> bool {
         self.synced
             && self.shards.values().all(|shard| match shard.phase {
@@ -121,7 +125,7 @@ impl MappingStatus {
                 ShardPhase::Held => shard
                     .held
                     .as_ref()
-                    .is_some_and(|held| held.failed_deliveries >= 2),
+                    .is_some_and(|held| !held.retries_capped && held.failed_deliveries >= 2),
                 ShardPhase::Reading => false,
                 // A child is only idle if a parent will not end soon.
                 ShardPhase::WaitingOnParents => shard.parent_shard_ids.iter().any(|parent| {
@@ -187,4 +191,42 @@ pub enum MappingEvent {
         /// Its children.
         child_shard_ids: Vec<String>,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A mapping of one shard in `phase`, blocked (if `held`) after that many failed deliveries,
+    /// under a retry cap or not.
+    #[track_caller]
+    fn check_idle(phase: ShardPhase, held: Option<(u32, bool)>, expected: bool) {
+        let shard = ShardStatus {
+            shard_id: "shardId-000000000000".to_owned(),
+            phase,
+            held: held.map(|(failed_deliveries, retries_capped)| HeldRecord {
+                sequence_number: "1".parse().expect("a sequence number"),
+                failed_deliveries,
+                reason: "held".to_owned(),
+                retries_capped,
+            }),
+            ..ShardStatus::default()
+        };
+        let status = MappingStatus {
+            shards: BTreeMap::from([(shard.shard_id.clone(), shard)]),
+            synced: true,
+            ..MappingStatus::default()
+        };
+        assert_eq!(status.is_idle(), expected, "{phase:?}, held {held:?}");
+    }
+
+    #[test]
+    fn a_held_shard_is_idle_once_retried_unless_a_retry_cap_will_discard_its_batch() {
+        check_idle(ShardPhase::CaughtUp, None, true);
+        check_idle(ShardPhase::Reading, None, false);
+        check_idle(ShardPhase::Held, Some((1, false)), false);
+        check_idle(ShardPhase::Held, Some((2, false)), true);
+        check_idle(ShardPhase::Held, Some((2, true)), false);
+        check_idle(ShardPhase::Held, Some((10, true)), false);
+    }
 }

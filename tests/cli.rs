@@ -1,0 +1,247 @@
+//! The `kinesis-esm` command run as a process, as a user runs it: `kinesis-esm run --template T
+//! --put RECORDS --until-idle`. Exit codes: 0 every record settled, 1 a shard held, 2 an error.
+//!
+//! Bad input must stop the run with a message that says where the fault is; a function that
+//! crashes or answers garbage must be retried without losing a record.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use end_to_end::{
+    canned_answer_bootstrap, fixture, kinesis_esm_binary, shipping_bootstrap, workspace_dir,
+};
+
+/// How long one run of the command may take. It builds the function first; the tests build it
+/// beforehand, so cargo only has to see that it is fresh.
+const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How a run ended.
+#[derive(Debug)]
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    /// The summary's row for each shard, by column name.
+    fn shard_rows(&self) -> Vec<BTreeMap<String, String>> {
+        // Cells are separated by at least two spaces; single spaces only occur inside a cell
+        // ("caught up").
+        fn cells(line: &str) -> Vec<String> {
+            line.split("  ")
+                .map(str::trim)
+                .filter(|cell| !cell.is_empty())
+                .map(str::to_owned)
+                .collect()
+        }
+        let mut lines = self.stdout.lines();
+        let Some(header) = lines.find(|line| line.trim_start().starts_with("shard ")) else {
+            return Vec::new();
+        };
+        let header = cells(header);
+        // The rows end where the notes start ("shardId-...: held at ...").
+        lines
+            .map(cells)
+            .take_while(|row| row.len() == header.len() && !row[0].contains(':'))
+            .map(|row| header.iter().cloned().zip(row).collect())
+            .collect()
+    }
+}
+
+/// Runs `kinesis-esm run --template <template> --put <records> --until-idle` from the
+/// workspace's root. Its logs are kept at `warn` unless `RUST_LOG` is set, which it then gets as
+/// its own filter (`KINESIS_ESM_LOG`).
+async fn kinesis_esm(template: &Path, records: &Path) -> Run {
+    let binary = kinesis_esm_binary().await;
+    let mut command = tokio::process::Command::new(binary);
+    command
+        .arg("run")
+        .arg("--template")
+        .arg(template)
+        .arg("--put")
+        .arg(records)
+        .arg("--until-idle")
+        // A port of its own, so that tests running at once do not compete for 4566.
+        .args(["--listen", "127.0.0.1:0"])
+        .current_dir(workspace_dir())
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    let log_filter = std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".to_owned());
+    command.env("KINESIS_ESM_LOG", &log_filter);
+    let output = tokio::time::timeout(RUN_TIMEOUT, command.output())
+        .await
+        .unwrap_or_else(|_| panic!("kinesis-esm ran longer than {RUN_TIMEOUT:?} on {template:?}"))
+        .expect("kinesis-esm starts");
+    let run = Run {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    };
+    if std::env::var_os("RUST_LOG").is_some() {
+        eprintln!("{}{}", run.stderr, run.stdout);
+    }
+    run
+}
+
+fn records() -> std::path::PathBuf {
+    fixture("records/shipments.jsonl")
+}
+
+/// Runs a template that kinesis-esm must refuse, and checks that it ends with exit code 2, no
+/// summary, and a message holding every one of `fragments`.
+async fn check_refused(template: &str, fragments: &[&str]) {
+    let run = kinesis_esm(&fixture(template), &records()).await;
+    assert_eq!(run.code, Some(2), "{template}: {run:#?}");
+    assert_eq!(run.stdout, "", "{template}: no summary");
+    for fragment in fragments {
+        assert!(
+            run.stderr.contains(fragment),
+            "{template}: the message should hold {fragment:?}:\n{}",
+            run.stderr
+        );
+    }
+}
+
+/// Checks the summary's one shard row against `expected` (column, value) pairs.
+#[track_caller]
+fn check_row(run: &Run, expected: &[(&str, &str)]) {
+    let rows = run.shard_rows();
+    assert_eq!(rows.len(), 1, "one shard in the summary: {run:#?}");
+    for (column, value) in expected {
+        assert_eq!(
+            rows[0].get(*column).map(String::as_str),
+            Some(*value),
+            "column {column} of the summary:\n{}",
+            run.stdout
+        );
+    }
+}
+
+#[tokio::test]
+async fn invalid_yaml_is_reported_with_its_file_line_and_column() {
+    check_refused(
+        "templates/broken-yaml.yaml",
+        &["templates/broken-yaml.yaml:7:6: invalid YAML"],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn an_unknown_or_unsupported_property_is_reported_with_its_resource() {
+    check_refused(
+        "templates/unknown-property.yaml",
+        &[
+            "templates/unknown-property.yaml: resource ShippingFunction, event ShipmentsStream: \
+             property BatchSizes is not a property kinesis-esm knows here",
+        ],
+    )
+    .await;
+    check_refused(
+        "templates/unsupported-property.yaml",
+        &[
+            "templates/unsupported-property.yaml: resource ShippingFunction, event \
+             ShipmentsStream: property ParallelizationFactor = 4 is not reproduced by kinesis-esm",
+        ],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_function_that_does_not_compile_is_reported_with_its_crate() {
+    check_refused(
+        "templates/does-not-compile.yaml",
+        &[
+            "templates/does-not-compile.yaml: resource BrokenFunction: building binary \
+             `bootstrap` of the crate in ",
+            "tests/fixtures/functions/does-not-compile failed",
+            "could not compile `does-not-compile`",
+            "expected `u32`, found `&str`",
+        ],
+    )
+    .await;
+}
+
+/// A function whose every invocation fails is held on the shard's first record: nothing is
+/// acked or discarded, the checkpoint does not move, and the run ends held (exit code 1).
+#[track_caller]
+fn check_held_with_nothing_lost(run: &Run, reason: &str) {
+    assert_eq!(run.code, Some(1), "{run:#?}");
+    check_row(
+        run,
+        &[
+            ("state", "held"),
+            ("acked", "0"),
+            ("dropped", "0"),
+            ("discarded", "0"),
+            ("held", "6"),
+            ("checkpoint", "TRIM_HORIZON"),
+        ],
+    );
+    let invocations: u64 = run.shard_rows()[0]["invocations"]
+        .parse()
+        .expect("a number of invocations");
+    assert!(invocations >= 2, "retried at least once: {}", run.stdout);
+    assert!(
+        run.stdout.contains(reason),
+        "the summary should say why ({reason}):\n{}",
+        run.stdout
+    );
+}
+
+#[tokio::test]
+async fn a_function_that_exits_at_once_is_retried_and_loses_nothing() {
+    canned_answer_bootstrap().await;
+    let run = kinesis_esm(&fixture("templates/exits-at-once.yaml"), &records()).await;
+    check_held_with_nothing_lost(&run, "Runtime.ExitError");
+    assert!(run.stdout.contains("exit status 3"), "{}", run.stdout);
+}
+
+#[tokio::test]
+async fn a_function_that_answers_garbage_is_retried_and_loses_nothing() {
+    canned_answer_bootstrap().await;
+    let run = kinesis_esm(&fixture("templates/answers-garbage.yaml"), &records()).await;
+    check_held_with_nothing_lost(&run, "bad response: the response is not JSON");
+}
+
+/// The README's main command: the repository's `template.yaml` over the sample events in
+/// `functions/shipping/events/` (12 records: 6 settle in the first invocation, 5 booked and 1
+/// without an address; the 7th names a carrier the function does not know). The held shipment's
+/// batch (it and the 5 records behind it) is retried 5 times (`MaximumRetryAttempts: 5`), then
+/// discarded to the on-failure destination as Lambda does, and the run ends settled.
+#[tokio::test]
+async fn the_main_command_runs_the_shipping_service() {
+    shipping_bootstrap().await;
+    let run = kinesis_esm(
+        &workspace_dir().join("template.yaml"),
+        &workspace_dir().join("functions/shipping/events"),
+    )
+    .await;
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    check_row(
+        &run,
+        &[
+            ("state", "caught up"),
+            ("delivered", "48"),
+            ("acked", "5"),
+            ("dropped", "1"),
+            ("discarded", "6"),
+            ("held", "0"),
+            ("invocations", "7"),
+            ("retries", "6"),
+        ],
+    );
+    let checkpoint = run.shard_rows()[0]["checkpoint"].clone();
+    assert!(
+        checkpoint.bytes().all(|byte| byte.is_ascii_digit()),
+        "the checkpoint is the last shipment's sequence number: {checkpoint}"
+    );
+    assert!(
+        run.stdout
+            .contains("1 batch(es) discarded and sent to the on-failure destination"),
+        "{}",
+        run.stdout
+    );
+}

@@ -1,0 +1,173 @@
+//! Restarting with the memory lease store: checkpoints live as long as the store, so a mapping
+//! started again with a fresh store begins where `StartingPosition` says, over the same embedded
+//! Kinesis. With `TRIM_HORIZON` every record comes again; with `LATEST` none of the old ones does.
+//! A mapping started again with the same store resumes after its checkpoints.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use end_to_end::{Observed, TestStream, config};
+use kinesis_esm::config::StartingPosition;
+use kinesis_esm::invoke::InProcess;
+use kinesis_esm::lease::{LeaseStore, MemoryLeaseStore};
+use kinesis_esm::mapping::MappingStatus;
+use kinesis_esm::sequence::SequenceNumber;
+use lambda_kinesis::HandlerOutcome;
+use serde_json::Value;
+
+async fn ack(_: &Value) -> HandlerOutcome {
+    HandlerOutcome::ack()
+}
+
+/// Starts a mapping with a fresh memory lease store.
+fn start(stream: &TestStream, starting_position: StartingPosition) -> Observed {
+    start_with(stream, starting_position, Arc::new(MemoryLeaseStore::new()))
+}
+
+/// Starts a mapping that keeps its checkpoints in `leases`.
+fn start_with(
+    stream: &TestStream,
+    starting_position: StartingPosition,
+    leases: Arc<dyn LeaseStore>,
+) -> Observed {
+    let mut config = config("restart", &stream.name, starting_position);
+    config.batch_size = 4;
+    Observed::start_with_leases(config, stream, Arc::new(InProcess::handler(ack)), leases)
+}
+
+/// Puts `count` records spread over the stream's shards, numbered from `first`; returns their
+/// sequence numbers and shards.
+fn put(stream: &TestStream, first: usize, count: usize) -> BTreeMap<SequenceNumber, Arc<str>> {
+    (first..first + count)
+        .map(|n| {
+            let put = stream.put(&format!("key-{n}"), format!(r#"{{"n":{n}}}"#));
+            (put.sequence_number, put.shard_id)
+        })
+        .collect()
+}
+
+fn sequence_numbers(records: &BTreeMap<SequenceNumber, Arc<str>>) -> BTreeSet<SequenceNumber> {
+    records.keys().cloned().collect()
+}
+
+/// Every record the mapping delivered.
+fn delivered(observed: &mut Observed) -> BTreeSet<SequenceNumber> {
+    observed.delivery_counts().into_keys().collect()
+}
+
+#[tokio::test]
+async fn trim_horizon_delivers_every_record_again_after_a_restart() {
+    let stream = TestStream::create("restart-trim-horizon", 2);
+    let records = put(&stream, 0, 20);
+
+    let mut first = start(&stream, StartingPosition::TrimHorizon);
+    first
+        .wait_for("the first run to ack every record", |status| {
+            status.totals().acked == 20
+        })
+        .await;
+    assert_eq!(delivered(&mut first), sequence_numbers(&records));
+    first.stop().await;
+
+    let mut second = start(&stream, StartingPosition::TrimHorizon);
+    let status = second
+        .wait_for("the second run to ack every record", |status| {
+            status.totals().acked == 20 && status.is_idle()
+        })
+        .await;
+    assert_eq!(
+        delivered(&mut second),
+        sequence_numbers(&records),
+        "every record, again"
+    );
+    for shard in stream.shards() {
+        let oldest = records
+            .iter()
+            .find(|(_, shard_id)| ***shard_id == *shard.shard_id)
+            .map(|(sequence_number, _)| sequence_number);
+        assert!(oldest.is_some(), "{} holds records", shard.shard_id);
+        assert_eq!(
+            second
+                .invocations_on(&shard.shard_id)
+                .first()
+                .and_then(|batch| batch.first()),
+            oldest,
+            "{}: the second run starts at the shard's oldest record",
+            shard.shard_id
+        );
+    }
+    assert_eq!(status.totals().delivered, 20, "each record once");
+    second.stop().await;
+}
+
+#[tokio::test]
+async fn latest_delivers_only_records_put_after_a_restart() {
+    let stream = TestStream::create("restart-latest", 2);
+    let before_first_run = put(&stream, 0, 6);
+
+    let mut first = start(&stream, StartingPosition::Latest);
+    first
+        .wait_for("the first run to be idle", MappingStatus::is_idle)
+        .await;
+    let first_run_records = put(&stream, 6, 10);
+    first
+        .wait_for("the first run to ack its records", |status| {
+            status.totals().acked == 10
+        })
+        .await;
+    assert_eq!(delivered(&mut first), sequence_numbers(&first_run_records));
+    first.stop().await;
+
+    let mut second = start(&stream, StartingPosition::Latest);
+    second
+        .wait_for("the second run to be idle", MappingStatus::is_idle)
+        .await;
+    let second_run_records = put(&stream, 16, 5);
+    let status = second
+        .wait_for("the second run to ack its records", |status| {
+            status.totals().acked == 5 && status.is_idle()
+        })
+        .await;
+    assert_eq!(
+        delivered(&mut second),
+        sequence_numbers(&second_run_records),
+        "none of the {} old records",
+        before_first_run.len() + first_run_records.len()
+    );
+    assert_eq!(status.totals().delivered, 5);
+    second.stop().await;
+}
+
+#[tokio::test]
+async fn the_same_store_resumes_after_its_checkpoints() {
+    let stream = TestStream::create("restart-same-store", 2);
+    let leases: Arc<dyn LeaseStore> = Arc::new(MemoryLeaseStore::new());
+    let old_records = put(&stream, 0, 12);
+
+    let mut first = start_with(&stream, StartingPosition::TrimHorizon, Arc::clone(&leases));
+    first
+        .wait_for("the first run to ack every record", |status| {
+            status.totals().acked == 12
+        })
+        .await;
+    assert_eq!(delivered(&mut first), sequence_numbers(&old_records));
+    first.stop().await;
+
+    let mut second = start_with(&stream, StartingPosition::TrimHorizon, leases);
+    second
+        .wait_for("the second run to be idle", MappingStatus::is_idle)
+        .await;
+    let new_records = put(&stream, 12, 4);
+    let status = second
+        .wait_for("the second run to ack the new records", |status| {
+            status.totals().acked == 4 && status.is_idle()
+        })
+        .await;
+    assert_eq!(
+        delivered(&mut second),
+        sequence_numbers(&new_records),
+        "only the records put after the checkpoints"
+    );
+    assert_eq!(status.totals().delivered, 4);
+    second.stop().await;
+}
