@@ -1,5 +1,14 @@
 //! The `kinesis-esm` command line.
 
+/// Writes a line to standard error for the user, ignoring a closed stderr (piped into `head`):
+/// unlike `eprintln!`, it never panics.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod commands;
 mod progress;
 mod run;
@@ -89,7 +98,7 @@ impl Cli {
         match result {
             Ok(exit) => exit,
             Err(error) => {
-                eprintln!("kinesis-esm: {error:#}");
+                say!("kinesis-esm: {error:#}");
                 Exit::Error
             }
         }
@@ -106,14 +115,14 @@ fn init_logging(format: LogFormat, progress: Option<&progress::Progress>) {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
     // A second initialisation (in tests) keeps the first subscriber.
     let _ = match (format, progress) {
-        (LogFormat::Json, _) => builder.json().with_writer(std::io::stderr).try_init(),
+        (LogFormat::Json, _) => builder.json().with_writer(|| StderrLines).try_init(),
         (LogFormat::Text, Some(progress)) => builder
             .with_target(false)
             .with_writer(progress.log_writer())
             .try_init(),
         (LogFormat::Text, None) => builder
             .with_target(false)
-            .with_writer(std::io::stderr)
+            .with_writer(|| StderrLines)
             .try_init(),
     };
 }
@@ -143,5 +152,22 @@ fn connection_to(endpoint: &str) -> crate::aws::AwsConnection {
         crate::aws::AwsConnection::from_environment().with_endpoint_url(endpoint)
     } else {
         crate::aws::AwsConnection::local(endpoint)
+    }
+}
+
+/// Standard error for logs, ignoring a closed stream: `tracing-subscriber` panics (through
+/// `eprintln!`) when its writer fails, and a log reader that went away (`| head`) must not stop
+/// the run.
+struct StderrLines;
+
+impl std::io::Write for StderrLines {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let _ = std::io::stderr().write_all(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let _ = std::io::stderr().flush();
+        Ok(())
     }
 }

@@ -1,5 +1,6 @@
 //! `kinesis-esm run`: the template's streams and functions, with their event source mappings.
 
+use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -212,7 +213,7 @@ pub(super) async fn run(args: RunArgs, progress: Option<Progress>) -> anyhow::Re
         true
     };
     if interrupted {
-        eprintln!("kinesis-esm: stopping after the batches in flight");
+        say!("kinesis-esm: stopping after the batches in flight");
     }
     let mut finals: Vec<MappingStatus> = Vec::new();
     for mapping in mappings {
@@ -230,7 +231,7 @@ pub(super) async fn run(args: RunArgs, progress: Option<Progress>) -> anyhow::Re
     }
     let mut held = false;
     for status in &finals {
-        print!("{}", summary::render(status));
+        let _ = write!(std::io::stdout(), "{}", summary::render(status));
         held |= status.shards.values().any(|shard| shard.held.is_some());
     }
     Ok(if held { Exit::Held } else { Exit::Settled })
@@ -287,7 +288,7 @@ async fn serve(
     let addr = listen.unwrap_or(DEFAULT_ADDR);
     match serve_with(kinesis.clone(), addr, Some((STATUS_PATH, document))).await {
         Ok(server) => {
-            eprintln!(
+            say!(
                 "kinesis-esm: Kinesis API at {url} (aws --endpoint-url {url} kinesis ...; kinesis-esm status --endpoint {url})",
                 url = server.endpoint_url()
             );
