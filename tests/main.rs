@@ -9,6 +9,7 @@
 //! and the test take turns on one thread: an observer's events and the status then change in
 //! exactly the order the mapping made the changes, with no other thread in between.
 
+mod cargo_lambda;
 mod cli;
 mod contract;
 mod resharding;

@@ -3,6 +3,8 @@
 //!
 //! Every wait goes through [`within`], which fails the test after [`TIMEOUT`] instead of hanging.
 
+pub mod cargo_lambda;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};

@@ -86,6 +86,10 @@ pub struct RunArgs {
     /// and region chains) instead of running their binaries.
     #[arg(long, conflicts_with = "invoke_endpoint")]
     invoke_lambda: bool,
+    /// The name a function is invoked by through the Invoke API: its `FunctionName` (Lambda),
+    /// its logical id (`sam local start-lambda`) or its binary (`cargo lambda watch`).
+    #[arg(long, value_enum, default_value_t = InvokeName::FunctionName)]
+    invoke_name: InvokeName,
     /// Serves the embedded Kinesis over the Kinesis API on this address (for the aws CLI, SDKs,
     /// `kinesis-esm put`), with the mappings' status for `kinesis-esm status`. By default
     /// 127.0.0.1:4566, skipped with a warning if that port is taken.
@@ -237,23 +241,34 @@ pub(super) async fn run(args: RunArgs, progress: Option<Progress>) -> anyhow::Re
     Ok(if held { Exit::Held } else { Exit::Settled })
 }
 
+/// Which of a function's names the Invoke API knows it by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum InvokeName {
+    /// `FunctionName`, or the logical id without one: how Lambda knows it.
+    FunctionName,
+    /// The resource's logical id: how `sam local start-lambda` knows it.
+    LogicalId,
+    /// The cargo binary (`BuildProperties.Binary`): how `cargo lambda watch` knows it.
+    Binary,
+}
+
 /// How the run invokes `function`: its own binary through the Runtime API, or an Invoke API.
 async fn invoker_for(
     args: &RunArgs,
     function: &FunctionResource,
 ) -> anyhow::Result<Arc<dyn Invoker>> {
+    let invoke_name = match args.invoke_name {
+        InvokeName::FunctionName => &function.function_name,
+        InvokeName::LogicalId => &function.logical_id,
+        InvokeName::Binary => &function.binary,
+    };
     if let Some(endpoint) = &args.invoke_endpoint {
-        let invoker = InvokeApi::new(
-            endpoint,
-            &function.function_name,
-            InvokeApiOptions::default(),
-        )?;
+        let invoker = InvokeApi::new(endpoint, invoke_name, InvokeApiOptions::default())?;
         return Ok(Arc::new(invoker));
     }
     if args.invoke_lambda {
         let invoker =
-            InvokeApi::aws_from_environment(&function.function_name, InvokeApiOptions::default())
-                .await?;
+            InvokeApi::aws_from_environment(invoke_name, InvokeApiOptions::default()).await?;
         return Ok(Arc::new(invoker));
     }
     tracing::info!(function = %function.function_name, crate_dir = %function.code_dir.display(), "building");
