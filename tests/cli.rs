@@ -9,9 +9,13 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
+use end_to_end::cargo_lambda::{FIRST_INVOCATION_TIMEOUT, Watch};
 use end_to_end::{
     canned_answer_bootstrap, fixture, kinesis_esm_binary, shipping_bootstrap, workspace_dir,
 };
+use kinesis_esm::invoke::invoke_api::{InvokeApi, InvokeApiOptions};
+use kinesis_esm::invoke::{Invocation, InvokeOutcome, Invoker as _};
+use lambda_kinesis::testing::TestEvent;
 
 /// How long one run of the command may take. It builds the function first; the tests build it
 /// beforehand, so cargo only has to see that it is fresh.
@@ -55,6 +59,11 @@ impl Run {
 /// workspace's root. Its logs are kept at `warn` unless `RUST_LOG` is set, which it then gets as
 /// its own filter (`KINESIS_ESM_LOG`).
 async fn kinesis_esm(template: &Path, records: &Path) -> Run {
+    kinesis_esm_with(template, records, &[]).await
+}
+
+/// [`kinesis_esm`] with more arguments for `run`.
+async fn kinesis_esm_with(template: &Path, records: &Path, more: &[&str]) -> Run {
     let binary = kinesis_esm_binary().await;
     let mut command = tokio::process::Command::new(binary);
     command
@@ -66,6 +75,7 @@ async fn kinesis_esm(template: &Path, records: &Path) -> Run {
         .arg("--until-idle")
         // A port of its own, so that tests running at once do not compete for 4566.
         .args(["--listen", "127.0.0.1:0"])
+        .args(more)
         .current_dir(workspace_dir())
         .stdin(Stdio::null())
         .kill_on_drop(true);
@@ -244,4 +254,66 @@ async fn the_main_command_runs_the_shipping_service() {
         "{}",
         run.stdout
     );
+}
+
+/// `cargo lambda watch` as the invoke target (`--invoke-endpoint`): the emulator drives the
+/// shipping function through the Invoke API, and every shard ends exactly as it does when the
+/// emulator runs the function's binary through the Runtime API.
+#[tokio::test]
+async fn cargo_lambda_watch_as_the_invoke_target_settles_as_the_runtime_api_does() {
+    shipping_bootstrap().await;
+    let watch = Watch::start().await;
+    // `cargo lambda watch` builds the function when it is first invoked: build it before the run,
+    // whose invocations must meet the function's Timeout.
+    let warm_up = InvokeApi::new(&watch.endpoint, "bootstrap", InvokeApiOptions::default())
+        .unwrap()
+        .invoke(Invocation::new(
+            TestEvent::new().to_json(),
+            FIRST_INVOCATION_TIMEOUT,
+        ))
+        .await;
+    assert!(
+        matches!(warm_up, Ok(InvokeOutcome::Response(_))),
+        "{warm_up:?}:\n{}",
+        watch.log()
+    );
+    let template = workspace_dir().join("template.yaml");
+    let events = workspace_dir().join("functions/shipping/events");
+
+    let through_watch = kinesis_esm_with(
+        &template,
+        &events,
+        &[
+            "--invoke-endpoint",
+            &watch.endpoint,
+            "--invoke-name",
+            "binary",
+        ],
+    )
+    .await;
+    let through_runtime_api = kinesis_esm(&template, &events).await;
+    watch.stop().await;
+
+    assert_eq!(through_watch.code, Some(0), "{through_watch:#?}");
+    assert_eq!(
+        through_runtime_api.code,
+        Some(0),
+        "{through_runtime_api:#?}"
+    );
+    // Sequence numbers differ from run to run; every count, state and checkpoint position must not.
+    let without_checkpoint = |run: &Run| {
+        run.shard_rows()
+            .into_iter()
+            .map(|mut row| {
+                let checkpoint = row.remove("checkpoint").unwrap_or_default();
+                (row, checkpoint.len())
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        without_checkpoint(&through_watch),
+        without_checkpoint(&through_runtime_api),
+        "{through_watch:#?}\n{through_runtime_api:#?}"
+    );
+    assert!(!through_watch.shard_rows().is_empty(), "{through_watch:#?}");
 }
