@@ -11,6 +11,7 @@
 
 mod cargo_lambda;
 mod cli;
+mod commands;
 mod contract;
 mod resharding;
 mod responses;

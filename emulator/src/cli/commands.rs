@@ -19,13 +19,18 @@ use crate::source::ShardSource;
 #[derive(Debug, Args)]
 pub(super) struct KinesisTarget {
     /// The Kinesis endpoint: by default the one `kinesis-esm run` serves.
-    #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:4566")]
+    #[arg(
+        long,
+        value_name = "URL",
+        default_value = "http://127.0.0.1:4566",
+        global = true
+    )]
     endpoint: String,
     /// Talks to real AWS Kinesis instead, through the standard credential and region chains.
-    #[arg(long)]
+    #[arg(long, global = true)]
     aws: bool,
     /// The region.
-    #[arg(long, default_value = "us-east-1")]
+    #[arg(long, default_value = "us-east-1", global = true)]
     region: String,
 }
 

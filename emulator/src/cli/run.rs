@@ -98,7 +98,10 @@ pub struct RunArgs {
     /// Does not serve the embedded Kinesis.
     #[arg(long, conflicts_with = "listen")]
     no_listen: bool,
-    /// The longest pause between retries of a failed batch (they start at 100 ms and grow).
+    /// The first pause before retrying a failed batch; pauses then grow.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "100ms")]
+    retry_pause: Duration,
+    /// The longest pause between retries of a failed batch.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "2s")]
     max_retry_pause: Duration,
     /// How long another worker's lease may go unrenewed before this one takes it.
@@ -156,10 +159,15 @@ pub(super) async fn run(args: RunArgs, progress: Option<Progress>) -> anyhow::Re
     let leases = open_lease_store(&args).await?;
     let mut mapping_options = MappingOptions {
         failover_time: args.failover_time,
-        retry_backoff_max: args.max_retry_pause,
+        retry_backoff_initial: args.retry_pause,
+        retry_backoff_max: args.max_retry_pause.max(args.retry_pause),
         invoke_identity_arn: format!("arn:aws:iam::{}:role/kinesis-esm", args.account_id),
         ..MappingOptions::default()
     };
+    if matches!(streams, Streams::Embedded(_)) {
+        // Listing the embedded Kinesis' shards costs nothing: new shards show up within a second.
+        mapping_options.shard_sync_interval = Duration::from_secs(1);
+    }
     if let Some(worker_id) = &args.worker_id {
         mapping_options.worker_id.clone_from(worker_id);
     }

@@ -1,0 +1,329 @@
+//! The everyday commands against a running `kinesis-esm run`, as the README's local loop uses
+//! them: `put` publishes shipments to its Kinesis endpoint, `status` shows a held shipment
+//! blocking its shard, `reshard split` closes the shard and its children wait for it; and
+//! `events` writes event files shaped as Lambda's.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use end_to_end::{kinesis_esm_binary, shipping_bootstrap, workspace_dir};
+use kinesis_esm::lease::Checkpoint;
+use kinesis_esm::mapping::{MappingStatus, ShardPhase};
+use lambda_kinesis::testing::settle;
+use lambda_kinesis::{KinesisBatch, KinesisEvent, RecordOutcome};
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::process::{Child, Command};
+
+/// How long a command, or a state the test waits for, may take.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A `kinesis-esm run` in the background, serving its Kinesis endpoint on a free port.
+struct Emulator {
+    child: Child,
+    endpoint: String,
+}
+
+impl Emulator {
+    async fn start() -> Self {
+        shipping_bootstrap().await;
+        let mut child = Command::new(kinesis_esm_binary().await)
+            .args([
+                "run",
+                "--template",
+                "template.yaml",
+                "--listen",
+                "127.0.0.1:0",
+            ])
+            // The held shipment stays held for the length of the test: its retries are slow.
+            .args(["--retry-pause", "60s", "--max-retry-pause", "60s"])
+            .current_dir(workspace_dir())
+            .env("KINESIS_ESM_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("kinesis-esm starts");
+        // `run` says where its endpoint listens before anything else.
+        let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+        let endpoint = tokio::time::timeout(COMMAND_TIMEOUT, async {
+            while let Some(line) = stderr.next_line().await.unwrap() {
+                if let Some(rest) = line.split("Kinesis API at ").nth(1) {
+                    return rest.split_whitespace().next().unwrap().to_owned();
+                }
+            }
+            panic!("kinesis-esm run ended without serving its endpoint");
+        })
+        .await
+        .expect("kinesis-esm run serves its endpoint");
+        // Keep reading stderr, so that the run never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = stderr.next_line().await {} });
+        Self { child, endpoint }
+    }
+
+    /// Runs `kinesis-esm <args> --endpoint <endpoint>`, feeding `stdin`; returns its stdout.
+    async fn command(&self, args: &[&str], stdin: &str) -> String {
+        let mut command = Command::new(kinesis_esm_binary().await);
+        command
+            .args(args)
+            .args(["--endpoint", &self.endpoint])
+            .current_dir(workspace_dir())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = command.spawn().expect("kinesis-esm starts");
+        let mut input = child.stdin.take().unwrap();
+        input.write_all(stdin.as_bytes()).await.unwrap();
+        drop(input);
+        let output = tokio::time::timeout(COMMAND_TIMEOUT, child.wait_with_output())
+            .await
+            .unwrap_or_else(|_| panic!("kinesis-esm {args:?} took longer than {COMMAND_TIMEOUT:?}"))
+            .unwrap();
+        let stdout = String::from_utf8(output.stdout).unwrap();
+        assert!(
+            output.status.success(),
+            "kinesis-esm {args:?} failed: {}{stdout}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        stdout
+    }
+
+    /// The run's mappings' status; empty while the run still builds the function.
+    async fn statuses(&self) -> Vec<MappingStatus> {
+        let json = self.command(&["status", "--json"], "").await;
+        serde_json::from_str(&json).unwrap()
+    }
+
+    /// Asks for the status of the run's one mapping until it satisfies `condition`.
+    async fn wait_for(
+        &self,
+        what: &str,
+        condition: impl Fn(&MappingStatus) -> bool,
+    ) -> MappingStatus {
+        let started = std::time::Instant::now();
+        loop {
+            let statuses = self.statuses().await;
+            assert!(statuses.len() <= 1, "one mapping: {statuses:#?}");
+            if let Some(status) = statuses
+                .into_iter()
+                .next()
+                .filter(|status| condition(status))
+            {
+                return status;
+            }
+            assert!(started.elapsed() < COMMAND_TIMEOUT, "never {what}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Interrupts the run as Ctrl-C does; returns its exit code and summary.
+    async fn interrupt(mut self) -> (Option<i32>, String) {
+        let pid = self.child.id().unwrap().to_string();
+        let killed = Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .await
+            .unwrap();
+        assert!(killed.success());
+        let mut summary = String::new();
+        let mut stdout = self.child.stdout.take().unwrap();
+        tokio::time::timeout(
+            COMMAND_TIMEOUT,
+            tokio::io::AsyncReadExt::read_to_string(&mut stdout, &mut summary),
+        )
+        .await
+        .expect("the run stops after Ctrl-C")
+        .unwrap();
+        let status = self.child.wait().await.unwrap();
+        (status.code(), summary)
+    }
+}
+
+fn shipment(id: u64, carrier: &str) -> String {
+    format!(r#"{{"id":{id},"address":"Keizersgracht {id}, Amsterdam","carrier":"{carrier}"}}"#)
+}
+
+#[tokio::test]
+async fn put_status_and_reshard_drive_a_running_emulator() {
+    let emulator = Emulator::start().await;
+
+    // `put` from arguments, then JSON lines from standard input: each record's shard and
+    // sequence number come back.
+    let put = emulator
+        .command(
+            &[
+                "put",
+                "--stream",
+                "shipments",
+                "--partition-key",
+                "customer-17",
+                &shipment(1, "dhl"),
+            ],
+            "",
+        )
+        .await;
+    let lines = format!(
+        "{{\"data\":{},\"partitionKey\":\"customer-42\"}}\n{{\"data\":{},\"partitionKey\":\"customer-42\"}}\n",
+        shipment(2, "fedex"),
+        shipment(3, "ups")
+    );
+    let put_stdin = emulator
+        .command(&["put", "--stream", "shipments", "--file", "-"], &lines)
+        .await;
+    let placed: Vec<Vec<&str>> = put
+        .lines()
+        .chain(put_stdin.lines())
+        .map(|line| line.split('\t').collect())
+        .collect();
+    assert_eq!(placed.len(), 3, "{put}{put_stdin}");
+    assert!(
+        placed
+            .iter()
+            .all(|fields| fields[0] == "shardId-000000000000"),
+        "{placed:?}"
+    );
+    let held_sequence_number = placed[1][1];
+
+    // The fedex shipment is held: its shard waits in front of it.
+    let status = emulator
+        .wait_for("held at the fedex shipment", |status| {
+            status
+                .shards
+                .get("shardId-000000000000")
+                .is_some_and(|shard| {
+                    shard
+                        .held
+                        .as_ref()
+                        .is_some_and(|held| held.sequence_number.as_str() == held_sequence_number)
+                })
+        })
+        .await;
+    let parent = &status.shards["shardId-000000000000"];
+    assert_eq!(parent.phase, ShardPhase::Held);
+    assert_eq!(
+        parent.checkpoint,
+        Some(Checkpoint::SequenceNumber(placed[0][1].parse().unwrap()))
+    );
+    let tree = emulator.command(&["status"], "").await;
+    assert!(
+        tree.contains(&format!("held at {held_sequence_number}")),
+        "{tree}"
+    );
+
+    // Split the held shard: its children wait for it to reach SHARD_END.
+    let lineage = emulator
+        .command(
+            &[
+                "reshard",
+                "--stream",
+                "shipments",
+                "split",
+                "shardId-000000000000",
+            ],
+            "",
+        )
+        .await;
+    assert_eq!(
+        lineage,
+        "shardId-000000000000\tclosed\t-\n\
+         shardId-000000000001\topen\tfrom shardId-000000000000\n\
+         shardId-000000000002\topen\tfrom shardId-000000000000\n"
+    );
+    let status = emulator
+        .wait_for("children listed", |status| status.shards.len() == 3)
+        .await;
+    for child in ["shardId-000000000001", "shardId-000000000002"] {
+        assert_eq!(
+            status.shards[child].phase,
+            ShardPhase::WaitingOnParents,
+            "{status:#?}"
+        );
+        assert_eq!(status.shards[child].delivered, 0);
+    }
+    let tree = emulator.command(&["status"], "").await;
+    assert!(
+        tree.contains("    shardId-000000000001  waiting on parents"),
+        "{tree}"
+    );
+
+    // Ctrl-C: the run stops, reports the shard held, and exits 1.
+    let (code, summary) = emulator.interrupt().await;
+    assert_eq!(code, Some(1), "{summary}");
+    assert!(
+        summary.contains(&format!("held at {held_sequence_number}")),
+        "{summary}"
+    );
+}
+
+#[tokio::test]
+async fn events_are_shaped_as_lambdas_and_settle_as_the_records_would() {
+    let folder = std::env::temp_dir().join(format!("kinesis-esm-events-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&folder);
+    let lines = [shipment(1, "dhl"), shipment(2, "fedex"), shipment(3, "ups")]
+        .map(|data| format!("{{\"data\":{data},\"partitionKey\":\"customer-17\"}}\n"))
+        .concat();
+    let output = Command::new(kinesis_esm_binary().await)
+        .args(["events", "--file", "-", "--batch-size", "2", "--out"])
+        .arg(&folder)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = output;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(lines.as_bytes())
+        .await
+        .unwrap();
+    let output = child.wait_with_output().await.unwrap();
+    assert!(output.status.success());
+    let written: Vec<&str> = std::str::from_utf8(&output.stdout)
+        .unwrap()
+        .lines()
+        .collect();
+    assert_eq!(written.len(), 2, "3 records in batches of 2: {written:?}");
+
+    let mut sequence_numbers = Vec::new();
+    let mut outcomes = Vec::new();
+    for file in &written {
+        let json = std::fs::read(Path::new(file)).unwrap();
+        let text = String::from_utf8(json.clone()).unwrap();
+        // Lambda's shape: a numeric arrival timestamp with three decimals, no encryptionType.
+        assert!(!text.contains("encryptionType"), "{text}");
+        let timestamp = text
+            .split("\"approximateArrivalTimestamp\":")
+            .nth(1)
+            .unwrap();
+        let fraction = timestamp
+            .split(['}', ','])
+            .next()
+            .unwrap()
+            .split('.')
+            .nth(1)
+            .unwrap();
+        assert_eq!(fraction.len(), 3, "{text}");
+        let event: KinesisEvent = serde_json::from_slice(&json).unwrap();
+        sequence_numbers.extend(
+            event
+                .records
+                .iter()
+                .map(|record| record.kinesis.sequence_number.clone()),
+        );
+        let settlement = settle(shipping::ship, KinesisBatch::from_json(&json).unwrap()).await;
+        outcomes.extend(settlement.outcomes().iter().cloned());
+    }
+    assert!(
+        sequence_numbers.windows(2).all(|pair| pair[0] < pair[1]),
+        "{sequence_numbers:?}"
+    );
+    assert_eq!(outcomes[0], RecordOutcome::Acked);
+    assert!(
+        !outcomes[1].is_settled(),
+        "the fedex shipment is held: {outcomes:?}"
+    );
+    let _ = std::fs::remove_dir_all(&folder);
+}
