@@ -248,6 +248,49 @@ async fn put_status_and_reshard_drive_a_running_emulator() {
         "{tree}"
     );
 
+    // Merge the two children back, then scale the stream to two open shards: each reshard
+    // answers the lineage, and the new shards wait for their parents too.
+    let lineage = emulator
+        .command(
+            &[
+                "reshard",
+                "--stream",
+                "shipments",
+                "merge",
+                "shardId-000000000001",
+                "shardId-000000000002",
+            ],
+            "",
+        )
+        .await;
+    assert!(
+        lineage.ends_with(
+            "shardId-000000000003\topen\tfrom shardId-000000000001 + shardId-000000000002\n"
+        ),
+        "{lineage}"
+    );
+    let lineage = emulator
+        .command(&["reshard", "--stream", "shipments", "scale", "2"], "")
+        .await;
+    let open: Vec<&str> = lineage
+        .lines()
+        .filter(|line| line.contains("\topen\t"))
+        .collect();
+    assert_eq!(open.len(), 2, "{lineage}");
+    let status = emulator
+        .wait_for("the merged and scaled shards listed", |status| {
+            status.shards.len() == lineage.lines().count()
+        })
+        .await;
+    assert!(
+        status
+            .shards
+            .values()
+            .filter(|shard| shard.shard_id != "shardId-000000000000")
+            .all(|shard| shard.phase == ShardPhase::WaitingOnParents && shard.delivered == 0),
+        "{status:#?}"
+    );
+
     // Ctrl-C: the run stops, reports the shard held, and exits 1.
     let (code, summary) = emulator.interrupt().await;
     assert_eq!(code, Some(1), "{summary}");

@@ -171,3 +171,43 @@ async fn the_same_store_resumes_after_its_checkpoints() {
     assert_eq!(status.totals().delivered, 4);
     second.stop().await;
 }
+
+#[tokio::test]
+async fn a_stream_created_again_under_the_same_name_starts_afresh() {
+    let stream = TestStream::create("restart-recreated", 1);
+    let leases: Arc<dyn LeaseStore> = Arc::new(MemoryLeaseStore::new());
+    put(&stream, 0, 6);
+    let mut first = start_with(&stream, StartingPosition::TrimHorizon, Arc::clone(&leases));
+    first
+        .wait_for("the first run to ack every record", |status| {
+            status.totals().acked == 6
+        })
+        .await;
+    first.stop().await;
+    let old_leases = leases.list_leases().await.unwrap();
+
+    // The stream is deleted and created again under the same name, with new records.
+    stream.kinesis.delete_stream(&stream.name).unwrap();
+    let stream = TestStream::create_in(&stream.kinesis, &stream.name, 1);
+    let new_records = put(&stream, 100, 3);
+
+    // The old stream's checkpoint is in the store, but it belongs to the old stream: the new one
+    // starts at TRIM_HORIZON under leases of its own.
+    let mut second = start_with(&stream, StartingPosition::TrimHorizon, Arc::clone(&leases));
+    let status = second
+        .wait_for("the second run to ack the new records", |status| {
+            status.totals().acked == 3 && status.is_idle()
+        })
+        .await;
+    assert_eq!(delivered(&mut second), sequence_numbers(&new_records));
+    assert_eq!(status.last_error, None);
+    second.stop().await;
+    let all_leases = leases.list_leases().await.unwrap();
+    assert_eq!(all_leases.len(), old_leases.len() + 1, "{all_leases:#?}");
+    for old in &old_leases {
+        assert!(
+            all_leases.contains(old),
+            "the old stream's lease is untouched: {old:?}"
+        );
+    }
+}

@@ -107,6 +107,11 @@ struct Inner {
     budget: ShardBudget,
     streams: RwLock<BTreeMap<String, Arc<Stream>>>,
     generations: AtomicU64,
+    /// When each stream name was last created: a stream created again under the same name is
+    /// created at least a second later, so that its creation time (which identifies it, in its
+    /// sequence numbers and in lease keys) differs, as it always does on Kinesis, where deleting
+    /// and creating take seconds.
+    creations: std::sync::Mutex<BTreeMap<String, SystemTime>>,
 }
 
 /// Settings of an [`EmbeddedKinesis`]; start from [`EmbeddedKinesis::builder`].
@@ -172,9 +177,18 @@ impl EmbeddedKinesisBuilder {
                 clock: self.clock,
                 streams: RwLock::default(),
                 generations: AtomicU64::new(0),
+                creations: std::sync::Mutex::default(),
             }),
         }
     }
+}
+
+/// The start of the second after the one `time` falls in.
+fn whole_second_after(time: SystemTime) -> SystemTime {
+    let seconds = time
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs());
+    SystemTime::UNIX_EPOCH + Duration::from_secs(seconds + 1)
 }
 
 /// One record to put (`PutRecordsRequestEntry`, and the fields of `PutRecord`).
@@ -419,6 +433,19 @@ impl EmbeddedKinesis {
             });
         }
         self.inner.budget.reserve(stream::at(shard_count))?;
+        let now = {
+            let mut creations = self
+                .inner
+                .creations
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let earliest = creations
+                .get(stream_name)
+                .map(|previous| whole_second_after(*previous));
+            let created = earliest.map_or(now, |earliest| now.max(earliest));
+            creations.insert(stream_name.to_owned(), created);
+            created
+        };
         let stream = Stream::new(
             stream_name,
             self.stream_arn(stream_name),
