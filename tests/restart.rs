@@ -177,7 +177,7 @@ async fn a_stream_created_again_under_the_same_name_starts_afresh() {
     let stream = TestStream::create("restart-recreated", 1);
     let leases: Arc<dyn LeaseStore> = Arc::new(MemoryLeaseStore::new());
     put(&stream, 0, 6);
-    let mut first = start_with(&stream, StartingPosition::TrimHorizon, Arc::clone(&leases));
+    let first = start_with(&stream, StartingPosition::TrimHorizon, Arc::clone(&leases));
     first
         .wait_for("the first run to ack every record", |status| {
             status.totals().acked == 6
