@@ -1,1 +1,7 @@
 //! End-to-end tests.
+
+mod aws_faults;
+mod aws_fencing;
+mod aws_kill;
+mod aws_resharding;
+mod aws_restart;
