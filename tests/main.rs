@@ -1,5 +1,6 @@
 //! End-to-end tests of the emulator: the shipping function and fixtures run through event source
-//! mappings over the embedded Kinesis, and the `kinesis-esm` command run as a process.
+//! mappings over the embedded Kinesis, over kinesis-local and dynalite (the `aws_*` modules, which
+//! need `scripts/local-stack run -- cargo test ...`), and the `kinesis-esm` command run as a process.
 //!
 //! Run with `cargo test -p end-to-end`; set `RUST_LOG=debug` to see the mapping's logs. The
 //! tests build what they run (the shipping `bootstrap`, `kinesis-esm`, the fixture functions
@@ -9,6 +10,11 @@
 //! and the test take turns on one thread: an observer's events and the status then change in
 //! exactly the order the mapping made the changes, with no other thread in between.
 
+mod aws_faults;
+mod aws_fencing;
+mod aws_kill;
+mod aws_resharding;
+mod aws_restart;
 mod cargo_lambda;
 mod cli;
 mod commands;

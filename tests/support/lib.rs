@@ -3,6 +3,7 @@
 //!
 //! Every wait goes through [`within`], which fails the test after [`TIMEOUT`] instead of hanging.
 
+pub mod aws;
 pub mod cargo_lambda;
 
 use std::collections::HashMap;

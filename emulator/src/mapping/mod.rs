@@ -267,6 +267,7 @@ async fn coordinate(shared: Arc<Shared>, mut stopping: watch::Receiver<bool>) {
     let (exits, mut exited) = mpsc::unbounded_channel::<(String, ReaderExit)>();
     let mut readers: HashMap<String, JoinHandle<()>> = HashMap::new();
     let mut expiry = LeaseExpiry::default();
+    let mut awaiting_expiry = false;
     loop {
         if *stopping.borrow() {
             break;
@@ -281,17 +282,26 @@ async fn coordinate(shared: Arc<Shared>, mut stopping: watch::Receiver<bool>) {
         )
         .await
         {
-            Ok(()) => {
+            Ok(Undecided(undecided)) => {
                 backoff.reset();
                 shared.status.send_modify(|status| {
                     status.last_error = None;
-                    status.synced = true;
+                    // Until then the mapping cannot say that nothing is left to do: a lease
+                    // that a dead worker never gave up must still be taken and read.
+                    status.synced |= !undecided;
                 });
+                awaiting_expiry = undecided;
             }
             Err(error) => report_error(&shared, error),
         }
         let pause = if shared.status.borrow().last_error.is_some() {
             backoff.next_pause(RetryKind::Error)
+        } else if awaiting_expiry {
+            // Look again soon enough to see a renewal, or to take the lease once it expires.
+            shared
+                .options
+                .shard_sync_interval
+                .min(shared.options.failover_time / 2)
         } else {
             shared.options.shard_sync_interval
         };
@@ -325,27 +335,69 @@ fn report_error(shared: &Shared, error: String) {
 /// When other workers' leases were last seen to change, to tell a live lease from an expired one.
 #[derive(Default)]
 struct LeaseExpiry {
-    last_change: HashMap<String, (u64, Instant)>,
+    last_change: HashMap<String, SeenLease>,
+}
+
+/// A lease as the coordinator last saw it.
+struct SeenLease {
+    counter: u64,
+    /// When its counter last changed, or when it was first seen.
+    changed_at: Instant,
+    /// Whether its counter changed while this worker watched: its owner is alive.
+    renewed: bool,
+}
+
+/// Whether a lease may be taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Availability {
+    /// Unowned, ours, or not renewed for the failover time.
+    Available,
+    /// Another worker holds it and renews it.
+    HeldElsewhere,
+    /// Another worker holds it, and it has not been watched long enough to tell whether that
+    /// worker still renews it: a worker that died (`kill -9`) never gave its leases up.
+    Undecided,
 }
 
 impl LeaseExpiry {
     /// Whether `lease` may be taken: unowned, ours, or not renewed for `failover_time`.
-    fn available(&mut self, lease: &Lease, worker_id: &str, failover_time: Duration) -> bool {
+    fn availability(
+        &mut self,
+        lease: &Lease,
+        worker_id: &str,
+        failover_time: Duration,
+    ) -> Availability {
         let now = Instant::now();
         let seen = self
             .last_change
             .entry(lease.lease_key.clone())
-            .or_insert((lease.lease_counter, now));
-        if seen.0 != lease.lease_counter {
-            *seen = (lease.lease_counter, now);
+            .or_insert(SeenLease {
+                counter: lease.lease_counter,
+                changed_at: now,
+                renewed: false,
+            });
+        if seen.counter != lease.lease_counter {
+            *seen = SeenLease {
+                counter: lease.lease_counter,
+                changed_at: now,
+                renewed: true,
+            };
         }
         match lease.lease_owner.as_deref() {
-            None => true,
-            Some(owner) if owner == worker_id => true,
-            Some(_) => now.duration_since(seen.1) >= failover_time,
+            None => Availability::Available,
+            Some(owner) if owner == worker_id => Availability::Available,
+            Some(_) if now.duration_since(seen.changed_at) >= failover_time => {
+                Availability::Available
+            }
+            Some(_) if seen.renewed => Availability::HeldElsewhere,
+            Some(_) => Availability::Undecided,
         }
     }
 }
+
+/// Whether a round of the coordinator left a lease of another worker undecided (neither seen
+/// renewed nor expired yet).
+struct Undecided(bool);
 
 /// One round of the coordinator: list shards, create missing leases, start runnable readers.
 async fn sync(
@@ -355,7 +407,7 @@ async fn sync(
     expiry: &mut LeaseExpiry,
     exits: &mpsc::UnboundedSender<(String, ReaderExit)>,
     stopping: &watch::Receiver<bool>,
-) -> Result<(), String> {
+) -> Result<Undecided, String> {
     let config = &shared.config;
     let shards = shared
         .source
@@ -397,6 +449,7 @@ async fn sync(
             }
         });
     }
+    let mut undecided = false;
     for lease in leases.values() {
         if lease.checkpoint == Checkpoint::ShardEnd || readers.contains_key(&lease.shard_id) {
             continue;
@@ -412,15 +465,19 @@ async fn sync(
             });
             continue;
         }
-        if !expiry.available(
+        match expiry.availability(
             lease,
             &shared.options.worker_id,
             shared.options.failover_time,
         ) {
-            shared.update_shard(&lease.shard_id, |status| {
-                status.phase = ShardPhase::NotOwned
-            });
-            continue;
+            Availability::Available => {}
+            availability => {
+                undecided |= availability == Availability::Undecided;
+                shared.update_shard(&lease.shard_id, |status| {
+                    status.phase = ShardPhase::NotOwned
+                });
+                continue;
+            }
         }
         let Some(shard) = shards_by_id.get(lease.shard_id.as_str()) else {
             // The shard has expired from the stream: nothing is left to read.
@@ -458,7 +515,7 @@ async fn sync(
         );
     }
     clean_up_finished_parents(shared, &leases).await;
-    Ok(())
+    Ok(Undecided(undecided))
 }
 
 /// Creates a lease for every shard that should have one and has none. Returns whether any was
@@ -533,5 +590,57 @@ async fn clean_up_finished_parents(shared: &Shared, leases: &BTreeMap<String, Le
         if finished && let Err(error) = shared.leases.delete_lease(&lease.lease_key).await {
             tracing::warn!(shard_id = %lease.shard_id, %error, "could not delete a finished lease");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lease_of_another_worker_is_undecided_until_renewed_or_expired() {
+        let failover_time = Duration::from_secs(3600);
+        let mut expiry = LeaseExpiry::default();
+        let mut lease = Lease::new("k", "shardId-000000000000", Checkpoint::TrimHorizon);
+        assert_eq!(
+            expiry.availability(&lease, "me", failover_time),
+            Availability::Available,
+            "an unowned lease"
+        );
+        lease.lease_owner = Some("other".to_owned());
+        lease.lease_counter = 1;
+        assert_eq!(
+            expiry.availability(&lease, "me", failover_time),
+            Availability::HeldElsewhere,
+            "taken while watched: its owner is alive"
+        );
+
+        let mut expiry = LeaseExpiry::default();
+        assert_eq!(
+            expiry.availability(&lease, "me", failover_time),
+            Availability::Undecided,
+            "first seen held: its owner may be dead"
+        );
+        assert_eq!(
+            expiry.availability(&lease, "me", failover_time),
+            Availability::Undecided
+        );
+        lease.lease_counter = 2;
+        assert_eq!(
+            expiry.availability(&lease, "me", failover_time),
+            Availability::HeldElsewhere,
+            "renewed"
+        );
+        assert_eq!(
+            expiry.availability(&lease, "other", failover_time),
+            Availability::Available,
+            "its own"
+        );
+        let mut expiry = LeaseExpiry::default();
+        assert_eq!(
+            expiry.availability(&lease, "me", Duration::ZERO),
+            Availability::Available,
+            "expired"
+        );
     }
 }

@@ -106,7 +106,9 @@ pub struct MappingStatus {
     pub on_failure: Vec<Arc<Value>>,
     /// The last error the mapping met outside a batch (listing shards, leases), if it persists.
     pub last_error: Option<String>,
-    /// Whether the coordinator has listed the shards and started their readers at least once.
+    /// Whether the coordinator has listed the shards and started their readers at least once,
+    /// and knows of every lease another worker holds whether that worker still renews it (a
+    /// lease left by a worker that died is taken once the failover time has passed).
     pub synced: bool,
 }
 

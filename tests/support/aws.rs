@@ -1,0 +1,945 @@
+//! What the end-to-end tests against local stand-ins for AWS share: the endpoints of kinesis-local
+//! and dynalite, streams of shipments, lease table items read raw, a lease store that writes down
+//! its writes, an observer of mapping events, the `kinesis-esm` binary with the ledger fixture
+//! function, and a fault-injecting proxy.
+//!
+//! Those tests need the servers: run them with
+//! `scripts/local-stack run -- cargo test -p end-to-end aws_`. Without the servers' endpoints
+//! they fail with a message that says so; they are never skipped.
+
+pub mod fault_proxy;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::AttributeValue;
+use kinesis_esm::aws::{AwsConnection, DynamoLeaseStore, ReadPacing, SdkKinesis};
+use kinesis_esm::function::build_function;
+use kinesis_esm::lease::{Checkpoint, Lease, LeaseError, LeaseStore};
+use kinesis_esm::mapping::MappingEvent;
+use kinesis_esm::sequence::SequenceNumber;
+use shipping::Shipment;
+use tokio::sync::{mpsc, watch};
+
+/// How long any one step of a test may take before the test fails. kinesis-local answers about
+/// 150 requests a second, shared by every test running at the time, so steps get room.
+pub const TIMEOUT: Duration = Duration::from_secs(90);
+
+/// The region every client uses: local servers accept any, and naming one keeps the SDK from
+/// probing the instance metadata address.
+pub const REGION: &str = "us-east-1";
+
+/// The carrier `shipping::ship` does not know: a shipment for it is held.
+pub const UNKNOWN_CARRIER: &str = "fedex";
+
+/// Reads a local server's endpoint from the variable `scripts/local-stack run` sets; fails the
+/// test (never skips it) when the variable is missing.
+fn endpoint(variable: &str) -> String {
+    match std::env::var(variable) {
+        Ok(endpoint) if !endpoint.is_empty() => endpoint,
+        _ => panic!(
+            "{variable} is not set. The aws_* end-to-end tests need the local Kinesis and DynamoDB \
+             servers: run them through `scripts/local-stack run -- cargo test -p end-to-end aws_`"
+        ),
+    }
+}
+
+/// kinesis-local's endpoint.
+pub fn kinesis_endpoint() -> String {
+    endpoint("KINESIS_ENDPOINT")
+}
+
+/// dynalite's endpoint.
+pub fn dynamodb_endpoint() -> String {
+    endpoint("DYNAMODB_ENDPOINT")
+}
+
+/// A stream or table name no other test (or earlier run against the same servers) uses.
+pub fn unique_name(prefix: &str) -> String {
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    format!("{prefix}-{}", &id[..12])
+}
+
+/// Logs to the test output when `RUST_LOG` is set.
+pub fn init_logging() {
+    if std::env::var_os("RUST_LOG").is_some() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
+    }
+}
+
+/// Fails the test if `future` takes longer than [`TIMEOUT`].
+pub async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
+    tokio::time::timeout(TIMEOUT, future)
+        .await
+        .unwrap_or_else(|_| panic!("{what} took longer than {TIMEOUT:?}"))
+}
+
+/// A shipment `shipping::ship` acknowledges: an address and a carrier it knows.
+pub fn shipment(id: u64) -> Shipment {
+    Shipment {
+        id,
+        address: format!("{id} Harbour Road"),
+        carrier: shipping::CARRIERS[(id % 2) as usize].to_owned(),
+    }
+}
+
+/// A shipment `shipping::ship` holds: its carrier is unknown.
+pub fn held_shipment(id: u64) -> Shipment {
+    Shipment {
+        carrier: UNKNOWN_CARRIER.to_owned(),
+        ..shipment(id)
+    }
+}
+
+/// The partition key a shipment is published under: its id, so that a delivery names its
+/// shipment wherever it is observed (observer events, the ledger fixture).
+pub fn partition_key(id: u64) -> String {
+    format!("shipment-{id}")
+}
+
+/// The shipment id in a partition key made by [`partition_key`].
+pub fn shipment_id(partition_key: &str) -> u64 {
+    partition_key
+        .strip_prefix("shipment-")
+        .and_then(|id| id.parse().ok())
+        .unwrap_or_else(|| panic!("`{partition_key}` is not a shipment's partition key"))
+}
+
+/// A record Kinesis accepted: where it went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Published {
+    /// Its shard.
+    pub shard_id: String,
+    /// Its sequence number in that shard.
+    pub sequence_number: SequenceNumber,
+    /// Its partition key.
+    pub partition_key: String,
+}
+
+/// A delivery: one record of one invocation, in the order the invocations came.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Delivery {
+    /// The record's shard.
+    pub shard_id: String,
+    /// Its sequence number.
+    pub sequence_number: SequenceNumber,
+    /// Its partition key.
+    pub partition_key: String,
+}
+
+impl Delivery {
+    /// The record's shard and sequence number: what identifies it in the stream.
+    pub fn position(&self) -> (String, SequenceNumber) {
+        (self.shard_id.clone(), self.sequence_number.clone())
+    }
+}
+
+impl Published {
+    /// The record's shard and sequence number: what identifies it in the stream.
+    pub fn position(&self) -> (String, SequenceNumber) {
+        (self.shard_id.clone(), self.sequence_number.clone())
+    }
+}
+
+/// The records of `published` in shard order, shard by shard.
+pub fn by_shard(published: &[Published]) -> BTreeMap<String, Vec<Published>> {
+    let mut shards: BTreeMap<String, Vec<Published>> = BTreeMap::new();
+    for record in published {
+        shards
+            .entry(record.shard_id.clone())
+            .or_default()
+            .push(record.clone());
+    }
+    for records in shards.values_mut() {
+        records.sort_by(|a, b| a.sequence_number.cmp(&b.sequence_number));
+    }
+    shards
+}
+
+/// kinesis-local and dynalite, with clients for what the tests do besides running mappings.
+pub struct LocalAws {
+    kinesis: SdkKinesis,
+    dynamodb: aws_sdk_dynamodb::Client,
+}
+
+impl LocalAws {
+    /// Clients for the servers `scripts/local-stack` started.
+    pub async fn connect() -> Self {
+        init_logging();
+        let kinesis = SdkKinesis::connect(&Self::kinesis_connection())
+            .await
+            .expect("a Kinesis client for kinesis-local")
+            .with_read_pacing(ReadPacing::UNLIMITED);
+        let config = Self::dynamodb_connection()
+            .sdk_config()
+            .await
+            .expect("a DynamoDB configuration for dynalite");
+        Self {
+            kinesis,
+            dynamodb: aws_sdk_dynamodb::Client::new(&config),
+        }
+    }
+
+    /// How to reach kinesis-local.
+    pub fn kinesis_connection() -> AwsConnection {
+        AwsConnection::local(kinesis_endpoint()).with_region(REGION)
+    }
+
+    /// How to reach dynalite.
+    pub fn dynamodb_connection() -> AwsConnection {
+        AwsConnection::local(dynamodb_endpoint()).with_region(REGION)
+    }
+
+    /// The producer's Kinesis client (no read pacing).
+    pub fn kinesis(&self) -> &SdkKinesis {
+        &self.kinesis
+    }
+
+    /// A Kinesis source for a mapping, reading kinesis-local with `pacing`.
+    pub async fn source(&self, pacing: ReadPacing) -> Arc<SdkKinesis> {
+        Arc::new(
+            SdkKinesis::connect(&Self::kinesis_connection())
+                .await
+                .expect("a Kinesis client for kinesis-local")
+                .with_read_pacing(pacing),
+        )
+    }
+
+    /// Creates a stream of its own with `shards` shards.
+    pub async fn create_stream(&self, prefix: &str, shards: i32) -> String {
+        let name = unique_name(prefix);
+        within(
+            &format!("creating stream {name}"),
+            self.kinesis.create_stream(&name, shards),
+        )
+        .await
+        .unwrap_or_else(|error| panic!("creating stream {name}: {error}"));
+        name
+    }
+
+    /// Publishes records in order, in `PutRecords` calls of at most 500; a record Kinesis refuses
+    /// is put again before the next call. Returns where each went, in the order given.
+    pub async fn publish(&self, stream: &str, records: &[(String, Vec<u8>)]) -> Vec<Published> {
+        let mut published = Vec::with_capacity(records.len());
+        for chunk in records.chunks(500) {
+            let mut pending: Vec<usize> = (0..chunk.len()).collect();
+            let mut placed: Vec<Option<Published>> = vec![None; chunk.len()];
+            while !pending.is_empty() {
+                let entries: Vec<(&str, &[u8])> = pending
+                    .iter()
+                    .map(|&index| (chunk[index].0.as_str(), chunk[index].1.as_slice()))
+                    .collect();
+                let outcomes = within(
+                    &format!("publishing to stream {stream}"),
+                    self.kinesis.put_records(stream, &entries),
+                )
+                .await
+                .unwrap_or_else(|error| panic!("publishing to stream {stream}: {error}"));
+                let mut refused = Vec::new();
+                for (&index, outcome) in pending.iter().zip(outcomes) {
+                    match outcome {
+                        Ok((shard_id, sequence_number)) => {
+                            placed[index] = Some(Published {
+                                shard_id,
+                                sequence_number,
+                                partition_key: chunk[index].0.clone(),
+                            });
+                        }
+                        Err(_) => refused.push(index),
+                    }
+                }
+                pending = refused;
+            }
+            published.extend(
+                placed
+                    .into_iter()
+                    .map(|placed| placed.expect("every record placed")),
+            );
+        }
+        published
+    }
+
+    /// Publishes shipments as JSON under their [`partition_key`], in order.
+    pub async fn publish_shipments(&self, stream: &str, shipments: &[Shipment]) -> Vec<Published> {
+        let records: Vec<(String, Vec<u8>)> = shipments
+            .iter()
+            .map(|shipment| {
+                (
+                    partition_key(shipment.id),
+                    serde_json::to_vec(shipment).expect("a shipment is JSON"),
+                )
+            })
+            .collect();
+        self.publish(stream, &records).await
+    }
+
+    /// A lease table of its own, created and active.
+    pub async fn lease_table(&self, prefix: &str) -> String {
+        let table = unique_name(prefix);
+        self.lease_store(&table).await;
+        table
+    }
+
+    /// A lease store on `table` at dynalite (the table is created if missing).
+    pub async fn lease_store(&self, table: &str) -> DynamoLeaseStore {
+        self.lease_store_at(&Self::dynamodb_connection(), table)
+            .await
+    }
+
+    /// A lease store on `table` through `connection` (a proxy, say).
+    pub async fn lease_store_at(
+        &self,
+        connection: &AwsConnection,
+        table: &str,
+    ) -> DynamoLeaseStore {
+        within(
+            &format!("opening lease table {table}"),
+            DynamoLeaseStore::connect(connection, table),
+        )
+        .await
+        .unwrap_or_else(|error| panic!("opening lease table {table}: {error}"))
+    }
+
+    /// The items of a lease table, read raw.
+    pub async fn raw_leases(&self, table: &str) -> Vec<RawLease> {
+        within(
+            &format!("scanning lease table {table}"),
+            raw_leases(&self.dynamodb, table),
+        )
+        .await
+    }
+
+    /// The DynamoDB client.
+    pub fn dynamodb(&self) -> &aws_sdk_dynamodb::Client {
+        &self.dynamodb
+    }
+}
+
+/// A lease table item as DynamoDB holds it, read attribute by attribute under the KCL's names
+/// (spec §B1), so that a test checks the table a KCL application would read, not what the lease
+/// store makes of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawLease {
+    /// `leaseKey` (S).
+    pub lease_key: String,
+    /// `shardId` (S).
+    pub shard_id: String,
+    /// `leaseOwner` (S), absent when nobody holds the lease.
+    pub lease_owner: Option<String>,
+    /// `leaseCounter` (N).
+    pub lease_counter: u64,
+    /// `checkpoint` (S): a sequence number or a sentinel such as `SHARD_END`.
+    pub checkpoint: String,
+    /// `parentShardId` (SS), sorted; empty when absent.
+    pub parent_shard_ids: Vec<String>,
+    /// `childShardIds` (SS), sorted; empty when absent.
+    pub child_shard_ids: Vec<String>,
+    /// Every attribute name the item has.
+    pub attribute_names: BTreeSet<String>,
+}
+
+impl RawLease {
+    /// The checkpoint as a sequence number; `None` for a sentinel.
+    pub fn checkpoint_sequence_number(&self) -> Option<SequenceNumber> {
+        self.checkpoint.parse().ok()
+    }
+}
+
+/// Scans a lease table and reads each item raw (panics, naming the item and attribute, on an
+/// item that is not a lease).
+pub async fn raw_leases(client: &aws_sdk_dynamodb::Client, table: &str) -> Vec<RawLease> {
+    let mut leases = Vec::new();
+    let mut start_key = None;
+    loop {
+        let page = client
+            .scan()
+            .table_name(table)
+            .consistent_read(true)
+            .set_exclusive_start_key(start_key)
+            .send()
+            .await
+            .unwrap_or_else(|error| {
+                panic!(
+                    "scanning lease table {table}: {}",
+                    aws_sdk_dynamodb::error::DisplayErrorContext(&error)
+                )
+            });
+        for item in page.items() {
+            leases.push(raw_lease(table, item));
+        }
+        match page.last_evaluated_key() {
+            Some(key) if !key.is_empty() => start_key = Some(key.clone()),
+            _ => break,
+        }
+    }
+    leases.sort_by(|a, b| a.lease_key.cmp(&b.lease_key));
+    leases
+}
+
+fn raw_lease(table: &str, item: &HashMap<String, AttributeValue>) -> RawLease {
+    let key = item
+        .get("leaseKey")
+        .and_then(|value| value.as_s().ok())
+        .unwrap_or_else(|| panic!("an item of lease table {table} has no leaseKey (S): {item:?}"))
+        .clone();
+    let text = |name: &str| -> Option<String> {
+        item.get(name).map(|value| {
+            value
+                .as_s()
+                .unwrap_or_else(|_| panic!("{table}/{key}: {name} is not a string: {value:?}"))
+                .clone()
+        })
+    };
+    let set = |name: &str| -> Vec<String> {
+        let mut values = item.get(name).map_or_else(Vec::new, |value| {
+            value
+                .as_ss()
+                .unwrap_or_else(|_| panic!("{table}/{key}: {name} is not a string set: {value:?}"))
+                .clone()
+        });
+        values.sort();
+        values
+    };
+    let counter = item
+        .get("leaseCounter")
+        .and_then(|value| value.as_n().ok())
+        .and_then(|number| number.parse().ok())
+        .unwrap_or_else(|| panic!("{table}/{key}: no leaseCounter (N)"));
+    RawLease {
+        shard_id: text("shardId").unwrap_or_else(|| panic!("{table}/{key}: no shardId")),
+        lease_owner: text("leaseOwner"),
+        lease_counter: counter,
+        checkpoint: text("checkpoint").unwrap_or_else(|| panic!("{table}/{key}: no checkpoint")),
+        parent_shard_ids: set("parentShardId"),
+        child_shard_ids: set("childShardIds"),
+        attribute_names: item.keys().cloned().collect(),
+        lease_key: key,
+    }
+}
+
+/// The raw leases by shard id.
+pub fn leases_by_shard(leases: &[RawLease]) -> BTreeMap<String, RawLease> {
+    leases
+        .iter()
+        .map(|lease| (lease.shard_id.clone(), lease.clone()))
+        .collect()
+}
+
+/// A change a [`RecordingLeaseStore`] passed on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeaseChange {
+    /// `create_lease_if_absent`.
+    Create,
+    /// `take_lease` by this owner.
+    Take(String),
+    /// `renew_lease`.
+    Renew,
+    /// `update_checkpoint` to this checkpoint.
+    Checkpoint(Checkpoint),
+    /// `set_child_shard_ids`.
+    ChildShardIds(Vec<String>),
+    /// `evict_lease`.
+    Evict,
+    /// `delete_lease`.
+    Delete,
+}
+
+/// One write a [`RecordingLeaseStore`] passed on, and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseWrite {
+    /// The lease's key.
+    pub lease_key: String,
+    /// What was asked.
+    pub change: LeaseChange,
+    /// The store's answer: `None` when the write succeeded.
+    pub error: Option<LeaseError>,
+    /// For a delete on a store that snapshots: the table's items, read raw just before it.
+    pub table_before: Vec<RawLease>,
+}
+
+impl LeaseWrite {
+    /// Whether the write failed because the lease was taken from its writer.
+    pub fn lost(&self) -> bool {
+        matches!(self.error, Some(LeaseError::LeaseLost { .. }))
+    }
+}
+
+/// A lease store that passes every call to another and writes down every write it passed on,
+/// with its answer, for tests to read and wait on. Reads are passed on without a note.
+pub struct RecordingLeaseStore {
+    inner: Arc<dyn LeaseStore>,
+    writes: watch::Sender<Vec<LeaseWrite>>,
+    /// A table to read raw before each delete: the item a delete removes is gone afterwards.
+    snapshot: Option<(aws_sdk_dynamodb::Client, String)>,
+}
+
+impl fmt::Debug for RecordingLeaseStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecordingLeaseStore")
+            .field("writes", &self.writes.borrow().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RecordingLeaseStore {
+    /// Records the writes passed on to `inner`.
+    pub fn new(inner: Arc<dyn LeaseStore>) -> Self {
+        Self {
+            inner,
+            writes: watch::Sender::new(Vec::new()),
+            snapshot: None,
+        }
+    }
+
+    /// Reads `table` raw before each delete, into [`LeaseWrite::table_before`].
+    pub fn snapshot_before_deletes(
+        mut self,
+        client: aws_sdk_dynamodb::Client,
+        table: &str,
+    ) -> Self {
+        self.snapshot = Some((client, table.to_owned()));
+        self
+    }
+
+    /// The writes so far, in order.
+    pub fn writes(&self) -> Vec<LeaseWrite> {
+        self.writes.borrow().clone()
+    }
+
+    /// Waits until the writes so far satisfy `condition`, and returns them.
+    pub async fn wait_for(
+        &self,
+        what: &str,
+        mut condition: impl FnMut(&[LeaseWrite]) -> bool,
+    ) -> Vec<LeaseWrite> {
+        let mut writes = self.writes.subscribe();
+        within(what, writes.wait_for(|writes| condition(writes)))
+            .await
+            .expect("the store outlives the wait")
+            .clone()
+    }
+
+    fn note<T>(
+        &self,
+        lease_key: &str,
+        change: LeaseChange,
+        result: &Result<T, LeaseError>,
+        table_before: Vec<RawLease>,
+    ) {
+        let write = LeaseWrite {
+            lease_key: lease_key.to_owned(),
+            change,
+            error: result.as_ref().err().cloned(),
+            table_before,
+        };
+        self.writes.send_modify(|writes| writes.push(write));
+    }
+}
+
+#[async_trait]
+impl LeaseStore for RecordingLeaseStore {
+    async fn list_leases(&self) -> Result<Vec<Lease>, LeaseError> {
+        self.inner.list_leases().await
+    }
+
+    async fn get_lease(&self, lease_key: &str) -> Result<Option<Lease>, LeaseError> {
+        self.inner.get_lease(lease_key).await
+    }
+
+    async fn create_lease_if_absent(&self, lease: &Lease) -> Result<bool, LeaseError> {
+        let result = self.inner.create_lease_if_absent(lease).await;
+        self.note(&lease.lease_key, LeaseChange::Create, &result, Vec::new());
+        result
+    }
+
+    async fn take_lease(&self, lease: &Lease, owner: &str) -> Result<Lease, LeaseError> {
+        let result = self.inner.take_lease(lease, owner).await;
+        let change = LeaseChange::Take(owner.to_owned());
+        self.note(&lease.lease_key, change, &result, Vec::new());
+        result
+    }
+
+    async fn renew_lease(&self, lease: &Lease) -> Result<Lease, LeaseError> {
+        let result = self.inner.renew_lease(lease).await;
+        self.note(&lease.lease_key, LeaseChange::Renew, &result, Vec::new());
+        result
+    }
+
+    async fn update_checkpoint(
+        &self,
+        lease: &Lease,
+        checkpoint: Checkpoint,
+    ) -> Result<Lease, LeaseError> {
+        let result = self
+            .inner
+            .update_checkpoint(lease, checkpoint.clone())
+            .await;
+        let change = LeaseChange::Checkpoint(checkpoint);
+        self.note(&lease.lease_key, change, &result, Vec::new());
+        result
+    }
+
+    async fn set_child_shard_ids(
+        &self,
+        lease: &Lease,
+        child_shard_ids: &[String],
+    ) -> Result<Lease, LeaseError> {
+        let result = self.inner.set_child_shard_ids(lease, child_shard_ids).await;
+        let change = LeaseChange::ChildShardIds(child_shard_ids.to_vec());
+        self.note(&lease.lease_key, change, &result, Vec::new());
+        result
+    }
+
+    async fn evict_lease(&self, lease: &Lease) -> Result<Lease, LeaseError> {
+        let result = self.inner.evict_lease(lease).await;
+        self.note(&lease.lease_key, LeaseChange::Evict, &result, Vec::new());
+        result
+    }
+
+    async fn delete_lease(&self, lease_key: &str) -> Result<(), LeaseError> {
+        let table_before = match &self.snapshot {
+            Some((client, table)) => raw_leases(client, table).await,
+            None => Vec::new(),
+        };
+        let result = self.inner.delete_lease(lease_key).await;
+        self.note(lease_key, LeaseChange::Delete, &result, table_before);
+        result
+    }
+}
+
+/// What a mapping told its observer, kept in order.
+pub struct Observed {
+    events: mpsc::UnboundedReceiver<MappingEvent>,
+    seen: Vec<MappingEvent>,
+}
+
+impl Observed {
+    /// An observer channel: give the sender to `EventSourceMapping::observe`.
+    pub fn channel() -> (mpsc::UnboundedSender<MappingEvent>, Self) {
+        let (sender, events) = mpsc::unbounded_channel();
+        (
+            sender,
+            Self {
+                events,
+                seen: Vec::new(),
+            },
+        )
+    }
+
+    /// Takes in the events sent so far, and returns every event seen.
+    pub fn events(&mut self) -> &[MappingEvent] {
+        while let Ok(event) = self.events.try_recv() {
+            self.seen.push(event);
+        }
+        &self.seen
+    }
+
+    /// Waits until the events seen satisfy `condition`.
+    pub async fn wait_for(
+        &mut self,
+        what: &str,
+        mut condition: impl FnMut(&[MappingEvent]) -> bool,
+    ) -> &[MappingEvent] {
+        self.events();
+        within(what, async {
+            while !condition(&self.seen) {
+                match self.events.recv().await {
+                    Some(event) => self.seen.push(event),
+                    None => panic!("the mapping stopped before {what}"),
+                }
+            }
+        })
+        .await;
+        &self.seen
+    }
+
+    /// Every record delivered so far, invocation by invocation.
+    pub fn deliveries(&mut self) -> Vec<Delivery> {
+        deliveries(self.events())
+    }
+}
+
+/// The records of the `Invoked` events among `events`, in order.
+pub fn deliveries(events: &[MappingEvent]) -> Vec<Delivery> {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            MappingEvent::Invoked { shard_id, records } => Some(records.iter().map(
+                |(sequence_number, partition_key)| Delivery {
+                    shard_id: shard_id.clone(),
+                    sequence_number: sequence_number.clone(),
+                    partition_key: partition_key.to_string(),
+                },
+            )),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+/// The workspace's root folder.
+pub fn workspace_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the tests crate lies in the workspace")
+        .to_owned()
+}
+
+/// The ledger fixture function's crate (`tests/fixtures/functions/shipping-ledger`).
+pub fn ledger_function_dir() -> PathBuf {
+    workspace_dir().join("tests/fixtures/functions/shipping-ledger")
+}
+
+/// Builds a binary once per test process; other tests wait for the same build.
+async fn build_once(
+    cell: &'static OnceLock<PathBuf>,
+    crate_dir: PathBuf,
+    binary: &'static str,
+) -> PathBuf {
+    tokio::task::spawn_blocking(move || {
+        cell.get_or_init(|| {
+            build_function(&crate_dir, binary, false)
+                .unwrap_or_else(|error| panic!("building {binary}: {error}"))
+        })
+        .clone()
+    })
+    .await
+    .expect("the build does not panic")
+}
+
+/// The `kinesis-esm` binary, built with cargo (debug) once per test process.
+pub async fn kinesis_esm_binary() -> PathBuf {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    build_once(&BINARY, workspace_dir().join("emulator"), "kinesis-esm").await
+}
+
+/// Builds the ledger fixture function once per test process, so that `kinesis-esm run` finds
+/// it built (its own build of the function is then a quick no-op).
+pub async fn build_ledger_function() {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    build_once(&BINARY, ledger_function_dir(), "bootstrap").await;
+}
+
+/// A folder of its own under the system's temporary folder, removed when dropped.
+#[derive(Debug)]
+pub struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    /// Creates the folder.
+    pub fn new(prefix: &str) -> Self {
+        let path = std::env::temp_dir().join(unique_name(prefix));
+        std::fs::create_dir_all(&path)
+            .unwrap_or_else(|error| panic!("creating {}: {error}", path.display()));
+        Self(path)
+    }
+
+    /// A path inside the folder.
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A SAM template with one stream and the ledger fixture function reading it.
+#[derive(Debug, Clone)]
+pub struct LedgerTemplate {
+    /// The stream's name (it must exist on kinesis-local already).
+    pub stream: String,
+    /// The stream's shard count.
+    pub shards: u32,
+    /// The mapping's `BatchSize`.
+    pub batch_size: u32,
+    /// Where the function writes down what it is delivered.
+    pub ledger: PathBuf,
+    /// How long the function takes per batch, in milliseconds.
+    pub delay_ms: u64,
+}
+
+impl LedgerTemplate {
+    /// Writes the template to `path`.
+    pub fn write(&self, path: &Path) {
+        let text = format!(
+            r#"AWSTemplateFormatVersion: "2010-09-09"
+Transform: AWS::Serverless-2016-10-31
+Resources:
+  Shipments:
+    Type: AWS::Kinesis::Stream
+    Properties:
+      Name: {stream}
+      ShardCount: {shards}
+  LedgerFunction:
+    Type: AWS::Serverless::Function
+    Properties:
+      FunctionName: shipping-ledger
+      CodeUri: '{code_uri}'
+      Handler: bootstrap
+      Runtime: provided.al2023
+      Timeout: 30
+      Environment:
+        Variables:
+          DELIVERY_LEDGER: '{ledger}'
+          LEDGER_DELAY_MS: "{delay_ms}"
+      Events:
+        Shipments:
+          Type: Kinesis
+          Properties:
+            Stream: !GetAtt Shipments.Arn
+            StartingPosition: TRIM_HORIZON
+            BatchSize: {batch_size}
+            FunctionResponseTypes:
+              - ReportBatchItemFailures
+"#,
+            stream = self.stream,
+            shards = self.shards,
+            code_uri = ledger_function_dir().display(),
+            ledger = self.ledger.display(),
+            delay_ms = self.delay_ms,
+            batch_size = self.batch_size,
+        );
+        std::fs::write(path, text)
+            .unwrap_or_else(|error| panic!("writing {}: {error}", path.display()));
+    }
+}
+
+/// The deliveries the ledger fixture wrote down, in order; none if it wrote nothing.
+pub fn read_ledger(path: &Path) -> Vec<Delivery> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
+        Err(error) => panic!("reading {}: {error}", path.display()),
+    };
+    text.lines()
+        .enumerate()
+        .map(|(index, line)| {
+            let bad = || {
+                panic!(
+                    "{}:{}: `{line}` is not a ledger line",
+                    path.display(),
+                    index + 1
+                )
+            };
+            let mut fields = line.split(' ');
+            let (Some(shard_id), Some(sequence_number), Some(partition_key), None) =
+                (fields.next(), fields.next(), fields.next(), fields.next())
+            else {
+                bad()
+            };
+            Delivery {
+                shard_id: shard_id.to_owned(),
+                sequence_number: sequence_number.parse().unwrap_or_else(|_| bad()),
+                partition_key: partition_key.to_owned(),
+            }
+        })
+        .collect()
+}
+
+/// `kinesis-esm run` with these arguments after `run`, its output piped, killed if dropped.
+pub async fn kinesis_esm_run(args: &[&str]) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(kinesis_esm_binary().await);
+    command
+        .arg("run")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    command
+}
+
+/// What a finished `kinesis-esm` run printed, and how it exited.
+#[derive(Debug)]
+pub struct RunOutput {
+    /// Its exit code (`None` if a signal ended it).
+    pub code: Option<i32>,
+    /// Its standard output (the summary).
+    pub stdout: String,
+    /// Its standard error (the log).
+    pub stderr: String,
+}
+
+/// Runs `kinesis-esm run` with these arguments to its end.
+pub async fn run_kinesis_esm(what: &str, args: &[&str]) -> RunOutput {
+    let child = kinesis_esm_run(args)
+        .await
+        .spawn()
+        .expect("kinesis-esm starts");
+    let output = within(what, child.wait_with_output())
+        .await
+        .expect("kinesis-esm's output can be read");
+    RunOutput {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// A gate a handler waits at, for a test to hold one invocation in flight as long as it needs.
+#[derive(Debug)]
+pub struct Gate {
+    entered: watch::Sender<bool>,
+    open: watch::Sender<bool>,
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        Self {
+            entered: watch::Sender::new(false),
+            open: watch::Sender::new(false),
+        }
+    }
+}
+
+impl Gate {
+    /// Waits at the gate until it opens (at once if it is open), saying that it got there.
+    pub async fn pass(&self) {
+        self.entered.send_replace(true);
+        let mut open = self.open.subscribe();
+        let _ = open.wait_for(|open| *open).await;
+    }
+
+    /// Waits until a handler is at the gate (or has passed it).
+    pub async fn wait_until_entered(&self, what: &str) {
+        let mut entered = self.entered.subscribe();
+        within(what, entered.wait_for(|entered| *entered))
+            .await
+            .expect("the gate outlives the wait");
+    }
+
+    /// Opens the gate for good.
+    pub fn open(&self) {
+        self.open.send_replace(true);
+    }
+}
+
+/// The shipping function, waiting at `gate` before it handles the shipment `gated_id`.
+pub fn ship_after_gate(
+    gate: Arc<Gate>,
+    gated_id: u64,
+) -> impl Fn(&Shipment) -> std::pin::Pin<Box<dyn Future<Output = lambda_kinesis::HandlerOutcome> + Send>>
++ Send
++ Sync
++ 'static {
+    move |shipment: &Shipment| {
+        let gate = Arc::clone(&gate);
+        let shipment = shipment.clone();
+        Box::pin(async move {
+            if shipment.id == gated_id {
+                gate.pass().await;
+            }
+            shipping::ship(&shipment).await
+        })
+    }
+}
