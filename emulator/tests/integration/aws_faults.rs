@@ -3,13 +3,13 @@
 //! comes back as the right kind of error, and a caller that pauses with `Backoff` and tries again
 //! loses nothing.
 //!
-//! Run with `scripts/local-stack run -- cargo test -p kinesis-esm --test aws_faults`.
-
-mod support;
+//! Run with `scripts/local-stack run -- cargo test -p kinesis-esm --test integration aws_faults`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::fault_proxy::{Fault, FaultProxy};
+use crate::support::{dynamodb_endpoint, kinesis_endpoint, unique_name, within_timeout};
 use kinesis_esm::aws::{
     AwsConnection, Backoff, BackoffConfig, DynamoLeaseStore, ReadPacing, RetryKind, Retryable,
     SdkKinesis,
@@ -17,8 +17,6 @@ use kinesis_esm::aws::{
 use kinesis_esm::lease::{Checkpoint, Lease, LeaseError, LeaseStore};
 use kinesis_esm::sequence::SequenceNumber;
 use kinesis_esm::source::{IteratorPosition, Record, ShardSource, SourceError};
-use support::fault_proxy::{Fault, FaultProxy};
-use support::{dynamodb_endpoint, kinesis_endpoint, unique_name, within_timeout};
 use tokio::sync::watch;
 
 const SHARD: &str = "shardId-000000000000";
@@ -42,7 +40,7 @@ fn through(proxy: &FaultProxy) -> AwsConnection {
 
 /// A stream with `count` records on its one shard, created directly (not through the proxy).
 async fn stream_with_records(count: usize) -> (String, Vec<SequenceNumber>) {
-    support::init_logging();
+    crate::support::init_logging();
     let direct = SdkKinesis::new(Some(&kinesis_endpoint()), "us-east-1")
         .await
         .unwrap();
@@ -253,7 +251,7 @@ async fn a_shard_reader_with_backoff_loses_nothing() {
 
 /// A lease store through the proxy, on a table of its own, with one lease held by `worker-a`.
 async fn held_lease(proxy: &FaultProxy) -> (DynamoLeaseStore, Lease) {
-    support::init_logging();
+    crate::support::init_logging();
     let store = DynamoLeaseStore::connect(&through(proxy), unique_name("faults"))
         .await
         .unwrap();

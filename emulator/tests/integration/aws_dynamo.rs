@@ -1,21 +1,19 @@
 //! `DynamoLeaseStore` against dynalite, and the lease store contract for both stores.
 //!
-//! Run with `scripts/local-stack run -- cargo test -p kinesis-esm --test aws_dynamo`.
+//! Run with `scripts/local-stack run -- cargo test -p kinesis-esm --test integration aws_dynamo`.
 
-mod support;
-
+use crate::support::lease_contract::lease_store_contract;
+use crate::support::{dynamodb_endpoint, unique_name, within_timeout};
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType,
     ScalarAttributeType,
 };
 use kinesis_esm::aws::{AwsConnection, DynamoLeaseStore, TableError};
 use kinesis_esm::lease::{Checkpoint, Lease, LeaseError, LeaseStore, MemoryLeaseStore};
-use support::lease_contract::lease_store_contract;
-use support::{dynamodb_endpoint, unique_name, within_timeout};
 
 /// A store on a table of its own, created for the test.
 async fn fresh_store(prefix: &str) -> DynamoLeaseStore {
-    support::init_logging();
+    crate::support::init_logging();
     let table = unique_name(prefix);
     within_timeout(
         "opening the lease table",

@@ -2,14 +2,13 @@
 //! `aws-sdk-kinesis` as is, `SdkKinesis` (the emulator's own SDK source) through the
 //! `ShardSource` trait, the event source mapping on top of it, and raw HTTP for the envelope.
 //!
-//! Run with `cargo test -p kinesis-esm --test kinesis_http`. Each test starts its own endpoint
+//! Run with `cargo test -p kinesis-esm --test integration kinesis_http`. Each test starts its own endpoint
 //! on a free loopback port; nothing else needs to run.
-
-mod support;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use crate::support::within_timeout;
 use aws_sdk_kinesis::Client;
 use aws_sdk_kinesis::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_kinesis::operation::get_records::GetRecordsOutput;
@@ -26,7 +25,6 @@ use kinesis_esm::kinesis::{EmbeddedKinesis, ManualClock, PutRecordsEntry};
 use kinesis_esm::mapping::{EventSourceMapping, MappingOptions, ShardPhase};
 use kinesis_esm::source::{IteratorPosition, ShardSource};
 use serde_json::{Value, json};
-use support::within_timeout;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 /// The first hash key of the upper half of the hash key space: where a two-shard stream's
@@ -50,7 +48,7 @@ fn kinesis_on_manual_clock() -> (EmbeddedKinesis, ManualClock) {
 
 /// Serves `kinesis` on a free port, with an SDK client pointed at it.
 async fn serve(kinesis: &EmbeddedKinesis) -> (ServerHandle, Client) {
-    support::init_logging();
+    crate::support::init_logging();
     let server = http::serve(kinesis.clone(), "127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();

@@ -1,11 +1,9 @@
 //! boto3 and the aws CLI v1 against the embedded Kinesis served over the Kinesis API: the
 //! clients Python users and shell scripts point at a local Kinesis.
 //!
-//! Run with `cargo test -p kinesis-esm --test kinesis_http_tools`. The first run installs the
+//! Run with `cargo test -p kinesis-esm --test integration kinesis_http_tools`. The first run installs the
 //! pinned boto3 and awscli into `.local/venv` through `emulator/tests/kinesis_http/python-tools`
 //! (it needs python3 and PyPI); later runs find them there.
-
-mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -48,7 +46,7 @@ fn venv() -> &'static Path {
 
 /// An endpoint whose clock stands still after putting the timed stream's two records.
 async fn serve() -> (ServerHandle, EmbeddedKinesis) {
-    support::init_logging();
+    crate::support::init_logging();
     let clock = ManualClock::new(SystemTime::UNIX_EPOCH + Duration::from_secs(TIMED_START));
     let kinesis = EmbeddedKinesis::builder().clock(clock.clone()).build();
     kinesis.create_stream(TIMED_STREAM, 1).unwrap();

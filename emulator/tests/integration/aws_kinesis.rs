@@ -1,22 +1,20 @@
 //! `SdkKinesis` against kinesis-local: shards and paging, iterators, resharding lineage.
 //!
-//! Run with `scripts/local-stack run -- cargo test -p kinesis-esm --test aws_kinesis`.
-
-mod support;
+//! Run with `scripts/local-stack run -- cargo test -p kinesis-esm --test integration aws_kinesis`.
 
 use std::time::{Duration, SystemTime};
 
+use crate::support::{kinesis_endpoint, unique_name, within_timeout};
 use kinesis_esm::aws::{ReadPacing, SdkKinesis};
 use kinesis_esm::sequence::SequenceNumber;
 use kinesis_esm::source::{
     ChildShard, HashKeyRange, IteratorPosition, Record, ShardSource, SourceError,
 };
-use support::{kinesis_endpoint, unique_name, within_timeout};
 
 const HALF_OF_THE_HASH_SPACE: u128 = 1 << 127;
 
 async fn source() -> SdkKinesis {
-    support::init_logging();
+    crate::support::init_logging();
     SdkKinesis::new(Some(&kinesis_endpoint()), "us-east-1")
         .await
         .unwrap()

@@ -1,0 +1,16 @@
+//! The emulator's integration tests, in one test binary: each links the AWS SDKs, and one link
+//! is much cheaper than nine.
+//!
+//! Run with `scripts/local-stack run -- cargo test -p kinesis-esm --test integration`: the
+//! `aws_*` modules talk to kinesis-local and dynalite, which that script starts.
+
+mod aws_dynamo;
+mod aws_faults;
+mod aws_kinesis;
+mod embedded_kinesis;
+mod invoke_api;
+mod kinesis_http;
+mod kinesis_http_tools;
+mod runtime_api;
+mod support;
+mod template;
