@@ -71,6 +71,8 @@ pub(super) struct ShardReader {
     iterator: Option<String>,
     /// The children named at the end of the shard.
     children: Vec<ChildShard>,
+    /// Whether the last read reached the shard's newest record (`MillisBehindLatest` 0).
+    caught_up: bool,
     last_read: Option<SequenceNumber>,
     highest_delivered: Option<SequenceNumber>,
     /// The size of the last event, to size the next one's buffer at once.
@@ -105,6 +107,7 @@ impl ShardReader {
             buffer: VecDeque::new(),
             iterator: None,
             children: Vec::new(),
+            caught_up: false,
             last_read: None,
             highest_delivered: None,
             last_payload_len: 0,
@@ -180,7 +183,11 @@ impl ShardReader {
         loop {
             self.check_running()?;
             let mut read = Read::Nothing;
-            if self.buffer.len() < batch_size && self.iterator.is_some() {
+            // Without a batching window, records read up to the shard's tip are invoked at once:
+            // reading again first would only delay them by a call, and spend one of the
+            // shard's five reads a second.
+            let invoke_now = window.is_zero() && self.caught_up && !self.buffer.is_empty();
+            if self.buffer.len() < batch_size && self.iterator.is_some() && !invoke_now {
                 read = self.read().await?;
             }
             if matches!(read, Read::TryAgain) {
@@ -296,6 +303,7 @@ impl ShardReader {
                     self.children = output.child_shards;
                 }
                 let behind = output.millis_behind_latest;
+                self.caught_up = behind == 0;
                 self.shared.update_shard(&self.shard.shard_id, |status| {
                     status.unsettled += count as u64;
                     status.millis_behind_latest = behind;
