@@ -36,8 +36,7 @@ fn through(proxy: &FaultProxy) -> AwsConnection {
         .with_timeouts(Duration::from_secs(1), Duration::from_secs(3))
 }
 
-/// The call after each faulted one among `calls`: how long after it came, and the fault's place
-/// among the faulted calls.
+/// For each faulted call among `calls`, in order: how long after it the next call came.
 fn pauses_after_faults(calls: &[SeenCall]) -> Vec<Duration> {
     calls
         .windows(2)

@@ -6,6 +6,7 @@
 //! ledger fixture function (the shipping function writing down its deliveries).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use end_to_end::aws::{
     Delivery, LedgerTemplate, LocalAws, Observed, Published, ScratchDir, UNKNOWN_CARRIER,
@@ -19,7 +20,6 @@ use kinesis_esm::lease::{Checkpoint, LeaseStore, MemoryLeaseStore};
 use kinesis_esm::mapping::{EventSourceMapping, MappingOptions, MappingStatus};
 use lambda_kinesis::HandlerOutcome;
 use shipping::Shipment;
-use std::time::Duration;
 
 const SHIPMENTS: u64 = 30;
 const HELD: u64 = 14;

@@ -13,6 +13,7 @@
 mod aws_faults;
 mod aws_fencing;
 mod aws_kill;
+mod aws_reads;
 mod aws_resharding;
 mod aws_restart;
 mod cargo_lambda;

@@ -72,6 +72,8 @@ pub(super) struct ShardReader {
     iterator: Option<String>,
     /// The children named at the end of the shard.
     children: Vec<ChildShard>,
+    /// Whether the last read reached the shard's newest record (`MillisBehindLatest` 0).
+    caught_up: bool,
     /// The last record read, or the checkpoint the reader resumed after.
     last_read: Option<SequenceNumber>,
     /// Whether every record of the shard lies ahead of the reader until it reads one (it started
@@ -110,6 +112,7 @@ impl ShardReader {
             buffer: VecDeque::new(),
             iterator: None,
             children: Vec::new(),
+            caught_up: false,
             last_read: None,
             started_at_oldest: false,
             highest_delivered: None,
@@ -191,7 +194,11 @@ impl ShardReader {
         loop {
             self.check_running()?;
             let mut read = Read::Nothing;
-            if self.buffer.len() < batch_size && self.iterator.is_some() {
+            // Without a batching window, records read up to the shard's tip are invoked at once:
+            // reading again first would only delay them by a call, and spend one of the
+            // shard's five reads a second.
+            let invoke_now = window.is_zero() && self.caught_up && !self.buffer.is_empty();
+            if self.buffer.len() < batch_size && self.iterator.is_some() && !invoke_now {
                 read = self.read().await?;
             }
             if matches!(read, Read::TryAgain) {
@@ -313,6 +320,7 @@ impl ShardReader {
                     self.children = output.child_shards;
                 }
                 let behind = output.millis_behind_latest;
+                self.caught_up = behind == 0;
                 self.shared.update_shard(&self.shard.shard_id, |status| {
                     status.unsettled += count as u64;
                     status.millis_behind_latest = behind;

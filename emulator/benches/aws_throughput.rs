@@ -1,0 +1,507 @@
+//! How fast the emulator reads and settles records from kinesis-local, against a plain
+//! `aws-sdk-kinesis` `GetRecords` loop over the same shards in the same run (the most that server
+//! allows), and how many lease-table writes a settled batch costs.
+//!
+//! Run with `scripts/local-stack run -- cargo bench -p kinesis-esm --bench aws_throughput`.
+//!
+//! Each round reads one stream (20,000 shipments on 8 shards) from its start seven ways, in an
+//! order that rotates from round to round:
+//! - the plain loop: one task per shard, `GetShardIterator`, then `GetRecords` (limit 10,000)
+//!   until a call returns nothing and `MillisBehindLatest` 0, and nothing else. Like the
+//!   emulator it cannot know how many records to expect: it learns it has them all by reading
+//!   once more, as the emulator's readers do before they wait for more;
+//! - the emulator with reads unpaced ([`ReadPacing::UNLIMITED`], like the plain loop) and
+//!   checkpoints in memory, then in a fresh DynamoDB lease table on dynalite, in batches of 100
+//!   (Lambda's default) and of 1,000;
+//! - the emulator with Kinesis' own read pacing (5 calls/s and 2 MiB/s per shard), which a run
+//!   against real Kinesis must keep to, in batches of 100. Here one `GetRecords` call brings a
+//!   shard's 2,500 records, so the pacing hardly shows; against a shard that must be read in
+//!   many calls it caps each shard at 5 calls a second, which the plain loop ignores.
+//!
+//! The function is the shipping function in process: what is measured is the emulator's own
+//! cost. A rate is the records over the time from the first `GetRecords` call to the last record
+//! read (plain loop) or settled (emulator). The time before the first read (the plain loop's
+//! `GetShardIterator` calls; the emulator's `DescribeStreamSummary`, `ListShards`, lease
+//! creation and take, `GetShardIterator`) is printed apart, as "start"; "tail" is the time
+//! from the last record read to the last one settled. Both sides read through one SDK client
+//! and the lease stores write through one DynamoDB client, warmed by a first round that is not
+//! counted: reads through new connections to kinesis-local are markedly slower, whoever makes
+//! them. The machine and the servers are shared, so each ratio is given twice: of the medians,
+//! and "paired", the median of each round's ratio to that round's plain loop.
+//!
+//! Lease-table writes: the store's `writes()` over the run, less one create and one take per
+//! shard, over the settled batches (its invocations: every batch succeeds at once). Renewals are
+//! not subtracted but kept out: the failover time is ten minutes, so no lease is renewed during a
+//! run (a renewal comes every third of it).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use kinesis_esm::aws::{AwsConnection, DynamoLeaseStore, ReadPacing, SdkKinesis};
+use kinesis_esm::config::{MappingConfig, StartingPosition};
+use kinesis_esm::invoke::InProcess;
+use kinesis_esm::lease::{LeaseStore, MemoryLeaseStore};
+use kinesis_esm::mapping::{EventSourceMapping, MappingOptions};
+use kinesis_esm::sequence::SequenceNumber;
+use kinesis_esm::source::{
+    GetRecordsOutput, IteratorPosition, Shard, ShardSource, SourceError, StreamDescription,
+};
+use shipping::Shipment;
+
+const SHARDS: i32 = 8;
+/// kinesis-local slows down as a shard grows (a 500-record put takes 4.6 s at 10,000 records):
+/// about 2,500 records a shard keep filling the stream quick.
+const RECORDS: usize = 20_000;
+/// Odd, for a plain median.
+const ROUNDS: usize = 9;
+/// Lambda's default `BatchSize`.
+const BATCH_SIZE: usize = 100;
+/// A larger batch, to show what each invocation and checkpoint costs.
+const LARGE_BATCH_SIZE: usize = 1_000;
+const REGION: &str = "us-east-1";
+const FAILOVER_TIME: Duration = Duration::from_secs(600);
+const TIMEOUT: Duration = Duration::from_secs(300);
+
+fn endpoint(variable: &str) -> String {
+    std::env::var(variable).unwrap_or_else(|_| {
+        panic!(
+            "{variable} is not set: run the benchmark through \
+             `scripts/local-stack run -- cargo bench -p kinesis-esm --bench aws_throughput`"
+        )
+    })
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(bench());
+}
+
+/// The ways a stream is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Reader {
+    PlainLoop,
+    Emulator {
+        dynamodb: bool,
+        paced: bool,
+        batch_size: usize,
+    },
+}
+
+impl Reader {
+    const ALL: [Self; 7] = [
+        Self::PlainLoop,
+        Self::emulator(false, false, BATCH_SIZE),
+        Self::emulator(true, false, BATCH_SIZE),
+        Self::emulator(false, true, BATCH_SIZE),
+        Self::emulator(true, true, BATCH_SIZE),
+        Self::emulator(false, false, LARGE_BATCH_SIZE),
+        Self::emulator(true, false, LARGE_BATCH_SIZE),
+    ];
+
+    const fn emulator(dynamodb: bool, paced: bool, batch_size: usize) -> Self {
+        Self::Emulator {
+            dynamodb,
+            paced,
+            batch_size,
+        }
+    }
+
+    fn name(self) -> String {
+        match self {
+            Self::PlainLoop => "plain GetRecords loop".to_owned(),
+            Self::Emulator {
+                dynamodb,
+                paced,
+                batch_size,
+            } => format!(
+                "emulator, {} leases, {}, batches of {batch_size}",
+                if dynamodb { "DynamoDB" } else { "memory" },
+                if paced { "Kinesis pacing" } else { "unpaced" }
+            ),
+        }
+    }
+}
+
+/// One read of the whole stream.
+struct Run {
+    /// From the start to the first `GetRecords` call.
+    start: Duration,
+    /// From the first `GetRecords` call to the last record read (plain loop) or settled
+    /// (emulator).
+    reading: Duration,
+    /// From the last record read to the last record settled.
+    tail: Duration,
+    /// `GetRecords` calls made.
+    reads: u64,
+    /// With a lease table: its writes, and the batches settled.
+    lease_writes: Option<(u64, u64)>,
+}
+
+async fn bench() {
+    let kinesis = AwsConnection::local(endpoint("KINESIS_ENDPOINT")).with_region(REGION);
+    let dynamodb = aws_sdk_dynamodb::Client::new(
+        &AwsConnection::local(endpoint("DYNAMODB_ENDPOINT"))
+            .with_region(REGION)
+            .sdk_config()
+            .await
+            .expect("a DynamoDB configuration"),
+    );
+    let producer = SdkKinesis::connect(&kinesis)
+        .await
+        .expect("a Kinesis client");
+    let stream = format!(
+        "throughput-{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..12]
+    );
+    producer
+        .create_stream(&stream, SHARDS)
+        .await
+        .expect("the stream");
+    let per_shard = fill(&producer, &stream).await;
+    println!(
+        "stream {stream}: {RECORDS} shipments on {SHARDS} shards {:?}; {ROUNDS} rounds",
+        per_shard.values().collect::<Vec<_>>()
+    );
+
+    let mut runs: BTreeMap<Reader, Vec<Run>> = BTreeMap::new();
+    // Round 0 only warms up: the servers, and the client's pool of connections (the first reads
+    // through new connections to kinesis-local are markedly slower, whoever makes them).
+    for round in 0..=ROUNDS {
+        // Rotate the order, so that no way of reading always comes first after the fill.
+        for offset in 0..Reader::ALL.len() {
+            let reader = Reader::ALL[(round + offset) % Reader::ALL.len()];
+            let run = match reader {
+                Reader::PlainLoop => plain_loop(&producer, &stream, &per_shard).await,
+                Reader::Emulator {
+                    dynamodb: use_dynamodb,
+                    paced,
+                    batch_size,
+                } => {
+                    let table = use_dynamodb.then(|| {
+                        let pacing = if paced { "paced" } else { "unpaced" };
+                        format!("{stream}-leases-{round}-{pacing}-{batch_size}")
+                    });
+                    emulator(&producer, &dynamodb, &stream, table, paced, batch_size).await
+                }
+            };
+            if round > 0 {
+                runs.entry(reader).or_default().push(run);
+            }
+        }
+    }
+
+    let rate = |run: &Run| RECORDS as f64 / run.reading.as_secs_f64();
+    let plain = &runs[&Reader::PlainLoop];
+    let ceiling = median(plain.iter().map(rate));
+    for reader in Reader::ALL {
+        let of_reader = &runs[&reader];
+        let median_rate = median(of_reader.iter().map(rate));
+        let paired = median(
+            of_reader
+                .iter()
+                .zip(plain)
+                .map(|(run, plain)| rate(run) / rate(plain)),
+        );
+        let start = median(of_reader.iter().map(|run| run.start.as_secs_f64() * 1e3));
+        let tail = median(of_reader.iter().map(|run| run.tail.as_secs_f64() * 1e3));
+        let reads = median(of_reader.iter().map(|run| run.reads as f64));
+        println!(
+            "{:<56} {median_rate:>6.0} records/s: {:.2} of the plain loop, {paired:.2} paired \
+             (start {start:>3.0} ms, tail {tail:>3.0} ms, {reads:>2.0} GetRecords calls)",
+            reader.name(),
+            median_rate / ceiling,
+        );
+    }
+    producer
+        .delete_stream(&stream)
+        .await
+        .expect("the stream is deleted");
+    let setup = 2 * SHARDS as u64;
+    for (reader, of_reader) in &runs {
+        let per_batch: Vec<(u64, u64)> = of_reader
+            .iter()
+            .filter_map(|run| run.lease_writes)
+            .collect();
+        let Some(&(writes, batches)) = per_batch.first() else {
+            continue;
+        };
+        let ratio = |&(writes, batches): &(u64, u64)| (writes - setup) as f64 / batches as f64;
+        let lowest = per_batch.iter().map(ratio).fold(f64::INFINITY, f64::min);
+        let highest = per_batch.iter().map(ratio).fold(0.0, f64::max);
+        println!(
+            "{}: {lowest:.2} to {highest:.2} lease-table writes per settled batch over {} runs \
+             (the first: {writes} writes = {setup} to create and take the {SHARDS} leases + {} \
+             for {batches} settled batches)",
+            reader.name(),
+            per_batch.len(),
+            writes - setup
+        );
+    }
+}
+
+/// Puts the shipments (random partition keys) and counts how many went to each shard.
+async fn fill(producer: &SdkKinesis, stream: &str) -> BTreeMap<String, usize> {
+    let shipments: Vec<(String, Vec<u8>)> = (0..RECORDS as u64)
+        .map(|id| {
+            let shipment = Shipment {
+                id,
+                address: format!("{id} Harbour Road"),
+                carrier: shipping::CARRIERS[(id % 2) as usize].to_owned(),
+            };
+            (
+                uuid::Uuid::new_v4().to_string(),
+                serde_json::to_vec(&shipment).expect("JSON"),
+            )
+        })
+        .collect();
+    let mut per_shard = BTreeMap::new();
+    for chunk in shipments.chunks(500) {
+        let mut pending: Vec<(&str, &[u8])> = chunk
+            .iter()
+            .map(|(key, data)| (key.as_str(), data.as_slice()))
+            .collect();
+        while !pending.is_empty() {
+            let outcomes = producer
+                .put_records(stream, &pending)
+                .await
+                .expect("PutRecords");
+            let mut refused = Vec::new();
+            for (entry, outcome) in pending.iter().zip(outcomes) {
+                match outcome {
+                    Ok((shard_id, _)) => *per_shard.entry(shard_id).or_insert(0) += 1,
+                    Err(_) => refused.push(*entry),
+                }
+            }
+            pending = refused;
+        }
+    }
+    per_shard
+}
+
+/// Reads every shard from its start with nothing but `GetShardIterator` and `GetRecords`, one
+/// task per shard, until a read finds nothing more; checks that every record came.
+async fn plain_loop(
+    producer: &SdkKinesis,
+    stream: &str,
+    per_shard: &BTreeMap<String, usize>,
+) -> Run {
+    let started = Instant::now();
+    let reads = Arc::new(Mutex::new(Reads::default()));
+    let mut tasks = Vec::new();
+    for (shard_id, &expected) in per_shard {
+        let client = producer.client().clone();
+        let stream = stream.to_owned();
+        let shard_id = shard_id.clone();
+        let reads = Arc::clone(&reads);
+        tasks.push(tokio::spawn(async move {
+            let mut iterator = client
+                .get_shard_iterator()
+                .stream_name(&stream)
+                .shard_id(&shard_id)
+                .shard_iterator_type(aws_sdk_kinesis::types::ShardIteratorType::TrimHorizon)
+                .send()
+                .await
+                .expect("GetShardIterator")
+                .shard_iterator()
+                .expect("an iterator")
+                .to_owned();
+            let mut read = 0;
+            let mut last_record_read = None;
+            loop {
+                reads.lock().unwrap().call_starts();
+                let output = client
+                    .get_records()
+                    .shard_iterator(&iterator)
+                    .limit(10_000)
+                    .send()
+                    .await
+                    .expect("GetRecords");
+                if output.records().is_empty() && output.millis_behind_latest() == Some(0) {
+                    break;
+                }
+                if !output.records().is_empty() {
+                    read += output.records().len();
+                    last_record_read = Some(Instant::now());
+                }
+                iterator = output
+                    .next_shard_iterator()
+                    .expect("an open shard goes on")
+                    .to_owned();
+            }
+            assert_eq!(read, expected, "every record of {shard_id} read");
+            last_record_read.expect("records were read")
+        }));
+    }
+    let mut last_record_read = started;
+    for task in tasks {
+        let read = tokio::time::timeout(TIMEOUT, task)
+            .await
+            .expect("the plain loop finishes")
+            .expect("the plain loop does not panic");
+        last_record_read = last_record_read.max(read);
+    }
+    let reads = reads.lock().unwrap();
+    let first_read = reads.first.expect("a read");
+    Run {
+        start: first_read - started,
+        reading: last_record_read - first_read,
+        tail: Duration::ZERO,
+        reads: reads.calls,
+        lease_writes: None,
+    }
+}
+
+/// When the first `GetRecords` call started, when the last one that returned records ended,
+/// and how many were made.
+#[derive(Debug, Default)]
+struct Reads {
+    first: Option<Instant>,
+    last_with_records: Option<Instant>,
+    calls: u64,
+}
+
+impl Reads {
+    fn call_starts(&mut self) {
+        self.first.get_or_insert_with(Instant::now);
+        self.calls += 1;
+    }
+}
+
+/// The emulator's source, noting its `GetRecords` calls.
+struct TimedSource {
+    inner: SdkKinesis,
+    reads: Mutex<Reads>,
+}
+
+#[async_trait]
+impl ShardSource for TimedSource {
+    async fn describe_stream(&self, stream: &str) -> Result<StreamDescription, SourceError> {
+        self.inner.describe_stream(stream).await
+    }
+
+    async fn list_shards(&self, stream: &str) -> Result<Vec<Shard>, SourceError> {
+        self.inner.list_shards(stream).await
+    }
+
+    async fn shard_iterator(
+        &self,
+        stream: &str,
+        shard_id: &str,
+        position: &IteratorPosition,
+    ) -> Result<String, SourceError> {
+        self.inner.shard_iterator(stream, shard_id, position).await
+    }
+
+    async fn get_records(
+        &self,
+        shard_iterator: &str,
+        limit: usize,
+    ) -> Result<GetRecordsOutput, SourceError> {
+        self.reads.lock().unwrap().call_starts();
+        let output = self.inner.get_records(shard_iterator, limit).await?;
+        if !output.records.is_empty() {
+            self.reads.lock().unwrap().last_with_records = Some(Instant::now());
+        }
+        Ok(output)
+    }
+
+    async fn wait_for_records(
+        &self,
+        stream: &str,
+        shard_id: &str,
+        after: Option<&SequenceNumber>,
+        timeout: Duration,
+    ) {
+        self.inner
+            .wait_for_records(stream, shard_id, after, timeout)
+            .await;
+    }
+}
+
+/// Runs a mapping with the shipping function in process until every record is settled.
+async fn emulator(
+    producer: &SdkKinesis,
+    dynamodb: &aws_sdk_dynamodb::Client,
+    stream: &str,
+    table: Option<String>,
+    paced: bool,
+    batch_size: usize,
+) -> Run {
+    let pacing = if paced {
+        ReadPacing::KINESIS_LIMITS
+    } else {
+        ReadPacing::UNLIMITED
+    };
+    let source = Arc::new(TimedSource {
+        // The plain loop's client, so that both read through the same warm connections.
+        inner: SdkKinesis::from_client(producer.client().clone()).with_read_pacing(pacing),
+        reads: Mutex::default(),
+    });
+    let dynamo = match &table {
+        Some(table) => {
+            // One client for every run, so that lease writes go through warm connections too.
+            let store = DynamoLeaseStore::from_client(dynamodb.clone(), table.as_str());
+            store
+                .create_table_if_missing()
+                .await
+                .expect("the lease table");
+            Some(Arc::new(store))
+        }
+        None => None,
+    };
+    let leases: Arc<dyn LeaseStore> = match &dynamo {
+        Some(dynamo) => dynamo.clone(),
+        None => Arc::new(MemoryLeaseStore::new()),
+    };
+    let mut config = MappingConfig::new("shipping", stream, StartingPosition::TrimHorizon);
+    config.batch_size = batch_size;
+    config.report_batch_item_failures = true;
+    let started = Instant::now();
+    let mapping = EventSourceMapping::new(
+        config,
+        source.clone(),
+        Arc::new(InProcess::handler(shipping::ship)),
+    )
+    .lease_store(leases)
+    .options(MappingOptions {
+        failover_time: FAILOVER_TIME,
+        ..MappingOptions::default()
+    })
+    .start();
+    let status = tokio::time::timeout(
+        TIMEOUT,
+        mapping.wait_for(|status| status.totals().acked >= RECORDS as u64),
+    )
+    .await
+    .expect("the emulator settles every record");
+    let settled = Instant::now();
+    let writes = dynamo.as_ref().map(|dynamo| dynamo.writes());
+    let (first_read, last_record_read, reads) = {
+        let reads = source.reads.lock().unwrap();
+        let first = reads.first.expect("a read");
+        (
+            first,
+            reads.last_with_records.expect("records"),
+            reads.calls,
+        )
+    };
+    mapping.stop().await;
+    Run {
+        start: first_read - started,
+        reading: settled - first_read,
+        tail: settled - last_record_read,
+        reads,
+        lease_writes: writes.map(|writes| (writes, status.totals().invocations)),
+    }
+}
+
+fn median(values: impl Iterator<Item = f64>) -> f64 {
+    let mut sorted: Vec<f64> = values.collect();
+    sorted.sort_by(f64::total_cmp);
+    sorted[sorted.len() / 2]
+}
