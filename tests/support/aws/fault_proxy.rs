@@ -9,9 +9,9 @@
 //! It understands just enough HTTP for the AWS SDKs and the local servers: one request at a time
 //! per connection, bodies with a `Content-Length` or chunked.
 //!
-//! A copy of the emulator's own test proxy (`emulator/tests/support/fault_proxy.rs`), which
-//! another crate's tests cannot import, with one addition: it remembers when each call arrived
-//! ([`FaultProxy::calls`]), so that a test can tell a reader that backs off from one that does not.
+//! The emulator's integration tests use this same file (`emulator/tests/integration/support`).
+//! It remembers when each call arrived ([`FaultProxy::calls`]), so that a test can tell a reader
+//! that backs off from one that does not.
 
 use std::collections::VecDeque;
 use std::io;

@@ -4,6 +4,9 @@
 // Each test binary uses a different part of this module.
 #![allow(dead_code)]
 
+// One proxy serves these tests and the workspace's end-to-end tests; its items are `pub` there.
+#[allow(unreachable_pub, dead_code)]
+#[path = "../../../../tests/support/aws/fault_proxy.rs"]
 pub(crate) mod fault_proxy;
 pub(crate) mod lease_contract;
 
