@@ -13,6 +13,7 @@ use crate::aws::{AwsConnection, SdkKinesis};
 use crate::backoff::{Backoff, BackoffConfig, RetryKind};
 use crate::kinesis::MAX_PUT_RECORDS_ENTRIES;
 use crate::records_file::{RecordToPut, parse_records, read_records};
+use crate::sequence::SequenceNumber;
 use crate::source::ShardSource;
 
 /// Which Kinesis a command talks to.
@@ -65,19 +66,41 @@ pub(super) struct PutArgs {
 }
 
 pub(super) async fn put(args: PutArgs) -> anyhow::Result<()> {
-    let mut records: Vec<RecordToPut> = args
-        .data
+    let partition_key = || {
+        args.partition_key
+            .clone()
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
+    };
+    let records = gather_records(&args.data, partition_key, &args.file)?;
+    let kinesis = args.target.connect().await?;
+    let placed = put_every_record(&kinesis, &args.stream, &records).await?;
+    let mut out = std::io::stdout().lock();
+    for (record, (shard_id, sequence_number)) in records.iter().zip(placed) {
+        writeln!(
+            out,
+            "{shard_id}\t{sequence_number}\t{}",
+            record.partition_key
+        )?;
+    }
+    Ok(())
+}
+
+/// The records given as arguments (each under `partition_key()`), then those of `files` (`-`
+/// for JSON lines on standard input).
+fn gather_records(
+    data: &[String],
+    partition_key: impl Fn() -> String,
+    files: &[PathBuf],
+) -> anyhow::Result<Vec<RecordToPut>> {
+    let mut records: Vec<RecordToPut> = data
         .iter()
         .map(|data| RecordToPut {
-            partition_key: args
-                .partition_key
-                .clone()
-                .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+            partition_key: partition_key(),
             data: Bytes::from(data.clone()),
             explicit_hash_key: None,
         })
         .collect();
-    for file in &args.file {
+    for file in files {
         if file == Path::new("-") {
             let mut text = String::new();
             std::io::stdin()
@@ -89,42 +112,51 @@ pub(super) async fn put(args: PutArgs) -> anyhow::Result<()> {
         }
     }
     if records.is_empty() {
-        bail!("nothing to put: give data as arguments, or --file PATH (`-` for standard input)");
+        bail!("no records: give data as arguments, or --file PATH (`-` for standard input)");
     }
-    let kinesis = args.target.connect().await?;
-    let mut placed = Vec::with_capacity(records.len());
-    for chunk in records.chunks(MAX_PUT_RECORDS_ENTRIES) {
-        if chunk
-            .iter()
-            .any(|record| record.explicit_hash_key.is_some())
-        {
-            bail!("explicitHashKey is not supported by `kinesis-esm put`; use a partition key");
-        }
-        // Kinesis may refuse single records of a PutRecords (throttling): put them again until
-        // every record is in, printing where each landed.
-        let mut pending: Vec<&RecordToPut> = chunk.iter().collect();
-        let mut backoff = Backoff::new(BackoffConfig::default());
+    Ok(records)
+}
+
+/// Puts `records` to `stream` through the SDK and returns where each landed, in order. Kinesis
+/// may refuse single records of a `PutRecords` (throttling): those are put again, after a pause,
+/// until every record is in, so nothing given is lost.
+pub(super) async fn put_every_record(
+    kinesis: &SdkKinesis,
+    stream: &str,
+    records: &[RecordToPut],
+) -> anyhow::Result<Vec<(String, SequenceNumber)>> {
+    if records
+        .iter()
+        .any(|record| record.explicit_hash_key.is_some())
+    {
+        bail!("explicitHashKey is only supported by the embedded Kinesis; use partition keys");
+    }
+    let mut placed: Vec<Option<(String, SequenceNumber)>> = vec![None; records.len()];
+    let mut backoff = Backoff::new(BackoffConfig::default());
+    for (chunk_index, chunk) in records.chunks(MAX_PUT_RECORDS_ENTRIES).enumerate() {
+        let offset = chunk_index * MAX_PUT_RECORDS_ENTRIES;
+        let mut pending: Vec<usize> = (offset..offset + chunk.len()).collect();
         while !pending.is_empty() {
             let entries: Vec<(&str, &[u8])> = pending
                 .iter()
-                .map(|record| (record.partition_key.as_str(), record.data.as_ref()))
+                .map(|&index| {
+                    (
+                        records[index].partition_key.as_str(),
+                        records[index].data.as_ref(),
+                    )
+                })
                 .collect();
             let outcomes = kinesis
-                .put_records(&args.stream, &entries)
+                .put_records(stream, &entries)
                 .await
-                .with_context(|| format!("putting records to stream {}", args.stream))?;
+                .with_context(|| format!("putting records to stream {stream}"))?;
             let mut refused = Vec::new();
-            for (record, outcome) in pending.into_iter().zip(outcomes) {
+            for (index, outcome) in pending.into_iter().zip(outcomes) {
                 match outcome {
-                    Ok((shard_id, sequence_number)) => {
-                        placed.push(format!(
-                            "{shard_id}\t{sequence_number}\t{}",
-                            record.partition_key
-                        ));
-                    }
+                    Ok(place) => placed[index] = Some(place),
                     Err(error) => {
                         tracing::debug!(%error, "record refused; putting it again");
-                        refused.push(record);
+                        refused.push(index);
                     }
                 }
             }
@@ -134,11 +166,7 @@ pub(super) async fn put(args: PutArgs) -> anyhow::Result<()> {
             pending = refused;
         }
     }
-    let mut out = std::io::stdout().lock();
-    for line in placed {
-        writeln!(out, "{line}")?;
-    }
-    Ok(())
+    Ok(placed.into_iter().flatten().collect())
 }
 
 /// `kinesis-esm reshard`: splits, merges or scales a stream.
@@ -253,29 +281,7 @@ pub(super) struct EventsArgs {
 }
 
 pub(super) fn events(args: EventsArgs) -> anyhow::Result<()> {
-    let mut records: Vec<RecordToPut> = args
-        .data
-        .iter()
-        .map(|data| RecordToPut {
-            partition_key: args.partition_key.clone(),
-            data: Bytes::from(data.clone()),
-            explicit_hash_key: None,
-        })
-        .collect();
-    for file in &args.file {
-        if file == Path::new("-") {
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .context("reading standard input")?;
-            records.extend(parse_records(Path::new("stdin"), &text)?);
-        } else {
-            records.extend(read_records(file)?);
-        }
-    }
-    if records.is_empty() {
-        bail!("no records: give data as arguments, or --file PATH (`-` for standard input)");
-    }
+    let records = gather_records(&args.data, || args.partition_key.clone(), &args.file)?;
     if let Some(out) = &args.out {
         std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     }

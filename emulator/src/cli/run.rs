@@ -10,10 +10,10 @@ use anyhow::{Context as _, bail};
 use clap::Args;
 use tokio::sync::watch;
 
+use super::commands::put_every_record;
 use super::progress::Progress;
 use super::{Exit, STATUS_PATH, connection_to, parse_duration};
 use crate::aws::{AwsConnection, DynamoLeaseStore, SdkKinesis};
-use crate::backoff::{Backoff, BackoffConfig, RetryKind};
 use crate::function::build_function;
 use crate::invoke::Invoker;
 use crate::invoke::invoke_api::{InvokeApi, InvokeApiOptions};
@@ -404,63 +404,28 @@ impl Streams {
     }
 
     async fn put(&self, stream: &str, records: &[RecordToPut]) -> anyhow::Result<()> {
-        for chunk in records.chunks(MAX_PUT_RECORDS_ENTRIES) {
-            match self {
-                Self::Embedded(kinesis) => {
-                    let entries = chunk
-                        .iter()
-                        .map(|record| {
-                            let entry = PutRecordsEntry::new(
-                                record.partition_key.as_str(),
-                                record.data.clone(),
-                            );
-                            match &record.explicit_hash_key {
-                                Some(hash_key) => entry.with_explicit_hash_key(hash_key),
-                                None => entry,
-                            }
-                        })
-                        .collect();
-                    kinesis.put_records(stream, entries)?;
-                }
-                Self::Sdk(kinesis) => put_through_sdk(kinesis, stream, chunk).await?,
+        let kinesis = match self {
+            Self::Sdk(kinesis) => {
+                return put_every_record(kinesis, stream, records).await.map(drop);
             }
+            Self::Embedded(kinesis) => kinesis,
+        };
+        for chunk in records.chunks(MAX_PUT_RECORDS_ENTRIES) {
+            let entries = chunk
+                .iter()
+                .map(|record| {
+                    let entry =
+                        PutRecordsEntry::new(record.partition_key.as_str(), record.data.clone());
+                    match &record.explicit_hash_key {
+                        Some(hash_key) => entry.with_explicit_hash_key(hash_key),
+                        None => entry,
+                    }
+                })
+                .collect();
+            kinesis.put_records(stream, entries)?;
         }
         Ok(())
     }
-}
-
-/// Puts records through the SDK. Kinesis may refuse single records of a `PutRecords` (throttling):
-/// those are put again until every record is in, so nothing given to `--put` is lost.
-async fn put_through_sdk(
-    kinesis: &SdkKinesis,
-    stream: &str,
-    records: &[RecordToPut],
-) -> anyhow::Result<()> {
-    if records
-        .iter()
-        .any(|record| record.explicit_hash_key.is_some())
-    {
-        bail!("explicitHashKey is only supported with the embedded Kinesis");
-    }
-    let mut pending: Vec<&RecordToPut> = records.iter().collect();
-    let mut backoff = Backoff::new(BackoffConfig::default());
-    while !pending.is_empty() {
-        let entries: Vec<(&str, &[u8])> = pending
-            .iter()
-            .map(|record| (record.partition_key.as_str(), record.data.as_ref()))
-            .collect();
-        let outcomes = kinesis.put_records(stream, &entries).await?;
-        pending = pending
-            .into_iter()
-            .zip(&outcomes)
-            .filter(|(_, outcome)| outcome.is_err())
-            .map(|(record, _)| record)
-            .collect();
-        if !pending.is_empty() {
-            tokio::time::sleep(backoff.next_pause(RetryKind::Throttled)).await;
-        }
-    }
-    Ok(())
 }
 
 /// Publishes the records of one `--put` argument to its stream.
