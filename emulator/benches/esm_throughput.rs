@@ -4,8 +4,8 @@
 //! Run with `cargo bench -p kinesis-esm --bench esm_throughput`. It first builds the shipping
 //! function's release `bootstrap` (a few minutes the first time). `ESM_BENCH_RECORDS` (records
 //! per stream, default 1,000,000) and `ESM_BENCH_RUNS` (runs per case, default 5) shorten it
-//! while working on it; `ESM_BENCH_VIA=in-process` or `runtime-api` runs only those cases
-//! (and skips the ratios and the latency), for profiling one of them.
+//! while working on it; `ESM_BENCH_VIA=in-process` or `runtime-api` and `ESM_BENCH_SHARDS=1` or
+//! `8` run only those cases (and skip the ratios and the latency), for profiling one of them.
 //!
 //! **Throughput.** A stream of 1 and one of 8 shards are filled with valid shipments (every one
 //! is acked). Each run starts a fresh mapping (memory lease store, `TRIM_HORIZON`,
@@ -102,9 +102,16 @@ fn main() {
             "runtime-api" => Via::RuntimeApi,
             other => panic!("ESM_BENCH_VIA={other}: say in-process or runtime-api"),
         });
+    let only_shards = std::env::var("ESM_BENCH_SHARDS").ok().map(|shards| {
+        shards
+            .parse::<u32>()
+            .ok()
+            .filter(|shards| SHARD_COUNTS.contains(shards))
+            .unwrap_or_else(|| panic!("ESM_BENCH_SHARDS={shards}: say one of {SHARD_COUNTS:?}"))
+    });
     runtime.block_on(async {
-        let cases = throughput(&binary, records, runs, only).await;
-        if only.is_none() {
+        let cases = throughput(&binary, records, runs, only, only_shards).await;
+        if only.is_none() && only_shards.is_none() {
             summarise(&cases);
             latency(&binary, seen_in_log).await;
         }
@@ -143,9 +150,18 @@ impl Case {
     }
 }
 
-async fn throughput(binary: &Path, records: usize, runs: usize, only: Option<Via>) -> Vec<Case> {
+async fn throughput(
+    binary: &Path,
+    records: usize,
+    runs: usize,
+    only: Option<Via>,
+    only_shards: Option<u32>,
+) -> Vec<Case> {
     let mut cases = Vec::new();
     for shards in SHARD_COUNTS {
+        if only_shards.is_some_and(|only| only != shards) {
+            continue;
+        }
         let kinesis = EmbeddedKinesis::new();
         let stream = format!("shipments-{shards}");
         let filling = Instant::now();
@@ -206,10 +222,12 @@ async fn throughput(binary: &Path, records: usize, runs: usize, only: Option<Via
                     .fold((f64::MAX, 0.0_f64), |(low, high), &rate| {
                         (low.min(rate), high.max(rate))
                     });
+                let (own_ns, children_ns) = load.cpu_ns_per(records * runs);
                 println!(
                     "  {via:<11} BatchSize {batch_size:>6}: median {} records/s over {runs} \
                      runs ({}..{}), {:.2}x the target of {}; {:.0} records per invocation\n    \
-                     {load}",
+                     CPU per record: {own_ns:.0} ns in this process, {children_ns:.0} ns in the \
+                     function's processes\n    {load}",
                     si(case.median()),
                     si(low),
                     si(high),
@@ -716,6 +734,7 @@ impl CpuSample {
         let children = now.children.saturating_sub(self.children);
         let machine = now.machine.saturating_sub(self.machine);
         Load {
+            seconds,
             own: cores(own),
             children: cores(children),
             others: cores(machine.saturating_sub(own + children)),
@@ -726,10 +745,20 @@ impl CpuSample {
 
 /// The cores used on average over a stretch of time.
 struct Load {
+    seconds: f64,
     own: f64,
     children: f64,
     others: f64,
     load_average: String,
+}
+
+impl Load {
+    /// The CPU time spent per record by this process and by its children, in nanoseconds: the
+    /// figure that other work on a shared machine changes least.
+    fn cpu_ns_per(&self, records: usize) -> (f64, f64) {
+        let per_record = |cores: f64| cores * self.seconds * 1e9 / records as f64;
+        (per_record(self.own), per_record(self.children))
+    }
 }
 
 impl fmt::Display for Load {
