@@ -471,6 +471,24 @@ mod tests {
     #[test]
     fn the_scanner_finds_what_serde_json_finds() {
         check(EVENT);
+        // As Lambda and the emulator write events: the layout the scanner matches whole.
+        check(&written_event(&["a", "b", "shipment-7"]));
+        check(&written_event(&["clé 🔑", "k"]));
+        // That layout up to a point, then not: the record is read field by field.
+        for (from, to) in [
+            (r#""eventSourceARN":"#, r#""extra":1,"eventSourceARN":"#),
+            (
+                r#""approximateArrivalTimestamp":1767225600.123"#,
+                r#""approximateArrivalTimestamp":"1767225600.123""#,
+            ),
+            (r#""partitionKey":"a""#, r#""partitionKey":"a""#),
+            (r#""eventName":"#, r#" "eventName":"#),
+            (r#""awsRegion":"us-east-1""#, r#""awsRegion":null"#),
+        ] {
+            let event = written_event(&["a", "b"]);
+            assert!(event.contains(from), "{from}");
+            check(&event.replacen(from, to, 1));
+        }
         check(r#"{"Records":[]}"#);
         check(" { \"Records\" : [ ] } ");
         // Pretty-printed, with other keys around `Records`.
