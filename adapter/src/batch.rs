@@ -51,7 +51,24 @@ struct Span {
 impl KinesisBatch {
     /// Reads a Lambda Kinesis event from its JSON text.
     pub fn from_json(json: &[u8]) -> Result<Self, serde_json::Error> {
+        // An event as Lambda writes it is read in one pass that checks the text itself; any
+        // other text is read by serde_json first, which answers with the same batch or error.
+        if let Some(batch) = std::str::from_utf8(json)
+            .ok()
+            .and_then(Self::from_plain_json)
+        {
+            return Ok(batch);
+        }
         serde_json::from_slice(json)
+    }
+
+    /// Reads an event that [`scan::plain_event`] can read without serde_json.
+    fn from_plain_json(json: &str) -> Option<Self> {
+        let (records_text, scanned) = scan::plain_event(json)?;
+        Some(Self {
+            text: json[records_text].to_owned(),
+            records: scanned.records,
+        })
     }
 
     /// How many records the batch holds.
@@ -454,6 +471,24 @@ mod tests {
     #[test]
     fn the_scanner_finds_what_serde_json_finds() {
         check(EVENT);
+        // As Lambda and the emulator write events: the layout the scanner matches whole.
+        check(&written_event(&["a", "b", "shipment-7"]));
+        check(&written_event(&["clé 🔑", "k"]));
+        // That layout up to a point, then not: the record is read field by field.
+        for (from, to) in [
+            (r#""eventSourceARN":"#, r#""extra":1,"eventSourceARN":"#),
+            (
+                r#""approximateArrivalTimestamp":1767225600.123"#,
+                r#""approximateArrivalTimestamp":"1767225600.123""#,
+            ),
+            (r#""partitionKey":"a""#, r#""partitionKey":"a""#),
+            (r#""eventName":"#, r#" "eventName":"#),
+            (r#""awsRegion":"us-east-1""#, r#""awsRegion":null"#),
+        ] {
+            let event = written_event(&["a", "b"]);
+            assert!(event.contains(from), "{from}");
+            check(&event.replacen(from, to, 1));
+        }
         check(r#"{"Records":[]}"#);
         check(" { \"Records\" : [ ] } ");
         // Pretty-printed, with other keys around `Records`.
@@ -646,5 +681,149 @@ mod tests {
                 .to_string()
                 .contains("missing field `kinesis`")
         );
+    }
+
+    /// Reads `json` with `from_json` and with serde_json alone: the two must agree, on the
+    /// batch or on the error.
+    #[track_caller]
+    fn check_same_either_way(json: &[u8]) {
+        let direct = KinesisBatch::from_json(json);
+        let through_serde_json = serde_json::from_slice::<KinesisBatch>(json);
+        match (direct, through_serde_json) {
+            (Ok(direct), Ok(general)) => {
+                assert_eq!(
+                    read(&direct),
+                    read(&general),
+                    "{}",
+                    String::from_utf8_lossy(json)
+                );
+                assert_eq!(direct.text, general.text);
+            }
+            (Err(direct), Err(general)) => assert_eq!(direct.to_string(), general.to_string()),
+            (direct, general) => panic!(
+                "from_json gave {direct:?}, serde_json {general:?}, for {}",
+                String::from_utf8_lossy(json)
+            ),
+        }
+    }
+
+    fn is_plain(json: &str) -> bool {
+        KinesisBatch::from_plain_json(json).is_some()
+    }
+
+    /// Events with several records as the emulator writes them.
+    fn written_event(partition_keys: &[&str]) -> String {
+        let mut out = Vec::new();
+        crate::write_event(
+            &mut out,
+            &crate::EventSource {
+                stream_arn: "arn:aws:kinesis:us-east-1:123456789012:stream/orders",
+                shard_id: "shardId-000000000003",
+                region: "us-east-1",
+                invoke_identity_arn: "arn:aws:iam::123456789012:role/esm",
+            },
+            partition_keys
+                .iter()
+                .enumerate()
+                .map(|(index, partition_key)| crate::EventRecord {
+                    sequence_number: [
+                        "49590338271490256608559692538361571095921575989136588898",
+                        "49590338271490256608559692538361571095921575989136588899",
+                    ][index % 2],
+                    partition_key,
+                    data: b"{\"id\":1}",
+                    approximate_arrival_millis: 1_767_225_600_123 + index as i64,
+                }),
+        );
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn events_as_lambda_writes_them_are_read_in_one_pass() {
+        let events = [
+            written_event(&["a", "b", "shipment-7"]),
+            written_event(&["clé 🔑"]),
+            EVENT.to_owned(),
+            r#"{"Records":[]}"#.to_owned(),
+            " { \"Records\" : [ ] } \n".to_owned(),
+            record(&format!(r#"{KINESIS},"encryptionType":"NONE""#), ""),
+            record(
+                KINESIS,
+                r#","eventID":null,"eventSourceARN":null,"extra":-0.5e+3"#,
+            ),
+            record(
+                &format!(r#"{KINESIS},"approximateArrivalTimestamp":"1480641523.477""#),
+                r#","t":true,"f":false"#,
+            ),
+        ];
+        for json in &events {
+            assert!(is_plain(json), "{json}");
+            check_same_either_way(json.as_bytes());
+        }
+    }
+
+    #[test]
+    fn any_other_text_is_left_to_serde_json() {
+        let event = written_event(&["a"]);
+        let not_plain = [
+            // Escapes and control characters in strings.
+            EVENT.replace(r#""partitionKey":"1""#, r#""partitionKey":"a\"b""#),
+            EVENT.replace(r#""partitionKey":"1""#, r#""partitionKey":"a\u0041""#),
+            EVENT.replace(r#""partitionKey":"1""#, "\"partitionKey\":\"a\tb\""),
+            EVENT.replace(r#""partitionKey":"1""#, r#""partitionKey":"a\qb""#),
+            EVENT.replace(r#""eventName""#, r#""event\u004eame""#),
+            // Numbers outside JSON's grammar, and literals that are not JSON's.
+            record(
+                &format!(r#"{KINESIS},"approximateArrivalTimestamp":01"#),
+                "",
+            ),
+            record(
+                &format!(r#"{KINESIS},"approximateArrivalTimestamp":1."#),
+                "",
+            ),
+            record(
+                &format!(r#"{KINESIS},"approximateArrivalTimestamp":.5"#),
+                "",
+            ),
+            record(
+                &format!(r#"{KINESIS},"approximateArrivalTimestamp":1e"#),
+                "",
+            ),
+            record(
+                &format!(r#"{KINESIS},"approximateArrivalTimestamp":+1"#),
+                "",
+            ),
+            record(&format!(r#"{KINESIS},"approximateArrivalTimestamp":-"#), ""),
+            record(KINESIS, r#","eventID":nul"#),
+            record(KINESIS, r#","eventID":nulll"#),
+            record(KINESIS, r#","eventSource":True"#),
+            // Objects and arrays where values are stepped over, well-formed or not.
+            record(KINESIS, r#","extra":{"a":[1,2]}"#),
+            record(KINESIS, r#","extra":[1 2]"#),
+            record(KINESIS, r#","extra":{"a" "b"}"#),
+            // Structure.
+            record(KINESIS, ","),
+            r#"{"Records":[{"kinesis":{"partitionKey":"p","sequenceNumber":"1","data":"AA=="}},]}"#
+                .to_owned(),
+            r#"{"Records":[],"Records":[]}"#.to_owned(),
+            r#"{"other":1,"Records":[]}"#.to_owned(),
+            r#"{"Records":null}"#.to_owned(),
+            r#"{"records":[]}"#.to_owned(),
+            r#"[{"Records":[]}]"#.to_owned(),
+            format!("{event}x"),
+            format!("{event}}}"),
+            event[..event.len() - 1].to_owned(),
+            event[..event.len() / 2].to_owned(),
+            String::new(),
+        ];
+        for json in &not_plain {
+            assert!(!is_plain(json), "{json}");
+            check_same_either_way(json.as_bytes());
+        }
+        // Bytes that are not UTF-8 never reach the one-pass reader.
+        let mut bytes = written_event(&["k"]).into_bytes();
+        let key = bytes.windows(3).position(|w| w == b"\"k\"").unwrap();
+        bytes[key + 1] = 0xff;
+        check_same_either_way(&bytes);
     }
 }

@@ -21,6 +21,9 @@ use crate::sequence::SequenceNumber;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct SequenceLayout {
     stream_tag: u64,
+    /// The digits every sequence number of the stream starts with: `49` and the stream tag,
+    /// then zeros.
+    template: [u8; DIGITS],
 }
 
 const DIGITS: usize = 56;
@@ -32,16 +35,19 @@ const SHARD: std::ops::Range<usize> = 46..56;
 impl SequenceLayout {
     /// The layout of a stream created `created_epoch_seconds` after the Unix epoch.
     pub(crate) fn new(created_epoch_seconds: u64) -> Self {
+        let stream_tag = created_epoch_seconds % 10_000_000_000;
+        let mut template = [b'0'; DIGITS];
+        template[..PREFIX.len()].copy_from_slice(PREFIX);
+        write_decimal(&mut template[TAG], stream_tag);
         Self {
-            stream_tag: created_epoch_seconds % 10_000_000_000,
+            stream_tag,
+            template,
         }
     }
 
     /// The sequence number at `counter` in shard `shard_index`.
     pub(crate) fn format(self, counter: u64, shard_index: u32) -> SequenceNumber {
-        let mut digits = [b'0'; DIGITS];
-        digits[..PREFIX.len()].copy_from_slice(PREFIX);
-        write_decimal(&mut digits[TAG], self.stream_tag);
+        let mut digits = self.template;
         write_decimal(&mut digits[COUNTER], counter);
         write_decimal(&mut digits[SHARD], u64::from(shard_index));
         let text = std::str::from_utf8(&digits).expect("decimal digits are ASCII");
@@ -64,10 +70,18 @@ impl SequenceLayout {
     }
 }
 
-/// Writes `value` right-aligned into `out`, zero-padded. `out` is wide enough for any `u64`
-/// it is given: the narrowest field (10 digits) only holds shard indexes and stream tags.
+/// Writes `value` right-aligned into `out`, which holds zeros: only its significant digits
+/// are written. `out` is wide enough for any `u64` it is given: the narrowest field (10 digits)
+/// only holds shard indexes and stream tags.
 fn write_decimal(out: &mut [u8], mut value: u64) {
+    debug_assert!(
+        out.iter().all(|&digit| digit == b'0'),
+        "the field holds zeros"
+    );
     for digit in out.iter_mut().rev() {
+        if value == 0 {
+            break;
+        }
         *digit = b'0' + (value % 10) as u8;
         value /= 10;
     }
@@ -169,6 +183,10 @@ mod tests {
             "49171800000000000000000000000000000000000000420000000007"
         );
         assert_eq!(layout.parse(&sequence_number), Some((42, 7)));
+        assert_eq!(
+            layout.format(0, 0).as_str(),
+            "49171800000000000000000000000000000000000000000000000000"
+        );
         assert_eq!(
             layout.parse(&layout.format(u64::MAX, u32::MAX)),
             Some((u64::MAX, u32::MAX))

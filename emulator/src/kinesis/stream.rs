@@ -1,14 +1,17 @@
 //! One stream: its shards, their records and lineage, behind one lock.
 //!
 //! Every operation holds the stream's lock for its whole length, so a reader never sees half a
-//! reshard and a put never lands in a shard that is being closed. The lock is short: a read
-//! clones reference-counted handles (no copy of record data), a put moves the caller's handles in.
+//! reshard and a put never lands in a shard that is being closed. The lock is short: a put
+//! copies each record's partition key (and small data) next to the shard's previous records
+//! (see [`DataArena`]), a read makes each record's sequence number and key anew and shares its
+//! data (no copy of record data).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
+use bytes::{Bytes, BytesMut};
 use tokio::sync::watch;
 
 use super::clock::{duration_millis, from_millis, millis_ceil};
@@ -102,22 +105,41 @@ struct ShardState {
     children: Vec<u32>,
     /// The records not yet trimmed, oldest first.
     records: VecDeque<StoredRecord>,
+    /// Where the data of the shard's small records is kept.
+    arena: DataArena,
     /// Bumped whenever the shard gains records or closes, so waiting readers wake at once.
     signal: watch::Sender<()>,
     /// Whether this put gave the shard records that readers have not been told of yet.
     signal_pending: bool,
 }
 
+/// A record as a shard keeps it: no allocation of its own (see [`DataArena`]). `GetRecords`
+/// makes the [`Record`] a reader gets.
 struct StoredRecord {
     counter: u64,
     arrival_ms: u64,
-    record: Record,
+    /// The partition key's text.
+    partition_key: Bytes,
+    data: Bytes,
 }
 
 impl StoredRecord {
     /// What the record counts for against `GetRecords`' byte cap.
     fn size(&self) -> usize {
-        self.record.data.len() + self.record.partition_key.len()
+        self.data.len() + self.partition_key.len()
+    }
+
+    /// The record as `GetRecords` returns it, from shard `shard_index` of a stream whose
+    /// sequence numbers `layout` spells.
+    fn to_record(&self, layout: SequenceLayout, shard_index: u32) -> Record {
+        let partition_key = std::str::from_utf8(&self.partition_key)
+            .expect("a partition key is kept from its text, byte for byte");
+        Record {
+            sequence_number: layout.format(self.counter, shard_index),
+            partition_key: Arc::from(partition_key),
+            data: self.data.clone(),
+            approximate_arrival: from_millis(self.arrival_ms),
+        }
     }
 }
 
@@ -138,6 +160,7 @@ impl ShardState {
             closed_ms: None,
             children: Vec::new(),
             records: VecDeque::new(),
+            arena: DataArena::default(),
             signal: watch::Sender::new(()),
             signal_pending: false,
         }
@@ -164,6 +187,48 @@ impl ShardState {
 
     fn parent_indexes(&self) -> impl Iterator<Item = u32> {
         self.parent.into_iter().chain(self.adjacent_parent)
+    }
+}
+
+/// Where a shard keeps its records' partition keys and the data of its small records: copied,
+/// in the shard's order, into chunks it shares among them.
+///
+/// A producer's records come in allocations of their own (a key, the data, and a sequence
+/// number each, once stored), and a put spreads them over the shards: a shard's records then
+/// lie scattered among every other shard's, and reading a backlog from one shard misses the
+/// cache at every record, several times. Copied into the shard's chunks, its records lie in
+/// order, and cloning their data counts on one shared counter per chunk. Data larger than
+/// [`Self::LARGEST_COPIED`] keeps the producer's allocation: copying it would cost more than it
+/// saves.
+#[derive(Default)]
+struct DataArena {
+    /// The unused end of the current chunk.
+    free: BytesMut,
+}
+
+impl DataArena {
+    /// The size of a chunk. A shard holds at most one partly used chunk.
+    const CHUNK_BYTES: usize = 16 * 1024;
+    /// The largest data copied into a chunk (partition keys, at most 1 KiB, always are).
+    const LARGEST_COPIED: usize = 1024;
+
+    /// The record data to keep for `data`: the same bytes, copied into the shard's current
+    /// chunk when they are small.
+    fn keep(&mut self, data: Bytes) -> Bytes {
+        if data.is_empty() || data.len() > Self::LARGEST_COPIED {
+            return data;
+        }
+        self.copy(&data)
+    }
+
+    /// `bytes`, copied into the shard's current chunk (or a new chunk of their own size, for
+    /// more than a chunk holds).
+    fn copy(&mut self, bytes: &[u8]) -> Bytes {
+        if self.free.capacity() < bytes.len() {
+            self.free = BytesMut::with_capacity(Self::CHUNK_BYTES.max(bytes.len()));
+        }
+        self.free.extend_from_slice(bytes);
+        self.free.split().freeze()
     }
 }
 
@@ -329,6 +394,7 @@ impl Stream {
         for shard in &mut state.shards {
             if shard.is_expired(now_ms, retention_ms) && !shard.records.is_empty() {
                 shard.records = VecDeque::new();
+                shard.arena = DataArena::default();
             }
         }
         let id_of = |index: u32| state.shards[at(index)].id.to_string();
@@ -371,13 +437,12 @@ impl Stream {
         hash_keys: &[u128],
         now_ms: u64,
     ) -> Vec<PutRecordOutput> {
-        let mut results = Vec::with_capacity(entries.len());
         let mut state = self.lock();
         let state = &mut *state;
         let horizon_ms = now_ms.saturating_sub(duration_millis(state.retention));
         let arrival_ms = now_ms.max(state.last_arrival_ms);
         state.last_arrival_ms = arrival_ms;
-        let approximate_arrival = from_millis(arrival_ms);
+        let mut results = Vec::with_capacity(entries.len());
         for (entry, &hash_key) in entries.into_iter().zip(hash_keys) {
             // The open ranges tile the space and the last ends at 2^128 - 1, so some range
             // ends at or after any hash key.
@@ -387,25 +452,22 @@ impl Stream {
             let index = state.open[position];
             let counter = state.next_counter;
             state.next_counter += 1;
-            let sequence_number = self.layout.format(counter, index);
             let shard = &mut state.shards[at(index)];
             if !shard.signal_pending {
                 shard.trim(horizon_ms);
                 shard.signal_pending = true;
             }
+            let partition_key = shard.arena.copy(entry.partition_key.as_bytes());
+            let data = shard.arena.keep(entry.data);
             shard.records.push_back(StoredRecord {
                 counter,
                 arrival_ms,
-                record: Record {
-                    sequence_number: sequence_number.clone(),
-                    partition_key: entry.partition_key,
-                    data: entry.data,
-                    approximate_arrival,
-                },
+                partition_key,
+                data,
             });
             results.push(PutRecordOutput {
                 shard_id: shard.id.clone(),
-                sequence_number,
+                sequence_number: self.layout.format(counter, index),
             });
         }
         for &index in &state.open {
@@ -486,7 +548,7 @@ impl Stream {
             if bytes > MAX_GET_RECORDS_BYTES {
                 break;
             }
-            records.push(stored.record.clone());
+            records.push(stored.to_record(self.layout, index));
         }
 
         let next = start + records.len();
@@ -868,6 +930,43 @@ mod tests {
         ] {
             assert_eq!(shard_index(foreign), None, "{foreign}");
         }
+    }
+
+    #[test]
+    fn the_arena_keeps_each_records_bytes_and_leaves_large_data_where_it_is() {
+        let mut arena = DataArena::default();
+        // Enough small records to fill several chunks, of sizes that do not divide a chunk.
+        let small: Vec<Bytes> = (0..2_000_u32)
+            .map(|i| Bytes::from(vec![(i % 251) as u8; 1 + (i as usize * 7) % 97]))
+            .collect();
+        let kept: Vec<Bytes> = small.iter().map(|data| arena.keep(data.clone())).collect();
+        assert_eq!(kept, small);
+        for (data, kept) in small.iter().zip(&kept) {
+            assert_ne!(data.as_ptr(), kept.as_ptr(), "small data is copied");
+        }
+        // Neighbours lie next to each other within a chunk.
+        assert_eq!(
+            kept[1].as_ptr(),
+            kept[0].as_ptr().wrapping_add(kept[0].len())
+        );
+        let large = Bytes::from(vec![9_u8; DataArena::LARGEST_COPIED + 1]);
+        let kept_large = arena.keep(large.clone());
+        assert_eq!(
+            kept_large.as_ptr(),
+            large.as_ptr(),
+            "large data keeps its allocation"
+        );
+        let largest = Bytes::from(vec![8_u8; DataArena::LARGEST_COPIED]);
+        assert_eq!(arena.keep(largest.clone()), largest);
+        assert_eq!(arena.keep(Bytes::new()), Bytes::new());
+        // Text larger than a chunk (never a partition key, which is at most 1 KiB) gets a
+        // chunk of its own size.
+        let long = vec![7_u8; DataArena::CHUNK_BYTES * 2 + 1];
+        assert_eq!(arena.copy(&long), long);
+        assert_eq!(arena.copy(b"key"), Bytes::from_static(b"key"));
+        // Dropping the arena leaves the kept records whole.
+        drop(arena);
+        assert_eq!(kept, small);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use lambda_kinesis::{EventRecord, EventSource, write_event};
 use serde_json::json;
 use tokio::sync::{Mutex, watch};
 
-use super::{MappingEvent, ShardPhase, Shared, lease_key};
+use super::{MappingEvent, ShardPhase, ShardStatus, Shared, lease_key};
 use crate::backoff::{Backoff, RetryKind, Retryable as _};
 use crate::config::StartingPosition;
 use crate::invoke::{Invocation, InvokeOutcome};
@@ -603,10 +603,11 @@ impl ShardReader {
     /// Checkpoints past `records`, which the function settled (`dropped` of them by dropping).
     async fn settle(&mut self, records: &[Record], dropped: usize) -> Result<(), ReaderExit> {
         let last = records[records.len() - 1].sequence_number.clone();
-        self.checkpoint(Checkpoint::SequenceNumber(last.clone()))
-            .await?;
         let count = records.len() as u64;
-        self.shared.update_shard(&self.shard.shard_id, |status| {
+        // The counters change with the checkpoint, in one status update: every update wakes
+        // whoever waits on the status, and a batch is settled thousands of times a second.
+        let checkpoint = Checkpoint::SequenceNumber(last.clone());
+        self.checkpoint_and(checkpoint, |status| {
             status.acked += count - dropped as u64;
             status.dropped += dropped as u64;
             status.unsettled = status.unsettled.saturating_sub(count);
@@ -618,8 +619,8 @@ impl ShardReader {
                 status.held = None;
                 status.phase = ShardPhase::Reading;
             }
-        });
-        Ok(())
+        })
+        .await
     }
 
     /// Gives `records` up: sends their invocation record to the on-failure destination and
@@ -698,6 +699,16 @@ impl ShardReader {
 
     /// Writes a checkpoint, conditional on still holding the lease.
     async fn checkpoint(&mut self, checkpoint: Checkpoint) -> Result<(), ReaderExit> {
+        self.checkpoint_and(checkpoint, |_| {}).await
+    }
+
+    /// Writes a checkpoint, conditional on still holding the lease, and once it is written
+    /// records it in the shard's status together with `status_change`.
+    async fn checkpoint_and(
+        &mut self,
+        checkpoint: Checkpoint,
+        status_change: impl FnOnce(&mut ShardStatus),
+    ) -> Result<(), ReaderExit> {
         let mut backoff = self.shared.retry_backoff();
         loop {
             let result = {
@@ -728,7 +739,8 @@ impl ShardReader {
         }
         let shard_id = self.shard.shard_id.clone();
         self.shared.update_shard(&shard_id, |status| {
-            status.checkpoint = Some(checkpoint.clone())
+            status.checkpoint = Some(checkpoint.clone());
+            status_change(status);
         });
         self.shared.emit(|| MappingEvent::Checkpointed {
             shard_id,
