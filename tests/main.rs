@@ -17,6 +17,7 @@ mod aws_reads;
 mod aws_resharding;
 mod aws_restart;
 mod cargo_lambda;
+mod checkpoints;
 mod cli;
 mod commands;
 mod contract;

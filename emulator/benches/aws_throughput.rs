@@ -16,7 +16,16 @@
 //! - the emulator with Kinesis' own read pacing (5 calls/s and 2 MiB/s per shard), which a run
 //!   against real Kinesis must keep to, in batches of 100. Here one `GetRecords` call brings a
 //!   shard's 2,500 records, so the pacing hardly shows; against a shard that must be read in
-//!   many calls it caps each shard at 5 calls a second, which the plain loop ignores.
+//!   many calls it caps each shard at 5 calls a second, which the plain loop ignores;
+//! - the emulator in batches of 100 with a function that spends [`CALL`] per batch on a call of
+//!   its own (a database write, a request to another service), with checkpoints in memory and in
+//!   DynamoDB: a checkpoint write overlaps the next invocation, so the lease table should cost
+//!   next to nothing once the function takes longer than a write.
+//!
+//! Besides, each round times the lease table alone: the checkpoint writes of a batches-of-100
+//! run (one per batch, one at a time per shard, the 8 shards at once) with nothing else to do.
+//! That is the least the DynamoDB runs' tail can be, whatever the emulator does: dynalite is a
+//! single Node.js process, and at 8 writers its writes queue up.
 //!
 //! The function is the shipping function in process: what is measured is the emulator's own
 //! cost. A rate is the records over the time from the first `GetRecords` call to the last record
@@ -42,12 +51,13 @@ use async_trait::async_trait;
 use kinesis_esm::aws::{AwsConnection, DynamoLeaseStore, ReadPacing, SdkKinesis};
 use kinesis_esm::config::{MappingConfig, StartingPosition};
 use kinesis_esm::invoke::InProcess;
-use kinesis_esm::lease::{LeaseStore, MemoryLeaseStore};
+use kinesis_esm::lease::{Checkpoint, Lease, LeaseStore, MemoryLeaseStore};
 use kinesis_esm::mapping::{EventSourceMapping, MappingOptions};
 use kinesis_esm::sequence::SequenceNumber;
 use kinesis_esm::source::{
     GetRecordsOutput, IteratorPosition, Shard, ShardSource, SourceError, StreamDescription,
 };
+use lambda_kinesis::HandlerOutcome;
 use shipping::Shipment;
 
 const SHARDS: i32 = 8;
@@ -63,6 +73,8 @@ const LARGE_BATCH_SIZE: usize = 1_000;
 const REGION: &str = "us-east-1";
 const FAILOVER_TIME: Duration = Duration::from_secs(600);
 const TIMEOUT: Duration = Duration::from_secs(300);
+/// What the slower function spends on a call of its own per batch.
+const CALL: Duration = Duration::from_millis(10);
 
 fn endpoint(variable: &str) -> String {
     std::env::var(variable).unwrap_or_else(|_| {
@@ -89,11 +101,13 @@ enum Reader {
         dynamodb: bool,
         paced: bool,
         batch_size: usize,
+        /// Whether the function spends [`CALL`] per batch.
+        calls_out: bool,
     },
 }
 
 impl Reader {
-    const ALL: [Self; 7] = [
+    const ALL: [Self; 9] = [
         Self::PlainLoop,
         Self::emulator(false, false, BATCH_SIZE),
         Self::emulator(true, false, BATCH_SIZE),
@@ -101,6 +115,8 @@ impl Reader {
         Self::emulator(true, true, BATCH_SIZE),
         Self::emulator(false, false, LARGE_BATCH_SIZE),
         Self::emulator(true, false, LARGE_BATCH_SIZE),
+        Self::calling_out(false),
+        Self::calling_out(true),
     ];
 
     const fn emulator(dynamodb: bool, paced: bool, batch_size: usize) -> Self {
@@ -108,6 +124,16 @@ impl Reader {
             dynamodb,
             paced,
             batch_size,
+            calls_out: false,
+        }
+    }
+
+    const fn calling_out(dynamodb: bool) -> Self {
+        Self::Emulator {
+            dynamodb,
+            paced: false,
+            batch_size: BATCH_SIZE,
+            calls_out: true,
         }
     }
 
@@ -118,10 +144,16 @@ impl Reader {
                 dynamodb,
                 paced,
                 batch_size,
+                calls_out,
             } => format!(
-                "emulator, {} leases, {}, batches of {batch_size}",
+                "emulator, {} leases, {}, batches of {batch_size}{}",
                 if dynamodb { "DynamoDB" } else { "memory" },
-                if paced { "Kinesis pacing" } else { "unpaced" }
+                if paced { "Kinesis pacing" } else { "unpaced" },
+                if calls_out {
+                    format!(", {CALL:?} call")
+                } else {
+                    String::new()
+                }
             ),
         }
     }
@@ -169,6 +201,7 @@ async fn bench() {
     );
 
     let mut runs: BTreeMap<Reader, Vec<Run>> = BTreeMap::new();
+    let mut lease_table_alone = Vec::new();
     // Round 0 only warms up: the servers, and the client's pool of connections (the first reads
     // through new connections to kinesis-local are markedly slower, whoever makes them).
     for round in 0..=ROUNDS {
@@ -181,17 +214,27 @@ async fn bench() {
                     dynamodb: use_dynamodb,
                     paced,
                     batch_size,
+                    calls_out,
                 } => {
                     let table = use_dynamodb.then(|| {
                         let pacing = if paced { "paced" } else { "unpaced" };
-                        format!("{stream}-leases-{round}-{pacing}-{batch_size}")
+                        let call = if calls_out { "-call" } else { "" };
+                        format!("{stream}-leases-{round}-{pacing}-{batch_size}{call}")
                     });
-                    emulator(&producer, &dynamodb, &stream, table, paced, batch_size).await
+                    emulator(
+                        &producer, &dynamodb, &stream, table, paced, batch_size, calls_out,
+                    )
+                    .await
                 }
             };
             if round > 0 {
                 runs.entry(reader).or_default().push(run);
             }
+        }
+        let table = format!("{stream}-alone-{round}");
+        let alone = checkpoint_writes_alone(&dynamodb, &table, &per_shard).await;
+        if round > 0 {
+            lease_table_alone.push(alone);
         }
     }
 
@@ -217,6 +260,37 @@ async fn bench() {
             median_rate / ceiling,
         );
     }
+    let writes_per_run: usize = per_shard
+        .values()
+        .map(|records| records.div_ceil(BATCH_SIZE))
+        .sum();
+    println!(
+        "the lease table alone: {writes_per_run} checkpoint writes, one at a time per shard and \
+         {SHARDS} shards at once, take {:.0} ms (the least a DynamoDB run's tail in batches of \
+         {BATCH_SIZE} can be)",
+        median(
+            lease_table_alone
+                .iter()
+                .map(|took| took.as_secs_f64() * 1e3)
+        )
+    );
+    let of_memory = |dynamodb: Reader, memory: Reader| {
+        median(
+            runs[&dynamodb]
+                .iter()
+                .zip(&runs[&memory])
+                .map(|(dynamodb, memory)| rate(dynamodb) / rate(memory)),
+        )
+    };
+    println!(
+        "DynamoDB against memory leases, paired, batches of {BATCH_SIZE}: {:.2} with the \
+         shipping function alone, {:.2} with a {CALL:?} call per batch",
+        of_memory(
+            Reader::emulator(true, false, BATCH_SIZE),
+            Reader::emulator(false, false, BATCH_SIZE)
+        ),
+        of_memory(Reader::calling_out(true), Reader::calling_out(false)),
+    );
     producer
         .delete_stream(&stream)
         .await
@@ -423,6 +497,66 @@ impl ShardSource for TimedSource {
     }
 }
 
+/// Writes as many checkpoints as a run in batches of 100 does, through the emulator's DynamoDB
+/// lease store in a fresh table: one at a time per shard, every shard at once. Returns how long
+/// the writes took, from the first to the last.
+async fn checkpoint_writes_alone(
+    dynamodb: &aws_sdk_dynamodb::Client,
+    table: &str,
+    per_shard: &BTreeMap<String, usize>,
+) -> Duration {
+    let store = Arc::new(DynamoLeaseStore::from_client(dynamodb.clone(), table));
+    store
+        .create_table_if_missing()
+        .await
+        .expect("the lease table");
+    let mut leases = Vec::new();
+    for shard_id in per_shard.keys() {
+        let lease = Lease::new(
+            shard_id.as_str(),
+            shard_id.as_str(),
+            Checkpoint::TrimHorizon,
+        );
+        store.create_lease_if_absent(&lease).await.expect("a lease");
+        leases.push(store.take_lease(&lease, "bench").await.expect("the lease"));
+    }
+    let started = Instant::now();
+    let writers: Vec<_> = leases
+        .into_iter()
+        .zip(per_shard.values())
+        .map(|(mut lease, &records)| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move {
+                for batch in 0..records.div_ceil(BATCH_SIZE) {
+                    let checkpoint = Checkpoint::SequenceNumber(
+                        format!("{}", 49_000_000_000_000_000_000u128 + batch as u128)
+                            .parse()
+                            .expect("a sequence number"),
+                    );
+                    lease = store
+                        .update_checkpoint(&lease, checkpoint)
+                        .await
+                        .expect("a checkpoint write");
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.await.expect("the writer does not panic");
+    }
+    started.elapsed()
+}
+
+/// The shipping function after a call of its own that takes [`CALL`] per batch.
+async fn ship_after_a_call(shipments: &[Shipment]) -> Vec<HandlerOutcome> {
+    tokio::time::sleep(CALL).await;
+    let mut outcomes = Vec::with_capacity(shipments.len());
+    for shipment in shipments {
+        outcomes.push(shipping::ship(shipment).await);
+    }
+    outcomes
+}
+
 /// Runs a mapping with the shipping function in process until every record is settled.
 async fn emulator(
     producer: &SdkKinesis,
@@ -431,6 +565,7 @@ async fn emulator(
     table: Option<String>,
     paced: bool,
     batch_size: usize,
+    calls_out: bool,
 ) -> Run {
     let pacing = if paced {
         ReadPacing::KINESIS_LIMITS
@@ -462,17 +597,18 @@ async fn emulator(
     config.batch_size = batch_size;
     config.report_batch_item_failures = true;
     let started = Instant::now();
-    let mapping = EventSourceMapping::new(
-        config,
-        source.clone(),
-        Arc::new(InProcess::handler(shipping::ship)),
-    )
-    .lease_store(leases)
-    .options(MappingOptions {
-        failover_time: FAILOVER_TIME,
-        ..MappingOptions::default()
-    })
-    .start();
+    let function = if calls_out {
+        InProcess::handler(ship_after_a_call)
+    } else {
+        InProcess::handler(shipping::ship)
+    };
+    let mapping = EventSourceMapping::new(config, source.clone(), Arc::new(function))
+        .lease_store(leases)
+        .options(MappingOptions {
+            failover_time: FAILOVER_TIME,
+            ..MappingOptions::default()
+        })
+        .start();
     let status = tokio::time::timeout(
         TIMEOUT,
         mapping.wait_for(|status| status.totals().acked >= RECORDS as u64),

@@ -483,6 +483,7 @@ async fn sync(
             // The shard has expired from the stream: nothing is left to read.
             continue;
         };
+        let take_sent = Instant::now();
         let taken = match shared
             .leases
             .take_lease(lease, &shared.options.worker_id)
@@ -498,6 +499,7 @@ async fn sync(
             Arc::clone(stream),
             (*shard).clone(),
             taken,
+            take_sent,
             stopping.clone(),
         );
         shared.update_shard(&lease.shard_id, |status| {

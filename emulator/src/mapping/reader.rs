@@ -1,4 +1,18 @@
 //! One shard's reader: reads, batches, invokes, retries and checkpoints, one batch in flight.
+//!
+//! A settled batch's checkpoint is written while the next batch is invoked: the write runs in a
+//! task of its own ([`Checkpointer`]), and the reader waits for it before it starts the next
+//! write, before it pauses (a retry's backoff, or waiting for records once caught up), before
+//! `SHARD_END`, and before it gives its lease up. So writes land one at a time and in order, one
+//! per settled batch; a shard that looks caught up or held has written every checkpoint it owes;
+//! and a function slower than the lease table hides the write entirely (against DynamoDB, a write
+//! takes milliseconds).
+//!
+//! The reader invokes a batch with a write still in flight only while its lease is certainly its
+//! own: a lease write (checkpoint or renewal) succeeded less than half the failover time ago, and
+//! no other worker takes a lease before the failover time has passed without a write. Otherwise it
+//! waits for the write first, and a write that finds the lease lost stops the reader before it
+//! invokes anything more, as without the overlap.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -7,6 +21,7 @@ use std::time::{Duration, Instant, SystemTime};
 use lambda_kinesis::{EventRecord, EventSource, write_event};
 use serde_json::json;
 use tokio::sync::{Mutex, watch};
+use tokio::task::JoinHandle;
 
 use super::{MappingEvent, ShardPhase, ShardStatus, Shared, lease_key};
 use crate::backoff::{Backoff, RetryKind, Retryable as _};
@@ -64,6 +79,9 @@ pub(super) struct ShardReader {
     stopping: watch::Receiver<bool>,
     lease_lost: watch::Receiver<bool>,
     lease_lost_signal: watch::Sender<bool>,
+    checkpointer: Checkpointer,
+    /// The checkpoint write of the last settled batch, if it may still be running.
+    pending_checkpoint: Option<JoinHandle<Result<(), ReaderExit>>>,
     region: String,
     account: String,
     /// Records read and not yet handed to a batch.
@@ -92,6 +110,7 @@ impl ShardReader {
         stream: Arc<StreamDescription>,
         shard: Shard,
         lease: Lease,
+        lease_taken_at: Instant,
         stopping: watch::Receiver<bool>,
     ) -> Self {
         let mut arn = stream.arn.split(':');
@@ -99,14 +118,25 @@ impl ShardReader {
         let account = arn.next().unwrap_or("000000000000").to_owned();
         let (lease_lost_signal, lease_lost) = watch::channel(false);
         let read_backoff = shared.retry_backoff();
+        let lease = Arc::new(Mutex::new(lease));
+        let checkpointer = Checkpointer {
+            shared: Arc::clone(&shared),
+            shard_id: shard.shard_id.clone(),
+            lease: Arc::clone(&lease),
+            confirmed_at: Arc::new(std::sync::Mutex::new(lease_taken_at)),
+            stopping: stopping.clone(),
+            lease_lost_signal: lease_lost_signal.clone(),
+        };
         Self {
             shared,
             stream,
             shard,
-            lease: Arc::new(Mutex::new(lease)),
+            lease,
             stopping,
             lease_lost,
             lease_lost_signal,
+            checkpointer,
+            pending_checkpoint: None,
             region,
             account,
             buffer: VecDeque::new(),
@@ -126,15 +156,15 @@ impl ShardReader {
     }
 
     pub(super) async fn run(mut self) -> ReaderExit {
-        let renewer = tokio::spawn(renew(
-            Arc::clone(&self.shared),
-            Arc::clone(&self.lease),
-            self.lease_lost_signal.clone(),
-        ));
-        let exit = match self.read_loop().await {
+        let renewer = tokio::spawn(renew(self.checkpointer.clone()));
+        let mut exit = match self.read_loop().await {
             Ok(never) => match never {},
             Err(exit) => exit,
         };
+        // A clean stop resumes right after the last settled batch: its checkpoint lands first.
+        if let Err(ReaderExit::LeaseLost) = self.finish_checkpoint().await {
+            exit = ReaderExit::LeaseLost;
+        }
         renewer.abort();
         self.shared.update_shard(&self.shard.shard_id, |status| {
             status.phase = match exit {
@@ -208,6 +238,7 @@ impl ShardReader {
                 if self.iterator.is_none() {
                     return Err(self.end_shard().await);
                 }
+                self.finish_checkpoint().await?;
                 self.shared.update_shard(&shard_id, |status| {
                     if status.held.is_none() {
                         status.phase = ShardPhase::CaughtUp;
@@ -424,12 +455,16 @@ impl ShardReader {
                         continue;
                     }
                 }
+                if !self.checkpointer.lease_is_certainly_held() {
+                    self.finish_checkpoint().await?;
+                }
                 let records = &batch[start..end];
                 let outcome = match self.invoke(records).await {
                     Ok(outcome) => outcome,
                     Err(error) => {
                         // The batch never reached the function: no attempt is charged.
                         tracing::warn!(shard_id = %self.shard.shard_id, %error, "invoking the function failed; trying again");
+                        self.finish_checkpoint().await?;
                         let pause = backoff.next_pause(RetryKind::Error);
                         self.pause(pause).await?;
                         continue;
@@ -512,6 +547,7 @@ impl ShardReader {
                     start = end;
                     continue;
                 }
+                self.finish_checkpoint().await?;
                 let pause = backoff.next_pause(RetryKind::Error);
                 self.pause(pause).await?;
             }
@@ -607,7 +643,7 @@ impl ShardReader {
         // The counters change with the checkpoint, in one status update: every update wakes
         // whoever waits on the status, and a batch is settled thousands of times a second.
         let checkpoint = Checkpoint::SequenceNumber(last.clone());
-        self.checkpoint_and(checkpoint, |status| {
+        self.start_checkpoint(checkpoint, move |status| {
             status.acked += count - dropped as u64;
             status.dropped += dropped as u64;
             status.unsettled = status.unsettled.saturating_sub(count);
@@ -697,61 +733,42 @@ impl ShardReader {
         Ok(())
     }
 
-    /// Writes a checkpoint, conditional on still holding the lease.
+    /// Writes a checkpoint, conditional on still holding the lease, and waits until it is written.
     async fn checkpoint(&mut self, checkpoint: Checkpoint) -> Result<(), ReaderExit> {
-        self.checkpoint_and(checkpoint, |_| {}).await
+        self.start_checkpoint(checkpoint, |_| {}).await?;
+        self.finish_checkpoint().await
     }
 
-    /// Writes a checkpoint, conditional on still holding the lease, and once it is written
-    /// records it in the shard's status together with `status_change`.
-    async fn checkpoint_and(
+    /// Starts writing a checkpoint once the write before it has landed, and returns while it
+    /// runs. Once written, it is recorded in the shard's status together with `status_change`.
+    async fn start_checkpoint(
         &mut self,
         checkpoint: Checkpoint,
-        status_change: impl FnOnce(&mut ShardStatus),
+        status_change: impl FnOnce(&mut ShardStatus) + Send + 'static,
     ) -> Result<(), ReaderExit> {
-        let mut backoff = self.shared.retry_backoff();
-        loop {
-            let result = {
-                let mut lease = self.lease.lock().await;
-                let result = self
-                    .shared
-                    .leases
-                    .update_checkpoint(&lease, checkpoint.clone())
-                    .await;
-                if let Ok(updated) = &result {
-                    *lease = updated.clone();
-                }
-                result
-            };
-            match result {
-                Ok(_) => break,
-                Err(LeaseError::LeaseLost { .. }) => {
-                    tracing::warn!(shard_id = %self.shard.shard_id, "the lease was taken by another worker: this reader stops");
-                    let _ = self.lease_lost_signal.send(true);
-                    return Err(ReaderExit::LeaseLost);
-                }
-                Err(error) => {
-                    tracing::warn!(shard_id = %self.shard.shard_id, %error, "writing the checkpoint failed; trying again");
-                    let pause = backoff.next_pause(RetryKind::Error);
-                    self.pause(pause).await?;
-                }
-            }
-        }
-        let shard_id = self.shard.shard_id.clone();
-        self.shared.update_shard(&shard_id, |status| {
-            status.checkpoint = Some(checkpoint.clone());
-            status_change(status);
-        });
-        self.shared.emit(|| MappingEvent::Checkpointed {
-            shard_id,
-            checkpoint,
-        });
+        self.finish_checkpoint().await?;
+        let write = self.checkpointer.clone().write(checkpoint, status_change);
+        self.pending_checkpoint = Some(tokio::spawn(write));
         Ok(())
+    }
+
+    /// Waits for the checkpoint write in flight, if any.
+    async fn finish_checkpoint(&mut self) -> Result<(), ReaderExit> {
+        let Some(write) = self.pending_checkpoint.take() else {
+            return Ok(());
+        };
+        match write.await {
+            Ok(result) => result,
+            Err(error) => std::panic::resume_unwind(error.into_panic()),
+        }
     }
 
     /// Finishes a closed shard read to its end: creates its children's leases, records them,
     /// and checkpoints `SHARD_END`, which lets the children start.
     async fn end_shard(&mut self) -> ReaderExit {
+        if let Err(exit) = self.finish_checkpoint().await {
+            return exit;
+        }
         let children = std::mem::take(&mut self.children);
         for child in &children {
             let mut lease = Lease::new(
@@ -828,17 +845,100 @@ impl ShardReader {
     }
 }
 
+/// Writes one shard's checkpoints, conditional on still holding its lease.
+#[derive(Clone)]
+struct Checkpointer {
+    shared: Arc<Shared>,
+    shard_id: String,
+    lease: Arc<Mutex<Lease>>,
+    /// When the last lease write that succeeded (the take, a checkpoint, a renewal) was sent.
+    confirmed_at: Arc<std::sync::Mutex<Instant>>,
+    stopping: watch::Receiver<bool>,
+    lease_lost_signal: watch::Sender<bool>,
+}
+
+impl Checkpointer {
+    /// Whether no other worker can have taken the lease: a write of it succeeded less than half
+    /// the failover time ago (another worker waits the whole failover time without seeing one).
+    fn lease_is_certainly_held(&self) -> bool {
+        let confirmed_at = *self.confirmed_at.lock().unwrap();
+        confirmed_at.elapsed() < self.shared.options.failover_time / 2
+    }
+
+    fn confirm(&self, sent: Instant) {
+        *self.confirmed_at.lock().unwrap() = sent;
+    }
+
+    /// Writes `checkpoint`, retrying while the store is unavailable, and once it is written
+    /// records it in the shard's status together with `status_change`. A lost lease raises the
+    /// reader's lease-lost signal; a stopping mapping ends the retries.
+    async fn write(
+        self,
+        checkpoint: Checkpoint,
+        status_change: impl FnOnce(&mut ShardStatus),
+    ) -> Result<(), ReaderExit> {
+        let mut backoff = self.shared.retry_backoff();
+        loop {
+            let result = {
+                let mut lease = self.lease.lock().await;
+                let sent = Instant::now();
+                let result = self
+                    .shared
+                    .leases
+                    .update_checkpoint(&lease, checkpoint.clone())
+                    .await;
+                if let Ok(updated) = &result {
+                    *lease = updated.clone();
+                    self.confirm(sent);
+                }
+                result
+            };
+            match result {
+                Ok(_) => break,
+                Err(LeaseError::LeaseLost { .. }) => {
+                    tracing::warn!(shard_id = %self.shard_id, "the lease was taken by another worker: this reader stops");
+                    let _ = self.lease_lost_signal.send(true);
+                    return Err(ReaderExit::LeaseLost);
+                }
+                Err(error) => {
+                    tracing::warn!(shard_id = %self.shard_id, %error, "writing the checkpoint failed; trying again");
+                    let mut stopping = self.stopping.clone();
+                    let mut lease_lost = self.lease_lost_signal.subscribe();
+                    tokio::select! {
+                        () = tokio::time::sleep(backoff.next_pause(RetryKind::Error)) => {}
+                        _ = stopping.wait_for(|stop| *stop) => return Err(ReaderExit::Stopped),
+                        _ = lease_lost.wait_for(|lost| *lost) => return Err(ReaderExit::LeaseLost),
+                    }
+                }
+            }
+        }
+        self.shared.update_shard(&self.shard_id, |status| {
+            status.checkpoint = Some(checkpoint.clone());
+            status_change(status);
+        });
+        self.shared.emit(|| MappingEvent::Checkpointed {
+            shard_id: self.shard_id.clone(),
+            checkpoint,
+        });
+        Ok(())
+    }
+}
+
 /// Renews the lease every third of the failover time, as the KCL does, until the lease is lost.
-async fn renew(shared: Arc<Shared>, lease: Arc<Mutex<Lease>>, lost: watch::Sender<bool>) {
-    let period = shared.options.failover_time / 3;
+async fn renew(checkpointer: Checkpointer) {
+    let period = checkpointer.shared.options.failover_time / 3;
     loop {
         tokio::time::sleep(period).await;
-        let mut lease = lease.lock().await;
-        match shared.leases.renew_lease(&lease).await {
-            Ok(renewed) => *lease = renewed,
+        let mut lease = checkpointer.lease.lock().await;
+        let sent = Instant::now();
+        match checkpointer.shared.leases.renew_lease(&lease).await {
+            Ok(renewed) => {
+                *lease = renewed;
+                checkpointer.confirm(sent);
+            }
             Err(LeaseError::LeaseLost { .. }) => {
                 tracing::warn!(shard_id = %lease.shard_id, "the lease was lost: its reader stops");
-                let _ = lost.send(true);
+                let _ = checkpointer.lease_lost_signal.send(true);
                 return;
             }
             Err(error) => {
