@@ -16,6 +16,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant, SystemTime};
 
 use lambda_kinesis::{EventRecord, EventSource, write_event};
@@ -747,9 +748,16 @@ impl ShardReader {
         status_change: impl FnOnce(&mut ShardStatus) + Send + 'static,
     ) -> Result<(), ReaderExit> {
         self.finish_checkpoint().await?;
-        let write = self.checkpointer.clone().write(checkpoint, status_change);
-        self.pending_checkpoint = Some(tokio::spawn(write));
-        Ok(())
+        let mut write = Box::pin(self.checkpointer.clone().write(checkpoint, status_change));
+        // A store that answers at once (the memory store) is done on the first poll: only a
+        // write that has to wait gets a task of its own.
+        match std::future::poll_fn(|context| Poll::Ready(write.as_mut().poll(context))).await {
+            Poll::Ready(result) => result,
+            Poll::Pending => {
+                self.pending_checkpoint = Some(tokio::spawn(write));
+                Ok(())
+            }
+        }
     }
 
     /// Waits for the checkpoint write in flight, if any.
