@@ -76,10 +76,9 @@ pub(super) struct ShardReader {
     shared: Arc<Shared>,
     stream: Arc<StreamDescription>,
     shard: Shard,
-    lease: Arc<Mutex<Lease>>,
     stopping: watch::Receiver<bool>,
     lease_lost: watch::Receiver<bool>,
-    lease_lost_signal: watch::Sender<bool>,
+    /// The lease, and the writes of it.
     checkpointer: Checkpointer,
     /// The checkpoint write of the last settled batch, if it may still be running.
     pending_checkpoint: Option<JoinHandle<Result<(), ReaderExit>>>,
@@ -119,23 +118,20 @@ impl ShardReader {
         let account = arn.next().unwrap_or("000000000000").to_owned();
         let (lease_lost_signal, lease_lost) = watch::channel(false);
         let read_backoff = shared.retry_backoff();
-        let lease = Arc::new(Mutex::new(lease));
         let checkpointer = Checkpointer {
             shared: Arc::clone(&shared),
             shard_id: shard.shard_id.clone(),
-            lease: Arc::clone(&lease),
+            lease: Arc::new(Mutex::new(lease)),
             confirmed_at: Arc::new(std::sync::Mutex::new(lease_taken_at)),
             stopping: stopping.clone(),
-            lease_lost_signal: lease_lost_signal.clone(),
+            lease_lost_signal,
         };
         Self {
             shared,
             stream,
             shard,
-            lease,
             stopping,
             lease_lost,
-            lease_lost_signal,
             checkpointer,
             pending_checkpoint: None,
             region,
@@ -183,7 +179,7 @@ impl ShardReader {
         if exit == ReaderExit::Stopped {
             // Give the lease up so that the next instance takes the shard at once instead of
             // waiting for the lease to expire.
-            let lease = self.lease.lock().await;
+            let lease = self.checkpointer.lease.lock().await;
             if let Err(error) = self.shared.leases.evict_lease(&lease).await {
                 tracing::debug!(shard_id = %self.shard.shard_id, %error, "could not give the lease up");
             }
@@ -192,7 +188,7 @@ impl ShardReader {
     }
 
     async fn read_loop(&mut self) -> Result<std::convert::Infallible, ReaderExit> {
-        let checkpoint = self.lease.lock().await.checkpoint.clone();
+        let checkpoint = self.checkpointer.lease.lock().await.checkpoint.clone();
         let position = match &checkpoint {
             Checkpoint::ShardEnd => return Err(ReaderExit::Ended),
             Checkpoint::TrimHorizon => IteratorPosition::TrimHorizon,
@@ -370,7 +366,7 @@ impl ShardReader {
                 // Resume right after the last record read (or from the checkpoint).
                 let position = match &self.last_read {
                     Some(last) => IteratorPosition::AfterSequenceNumber(last.clone()),
-                    None => match self.lease.lock().await.checkpoint.clone() {
+                    None => match self.checkpointer.lease.lock().await.checkpoint.clone() {
                         Checkpoint::SequenceNumber(last) => {
                             IteratorPosition::AfterSequenceNumber(last)
                         }
@@ -800,7 +796,7 @@ impl ShardReader {
             .map(|child| child.shard_id.clone())
             .collect();
         if !child_shard_ids.is_empty() {
-            let lease = Arc::clone(&self.lease);
+            let lease = Arc::clone(&self.checkpointer.lease);
             let ids = child_shard_ids.clone();
             let write = |leases: Arc<dyn LeaseStore>| {
                 let lease = Arc::clone(&lease);
@@ -840,7 +836,7 @@ impl ShardReader {
             match write(Arc::clone(&self.shared.leases)).await {
                 Ok(()) => return Ok(()),
                 Err(LeaseError::LeaseLost { .. }) => {
-                    let _ = self.lease_lost_signal.send(true);
+                    let _ = self.checkpointer.lease_lost_signal.send(true);
                     return Err(ReaderExit::LeaseLost);
                 }
                 Err(error) => {
@@ -853,7 +849,8 @@ impl ShardReader {
     }
 }
 
-/// Writes one shard's checkpoints, conditional on still holding its lease.
+/// A shard's lease as its reader holds it, and the writes that keep it: checkpoints, conditional
+/// on still holding it, and renewals.
 #[derive(Clone)]
 struct Checkpointer {
     shared: Arc<Shared>,
