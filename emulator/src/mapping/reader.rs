@@ -4,9 +4,9 @@
 //! task of its own ([`Checkpointer`]), and the reader waits for it before it starts the next
 //! write, before it pauses (a retry's backoff, or waiting for records once caught up), before
 //! `SHARD_END`, and before it gives its lease up. So writes land one at a time and in order, one
-//! per settled batch; a shard that looks caught up or held has written every checkpoint it owes;
-//! and a function slower than the lease table hides the write entirely (against DynamoDB, a write
-//! takes milliseconds).
+//! per settled batch; a shard that is caught up, or waiting to retry a held record, has written
+//! every checkpoint it owes; and a function slower than the lease table hides the write entirely
+//! (against DynamoDB, a write takes milliseconds).
 //!
 //! The reader invokes a batch with a write still in flight only while its lease is certainly its
 //! own: a lease write (checkpoint or renewal) succeeded less than half the failover time ago, and
