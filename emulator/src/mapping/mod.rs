@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
+use futures_util::StreamExt as _;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
@@ -25,6 +26,10 @@ use crate::source::{Shard, ShardSource, SourceError, StreamDescription};
 pub use status::{HeldRecord, MappingEvent, MappingStatus, ShardPhase, ShardStatus};
 
 use reader::{ReaderExit, ShardReader};
+
+/// How many leases a worker takes at once: enough that a remote table's round trips overlap,
+/// few enough that a table with thousands of shards is not flooded.
+const CONCURRENT_TAKES: usize = 16;
 
 /// How the emulator runs a mapping: knobs that are not Lambda properties.
 #[derive(Debug, Clone)]
@@ -450,6 +455,7 @@ async fn sync(
         });
     }
     let mut undecided = false;
+    let mut to_take = Vec::new();
     for lease in leases.values() {
         if lease.checkpoint == Checkpoint::ShardEnd || readers.contains_key(&lease.shard_id) {
             continue;
@@ -483,23 +489,34 @@ async fn sync(
             // The shard has expired from the stream: nothing is left to read.
             continue;
         };
-        let take_sent = Instant::now();
-        let taken = match shared
-            .leases
-            .take_lease(lease, &shared.options.worker_id)
-            .await
-        {
+        to_take.push((lease, *shard));
+    }
+    // Taken a few at a time, so that against a remote table every reader starts at once rather
+    // than one round trip after the other.
+    let takes: Vec<_> = to_take
+        .into_iter()
+        .map(|(lease, shard)| take(shared, lease, shard))
+        .collect();
+    let mut takes = futures_util::stream::iter(takes).buffered(CONCURRENT_TAKES);
+    let mut first_error = None;
+    while let Some((lease, shard, sent, taken)) = takes.next().await {
+        let taken = match taken {
             Ok(taken) => taken,
             // Another worker was faster; the next round will see it.
             Err(LeaseError::LeaseLost { .. }) => continue,
-            Err(error) => return Err(format!("taking the lease of {}: {error}", lease.shard_id)),
+            Err(error) => {
+                first_error.get_or_insert_with(|| {
+                    format!("taking the lease of {}: {error}", lease.shard_id)
+                });
+                continue;
+            }
         };
         let reader = ShardReader::new(
             Arc::clone(shared),
             Arc::clone(stream),
-            (*shard).clone(),
+            shard.clone(),
             taken,
-            take_sent,
+            sent,
             stopping.clone(),
         );
         shared.update_shard(&lease.shard_id, |status| {
@@ -516,8 +533,26 @@ async fn sync(
             }),
         );
     }
+    if let Some(error) = first_error {
+        return Err(error);
+    }
     clean_up_finished_parents(shared, &leases).await;
     Ok(Undecided(undecided))
+}
+
+/// Takes `lease` for this worker; returns it with its shard, when the take was sent, and how it
+/// went.
+async fn take<'a>(
+    shared: &Shared,
+    lease: &'a Lease,
+    shard: &'a Shard,
+) -> (&'a Lease, &'a Shard, Instant, Result<Lease, LeaseError>) {
+    let sent = Instant::now();
+    let taken = shared
+        .leases
+        .take_lease(lease, &shared.options.worker_id)
+        .await;
+    (lease, shard, sent, taken)
 }
 
 /// Creates a lease for every shard that should have one and has none. Returns whether any was
