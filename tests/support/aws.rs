@@ -65,21 +65,9 @@ pub fn unique_name(prefix: &str) -> String {
     format!("{prefix}-{}", &id[..12])
 }
 
-/// Logs to the test output when `RUST_LOG` is set.
-pub fn init_logging() {
-    if std::env::var_os("RUST_LOG").is_some() {
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-            .with_test_writer()
-            .try_init();
-    }
-}
-
-/// Fails the test if `future` takes longer than [`TIMEOUT`].
+/// Fails the test if `future` takes longer than [`TIMEOUT`] (the local servers' pace).
 pub async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
-    tokio::time::timeout(TIMEOUT, future)
-        .await
-        .unwrap_or_else(|_| panic!("{what} took longer than {TIMEOUT:?}"))
+    crate::within_time(TIMEOUT, what, future).await
 }
 
 /// A shipment `shipping::ship` acknowledges: an address and a carrier it knows.
@@ -173,7 +161,7 @@ pub struct LocalAws {
 impl LocalAws {
     /// Clients for the servers `scripts/local-stack` started.
     pub async fn connect() -> Self {
-        init_logging();
+        crate::init_logging();
         let kinesis = SdkKinesis::connect(&Self::kinesis_connection())
             .await
             .expect("a Kinesis client for kinesis-local")

@@ -45,9 +45,14 @@ pub fn init_logging() {
 
 /// Awaits `future`, failing the test if it takes longer than [`TIMEOUT`].
 pub async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
-    tokio::time::timeout(TIMEOUT, future)
+    within_time(TIMEOUT, what, future).await
+}
+
+/// Awaits `future`, failing the test if it takes longer than `limit`.
+pub async fn within_time<T>(limit: Duration, what: &str, future: impl Future<Output = T>) -> T {
+    tokio::time::timeout(limit, future)
         .await
-        .unwrap_or_else(|_| panic!("timed out after {TIMEOUT:?} waiting for {what}"))
+        .unwrap_or_else(|_| panic!("timed out after {limit:?} waiting for {what}"))
 }
 
 /// The workspace's root folder.
