@@ -12,6 +12,7 @@ use std::time::Duration;
 use end_to_end::cargo_lambda::{FIRST_INVOCATION_TIMEOUT, Watch};
 use end_to_end::{
     canned_answer_bootstrap, fixture, kinesis_esm_binary, shipping_bootstrap, workspace_dir,
+    write_large_shipments,
 };
 use kinesis_esm::invoke::invoke_api::{InvokeApi, InvokeApiOptions};
 use kinesis_esm::invoke::{Invocation, InvokeOutcome, Invoker as _};
@@ -253,6 +254,33 @@ async fn the_main_command_runs_the_shipping_service() {
             .contains("1 batch(es) discarded and sent to the on-failure destination"),
         "{}",
         run.stdout
+    );
+}
+
+/// `--put` with a 10 MiB records file: the records are published in as many `PutRecords`
+/// requests as Kinesis' limits need (500 records, 5 MiB), and every one is delivered and booked.
+#[tokio::test]
+async fn run_put_publishes_a_file_larger_than_one_request() {
+    shipping_bootstrap().await;
+    let records = std::env::temp_dir().join(format!(
+        "kinesis-esm-large-run-put-{}.jsonl",
+        std::process::id()
+    ));
+    write_large_shipments(&records, 100);
+    let size = std::fs::metadata(&records).unwrap().len();
+    assert!(size > 10 * 1024 * 1024, "a 10 MiB file: {size} bytes");
+    let run = kinesis_esm(&workspace_dir().join("template.yaml"), &records).await;
+    let _ = std::fs::remove_file(&records);
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    check_row(
+        &run,
+        &[
+            ("state", "caught up"),
+            ("delivered", "100"),
+            ("acked", "100"),
+            ("held", "0"),
+            ("retries", "0"),
+        ],
     );
 }
 

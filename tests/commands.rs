@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use end_to_end::{kinesis_esm_binary, shipping_bootstrap, workspace_dir};
+use end_to_end::{kinesis_esm_binary, shipping_bootstrap, workspace_dir, write_large_shipments};
 use kinesis_esm::lease::Checkpoint;
 use kinesis_esm::mapping::{MappingStatus, ShardPhase};
 use lambda_kinesis::testing::settle;
@@ -298,6 +298,39 @@ async fn put_status_and_reshard_drive_a_running_emulator() {
         summary.contains(&format!("held at {held_sequence_number}")),
         "{summary}"
     );
+}
+
+/// `put --file` with a 10 MiB records file: the records go to the running emulator in as many
+/// `PutRecords` requests as Kinesis' limits need, and every one is delivered and booked.
+#[tokio::test]
+async fn put_publishes_a_file_larger_than_one_request() {
+    let records = std::env::temp_dir().join(format!(
+        "kinesis-esm-large-put-{}.jsonl",
+        std::process::id()
+    ));
+    write_large_shipments(&records, 100);
+    let emulator = Emulator::start().await;
+    let path = records.to_str().expect("a UTF-8 temporary path");
+    let put = emulator
+        .command(&["put", "--stream", "shipments", "--file", path], "")
+        .await;
+    let _ = std::fs::remove_file(&records);
+    let keys: Vec<&str> = put
+        .lines()
+        .map(|line| line.split('\t').nth(2).unwrap_or_default())
+        .collect();
+    let expected: Vec<String> = (1..=100).map(|id| format!("shipment-{id}")).collect();
+    assert_eq!(keys, expected, "each record placed, in order:\n{put}");
+    let status = emulator
+        .wait_for("every record booked", |status| status.totals().acked == 100)
+        .await;
+    assert_eq!(status.totals().delivered, 100, "{status:#?}");
+    assert!(
+        status.shards.values().all(|shard| shard.held.is_none()),
+        "{status:#?}"
+    );
+    let (code, _) = emulator.interrupt().await;
+    assert_eq!(code, Some(0));
 }
 
 #[tokio::test]

@@ -8,12 +8,19 @@
 //! A Lambda event file (`{"Records": [...]}`, as Lambda sends it and as `kinesis-esm events`
 //! writes it) publishes each record's decoded `data` under its `partitionKey`; the sequence
 //! numbers in the file are ignored, since Kinesis assigns new ones.
+//!
+//! A record Kinesis would refuse by its size (over 1 MiB of data and partition key) is refused
+//! here, naming its file and line; [`put_records_batches`] cuts the records that remain into
+//! `PutRecords` requests Kinesis accepts (`docs/put-records-limits.md`).
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 use bytes::Bytes;
 use serde_json::Value;
+
+use crate::kinesis::{MAX_PUT_RECORDS_BYTES, MAX_PUT_RECORDS_ENTRIES, MAX_RECORD_BYTES};
 
 /// One record to publish.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +31,52 @@ pub struct RecordToPut {
     pub data: Bytes,
     /// A hash key that picks the shard instead of the partition key, if any.
     pub explicit_hash_key: Option<String>,
+}
+
+impl RecordToPut {
+    /// The bytes Kinesis counts against its size limits: the data and the partition key's UTF-8
+    /// bytes (`docs/put-records-limits.md`).
+    pub fn size(&self) -> usize {
+        self.data.len() + self.partition_key.len()
+    }
+}
+
+/// Cuts `records` into consecutive runs, each fit for one `PutRecords` request: at most 500
+/// records and 5 MiB of data and partition keys (`docs/put-records-limits.md`). The runs cover
+/// every record, in order. A record that alone breaks the byte limit gets a run of its own, so
+/// that Kinesis' refusal names it; [`read_records`] never yields one.
+pub fn put_records_batches(records: &[RecordToPut]) -> Vec<Range<usize>> {
+    cut_batches(
+        records.iter().map(RecordToPut::size),
+        MAX_PUT_RECORDS_ENTRIES,
+        MAX_PUT_RECORDS_BYTES,
+    )
+}
+
+/// The batching rule of [`put_records_batches`], over the records' sizes.
+fn cut_batches(
+    sizes: impl IntoIterator<Item = usize>,
+    max_entries: usize,
+    max_bytes: usize,
+) -> Vec<Range<usize>> {
+    let mut batches = Vec::new();
+    let mut start = 0;
+    let mut bytes = 0;
+    let mut end = 0;
+    for (index, size) in sizes.into_iter().enumerate() {
+        let count = index - start;
+        if count > 0 && (count == max_entries || bytes + size > max_bytes) {
+            batches.push(start..index);
+            start = index;
+            bytes = 0;
+        }
+        bytes += size;
+        end = index + 1;
+    }
+    if end > start {
+        batches.push(start..end);
+    }
+    batches
 }
 
 /// A records file that cannot be read, with where.
@@ -94,7 +147,9 @@ pub fn parse_records(path: &Path, text: &str) -> Result<Vec<RecordToPut>, Record
             .iter()
             .enumerate()
             .map(|(index, record)| {
-                event_record(record).map_err(|message| invalid(index + 1, message))
+                event_record(record)
+                    .and_then(within_record_limit)
+                    .map_err(|message| invalid(index + 1, message))
             })
             .collect();
     }
@@ -106,9 +161,23 @@ pub fn parse_records(path: &Path, text: &str) -> Result<Vec<RecordToPut>, Record
         .filter(|(_, line)| !line.trim().is_empty())
         .map(|(index, line)| {
             json_line(line, &format!("{stem}-{}", index + 1))
+                .and_then(within_record_limit)
                 .map_err(|message| invalid(index + 1, message))
         })
         .collect()
+}
+
+/// Refuses a record Kinesis would refuse for its size, before anything is published.
+fn within_record_limit(record: RecordToPut) -> Result<RecordToPut, String> {
+    let size = record.size();
+    if size > MAX_RECORD_BYTES {
+        return Err(format!(
+            "the record (partition key `{}`) holds {size} bytes of data and partition key; \
+             Kinesis takes at most {MAX_RECORD_BYTES} (1 MiB) per record",
+            record.partition_key
+        ));
+    }
+    Ok(record)
 }
 
 fn event_record(record: &Value) -> Result<RecordToPut, String> {
@@ -230,5 +299,74 @@ mod tests {
                 .starts_with("event.json:1: `kinesis.data` is not base64"),
             "{error}"
         );
+    }
+
+    #[track_caller]
+    fn check_cut(sizes: &[usize], expected: &[Range<usize>]) {
+        // Three records or 10 bytes per request.
+        assert_eq!(cut_batches(sizes.iter().copied(), 3, 10), expected);
+    }
+
+    #[test]
+    // A one-request answer is a list of one range, not the range's numbers.
+    #[expect(clippy::single_range_in_vec_init)]
+    fn cuts_requests_by_count_and_by_bytes() {
+        check_cut(&[], &[]);
+        check_cut(&[1], &[0..1]);
+        check_cut(&[1, 1, 1, 1, 1, 1, 1], &[0..3, 3..6, 6..7]);
+        // Exactly the byte limit still fits; one byte more starts a new request.
+        check_cut(&[4, 6, 1], &[0..2, 2..3]);
+        check_cut(&[4, 7, 3], &[0..1, 1..3]);
+        // A record over the byte limit goes alone, for Kinesis to refuse by name.
+        check_cut(&[2, 12, 2], &[0..1, 1..2, 2..3]);
+        check_cut(&[0, 0, 0, 0], &[0..3, 3..4]);
+    }
+
+    #[test]
+    fn ten_mib_of_records_fit_kinesis_requests() {
+        let record = |index: usize, size: usize| RecordToPut {
+            partition_key: format!("key-{index}"),
+            data: Bytes::from(vec![b'x'; size]),
+            explicit_hash_key: None,
+        };
+        // 100 records of 100 KiB, then 1 200 records of 10 bytes.
+        let records: Vec<RecordToPut> = (0..100)
+            .map(|index| record(index, 100 * 1024))
+            .chain((100..1300).map(|index| record(index, 10)))
+            .collect();
+        let batches = put_records_batches(&records);
+        let mut next = 0;
+        for batch in &batches {
+            assert_eq!(
+                batch.start, next,
+                "the requests follow each other: {batches:?}"
+            );
+            next = batch.end;
+            let bytes: usize = records[batch.clone()].iter().map(RecordToPut::size).sum();
+            assert!(batch.len() <= MAX_PUT_RECORDS_ENTRIES, "{batch:?}");
+            assert!(
+                bytes <= MAX_PUT_RECORDS_BYTES,
+                "{batch:?} holds {bytes} bytes"
+            );
+        }
+        assert_eq!(next, records.len(), "every record is in a request");
+        // 51 records of 100 KiB and a key fit in 5 MiB, 52 do not; then the count cuts.
+        assert_eq!(batches, [0..51, 51..551, 551..1051, 1051..1300]);
+    }
+
+    #[test]
+    fn a_record_over_one_mib_is_refused_with_its_line() {
+        let data = "x".repeat(MAX_RECORD_BYTES);
+        let text =
+            format!("{{\"data\":\"small\"}}\n{{\"data\":\"{data}\",\"partitionKey\":\"big\"}}\n");
+        check_error(
+            &text,
+            "shipments.jsonl:2: the record (partition key `big`) holds 1048579 bytes of data and \
+             partition key; Kinesis takes at most 1048576 (1 MiB) per record",
+        );
+        // Exactly 1 MiB with its key is accepted.
+        let data = "x".repeat(MAX_RECORD_BYTES - 3);
+        let text = format!("{{\"data\":\"{data}\",\"partitionKey\":\"big\"}}");
+        assert_eq!(parse(&text).unwrap()[0].size(), MAX_RECORD_BYTES);
     }
 }

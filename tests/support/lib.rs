@@ -170,6 +170,25 @@ pub fn shipment(id: u64, address: &str, carrier: &str) -> Bytes {
     Bytes::from(serde_json::to_vec(&shipment).expect("a shipment serialises"))
 }
 
+/// Writes `count` shipments as JSON lines to `path`, each about 104 KiB (its address is long),
+/// under the partition keys `shipment-<id>`: 100 of them make a file over 10 MiB, twice what one
+/// `PutRecords` request may carry.
+pub fn write_large_shipments(path: &Path, count: u64) {
+    use std::io::Write as _;
+    let address = "Keizersgracht ".repeat(7_600);
+    let mut file = std::io::BufWriter::new(
+        std::fs::File::create(path)
+            .unwrap_or_else(|error| panic!("creating {}: {error}", path.display())),
+    );
+    for id in 1..=count {
+        let data = shipment(id, &address, shipping::CARRIERS[0]);
+        let data = std::str::from_utf8(&data).expect("a shipment is JSON text");
+        writeln!(file, r#"{{"data":{data},"partitionKey":"shipment-{id}"}}"#)
+            .and_then(|()| file.flush())
+            .unwrap_or_else(|error| panic!("writing {}: {error}", path.display()));
+    }
+}
+
 /// A stream of an embedded Kinesis.
 #[derive(Debug, Clone)]
 pub struct TestStream {

@@ -11,8 +11,7 @@ use lambda_kinesis::testing::TestEvent;
 
 use crate::aws::{AwsConnection, SdkKinesis};
 use crate::backoff::{Backoff, BackoffConfig, RetryKind};
-use crate::kinesis::MAX_PUT_RECORDS_ENTRIES;
-use crate::records_file::{RecordToPut, parse_records, read_records};
+use crate::records_file::{RecordToPut, parse_records, put_records_batches, read_records};
 use crate::sequence::SequenceNumber;
 use crate::source::ShardSource;
 
@@ -117,8 +116,8 @@ fn gather_records(
     Ok(records)
 }
 
-/// Puts `records` to `stream` through the SDK and returns where each landed, in order. Kinesis
-/// may refuse single records of a `PutRecords` (throttling): those are put again, after a pause,
+/// Puts `records` to `stream` through the SDK, in requests cut by [`put_records_batches`], and
+/// returns where each landed, in order. Kinesis may refuse single records of a `PutRecords` (throttling): those are put again, after a pause,
 /// until every record is in, so nothing given is lost.
 pub(super) async fn put_every_record(
     kinesis: &SdkKinesis,
@@ -133,9 +132,8 @@ pub(super) async fn put_every_record(
     }
     let mut placed: Vec<Option<(String, SequenceNumber)>> = vec![None; records.len()];
     let mut backoff = Backoff::new(BackoffConfig::default());
-    for (chunk_index, chunk) in records.chunks(MAX_PUT_RECORDS_ENTRIES).enumerate() {
-        let offset = chunk_index * MAX_PUT_RECORDS_ENTRIES;
-        let mut pending: Vec<usize> = (offset..offset + chunk.len()).collect();
+    for batch in put_records_batches(records) {
+        let mut pending: Vec<usize> = batch.collect();
         while !pending.is_empty() {
             let entries: Vec<(&str, &[u8])> = pending
                 .iter()

@@ -19,10 +19,10 @@ use crate::invoke::Invoker;
 use crate::invoke::invoke_api::{InvokeApi, InvokeApiOptions};
 use crate::invoke::runtime_api::{FunctionDefinition, RuntimeApi};
 use crate::kinesis::http::{DEFAULT_ADDR, ServerHandle, SideDocument, serve_with};
-use crate::kinesis::{EmbeddedKinesis, MAX_PUT_RECORDS_ENTRIES, PutRecordsEntry};
+use crate::kinesis::{EmbeddedKinesis, PutRecordsEntry};
 use crate::lease::{LeaseStore, MemoryLeaseStore};
 use crate::mapping::{EventSourceMapping, MappingOptions, MappingStatus, RunningMapping};
-use crate::records_file::{RecordToPut, read_records};
+use crate::records_file::{RecordToPut, put_records_batches, read_records};
 use crate::source::ShardSource;
 use crate::summary;
 use crate::template::{FunctionResource, Template, TemplateOptions};
@@ -410,8 +410,8 @@ impl Streams {
             }
             Self::Embedded(kinesis) => kinesis,
         };
-        for chunk in records.chunks(MAX_PUT_RECORDS_ENTRIES) {
-            let entries = chunk
+        for batch in put_records_batches(records) {
+            let entries = records[batch]
                 .iter()
                 .map(|record| {
                     let entry =
