@@ -16,6 +16,7 @@ mod aws_kill;
 mod aws_reads;
 mod aws_resharding;
 mod aws_restart;
+mod aws_status;
 mod cargo_lambda;
 mod checkpoints;
 mod cli;

@@ -18,7 +18,7 @@ use crate::function::build_function;
 use crate::invoke::Invoker;
 use crate::invoke::invoke_api::{InvokeApi, InvokeApiOptions};
 use crate::invoke::runtime_api::{FunctionDefinition, RuntimeApi};
-use crate::kinesis::http::{DEFAULT_ADDR, ServerHandle, SideDocument, serve_with};
+use crate::kinesis::http::{DEFAULT_ADDR, ServerHandle, SideDocument, serve_document, serve_with};
 use crate::kinesis::{EmbeddedKinesis, PutRecordsEntry};
 use crate::lease::{LeaseStore, MemoryLeaseStore};
 use crate::mapping::{EventSourceMapping, MappingOptions, MappingStatus, RunningMapping};
@@ -90,12 +90,12 @@ pub struct RunArgs {
     /// its logical id (`sam local start-lambda`) or its binary (`cargo lambda watch`).
     #[arg(long, value_enum, default_value_t = InvokeName::FunctionName)]
     invoke_name: InvokeName,
-    /// Serves the embedded Kinesis over the Kinesis API on this address (for the aws CLI, SDKs,
-    /// `kinesis-esm put`), with the mappings' status for `kinesis-esm status`. By default
-    /// 127.0.0.1:4566, skipped with a warning if that port is taken.
+    /// Serves the mappings' status for `kinesis-esm status` on this address, and with the
+    /// embedded Kinesis its Kinesis API too (for the aws CLI, SDKs, `kinesis-esm put`). By
+    /// default 127.0.0.1:4566, skipped with a warning if that port is taken.
     #[arg(long, value_name = "ADDR")]
     listen: Option<std::net::SocketAddr>,
-    /// Does not serve the embedded Kinesis.
+    /// Serves neither the embedded Kinesis nor the status.
     #[arg(long, conflicts_with = "listen")]
     no_listen: bool,
     /// The first pause before retrying a failed batch; pauses then grow.
@@ -150,11 +150,10 @@ pub(super) async fn run(args: RunArgs, progress: Option<Progress>) -> anyhow::Re
         publish(&streams, &template, put).await?;
     }
     let statuses: Arc<Mutex<Vec<watch::Receiver<MappingStatus>>>> = Arc::default();
-    let server = match &streams {
-        Streams::Embedded(kinesis) if !args.no_listen => {
-            serve(kinesis, args.listen, &statuses).await?
-        }
-        _ => None,
+    let server = if args.no_listen {
+        None
+    } else {
+        serve(&streams, args.listen, &statuses).await?
     };
     let leases = open_lease_store(&args).await?;
     let mut mapping_options = MappingOptions {
@@ -292,9 +291,10 @@ async fn invoker_for(
     Ok(Arc::new(RuntimeApi::new(definition)))
 }
 
-/// Serves the embedded Kinesis and the mappings' status.
+/// Serves the mappings' status on `listen`, beside the Kinesis API when the run reads the
+/// embedded Kinesis: `kinesis-esm status` reads it at the same path in every mode.
 async fn serve(
-    kinesis: &EmbeddedKinesis,
+    streams: &Streams,
     listen: Option<SocketAddr>,
     statuses: &Arc<Mutex<Vec<watch::Receiver<MappingStatus>>>>,
 ) -> anyhow::Result<Option<ServerHandle>> {
@@ -309,17 +309,29 @@ async fn serve(
         serde_json::to_vec(&statuses).unwrap_or_default()
     });
     let addr = listen.unwrap_or(DEFAULT_ADDR);
-    match serve_with(kinesis.clone(), addr, Some((STATUS_PATH, document))).await {
+    let served = match streams {
+        Streams::Embedded(kinesis) => {
+            serve_with(kinesis.clone(), addr, Some((STATUS_PATH, document))).await
+        }
+        Streams::Sdk(_) => serve_document(addr, STATUS_PATH, document).await,
+    };
+    match served {
         Ok(server) => {
-            say!(
-                "kinesis-esm: Kinesis API at {url} (aws --endpoint-url {url} kinesis ...; kinesis-esm status --endpoint {url})",
-                url = server.endpoint_url()
-            );
+            match streams {
+                Streams::Embedded(_) => say!(
+                    "kinesis-esm: Kinesis API at {url} (aws --endpoint-url {url} kinesis ...; kinesis-esm status --endpoint {url})",
+                    url = server.endpoint_url()
+                ),
+                Streams::Sdk(_) => say!(
+                    "kinesis-esm: status at {url} (kinesis-esm status --endpoint {url})",
+                    url = server.endpoint_url()
+                ),
+            }
             Ok(Some(server))
         }
         // The default port may belong to another local stack: run without the endpoint.
         Err(error) if listen.is_none() => {
-            tracing::warn!(%error, "not serving the Kinesis API (pass --listen ADDR to choose another address)");
+            tracing::warn!(%error, "not serving the status nor the embedded Kinesis (pass --listen ADDR to choose another address)");
             Ok(None)
         }
         Err(error) => Err(error.into()),

@@ -38,19 +38,13 @@ pub(super) type TagKey = (String, SystemTime);
 pub(super) struct Api {
     pub(super) kinesis: EmbeddedKinesis,
     tags: Mutex<HashMap<TagKey, BTreeMap<String, String>>>,
-    /// A JSON document served on `GET <path>`, beside the API.
-    pub(super) document: Option<(&'static str, super::SideDocument)>,
 }
 
 impl Api {
-    pub(super) fn new(
-        kinesis: EmbeddedKinesis,
-        document: Option<(&'static str, super::SideDocument)>,
-    ) -> Self {
+    pub(super) fn new(kinesis: EmbeddedKinesis) -> Self {
         Self {
             kinesis,
             tags: Mutex::default(),
-            document,
         }
     }
 

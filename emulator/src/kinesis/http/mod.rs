@@ -73,6 +73,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use self::api::Api;
+use self::server::Served;
 use super::EmbeddedKinesis;
 
 /// Where the endpoint listens unless told otherwise: `127.0.0.1:4566`, LocalStack's port, which
@@ -81,7 +82,7 @@ pub const DEFAULT_ADDR: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::
 
 /// Why the endpoint could not start.
 #[derive(Debug, thiserror::Error)]
-#[error("the Kinesis endpoint could not listen on {addr}: {source}")]
+#[error("the endpoint could not listen on {addr}: {source}")]
 pub struct ServeError {
     /// The address it was to listen on.
     pub addr: SocketAddr,
@@ -122,6 +123,33 @@ pub async fn serve_with(
     addr: SocketAddr,
     document: Option<(&'static str, SideDocument)>,
 ) -> Result<ServerHandle, ServeError> {
+    let served = Served {
+        api: Some(Api::new(kinesis)),
+        document,
+    };
+    let server = start(addr, served).await?;
+    tracing::info!(local_addr = %server.local_addr, "serving the embedded Kinesis over the Kinesis API");
+    Ok(server)
+}
+
+/// Serves only `document` on `GET <path>`, on `addr`: how `kinesis-esm run` publishes its
+/// mappings' status when it reads a Kinesis elsewhere, so that `kinesis-esm status` reads it
+/// the same way in every mode. Kinesis calls get an `UnknownOperationException` saying so.
+pub async fn serve_document(
+    addr: SocketAddr,
+    path: &'static str,
+    document: SideDocument,
+) -> Result<ServerHandle, ServeError> {
+    let served = Served {
+        api: None,
+        document: Some((path, document)),
+    };
+    let server = start(addr, served).await?;
+    tracing::info!(local_addr = %server.local_addr, path, "serving a document");
+    Ok(server)
+}
+
+async fn start(addr: SocketAddr, served: Served) -> Result<ServerHandle, ServeError> {
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|source| ServeError { addr, source })?;
@@ -129,9 +157,7 @@ pub async fn serve_with(
         .local_addr()
         .map_err(|source| ServeError { addr, source })?;
     let (stop, stopped) = watch::channel(false);
-    let api = Api::new(kinesis, document);
-    let task = tokio::spawn(server::run(listener, Arc::new(api), stopped));
-    tracing::info!(%local_addr, "serving the embedded Kinesis over the Kinesis API");
+    let task = tokio::spawn(server::run(listener, Arc::new(served), stopped));
     Ok(ServerHandle {
         local_addr,
         stop,

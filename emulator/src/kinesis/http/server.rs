@@ -33,9 +33,17 @@ const STOP_GRACE: Duration = Duration::from_secs(5);
 
 const JSON_1_1: HeaderValue = HeaderValue::from_static("application/x-amz-json-1.1");
 
+/// What one endpoint answers: the Kinesis API, a side document, or both.
+pub(super) struct Served {
+    /// The Kinesis API; `None` when the endpoint serves its side document only.
+    pub(super) api: Option<Api>,
+    /// A JSON document served on `GET <path>`.
+    pub(super) document: Option<(&'static str, super::SideDocument)>,
+}
+
 /// Serves `api` on `listener` until `stop` turns true (or its sender goes away), then lets the
 /// requests in flight finish and closes every connection.
-pub(super) async fn run(listener: TcpListener, api: Arc<Api>, mut stop: watch::Receiver<bool>) {
+pub(super) async fn run(listener: TcpListener, api: Arc<Served>, mut stop: watch::Receiver<bool>) {
     let mut connections = JoinSet::new();
     let stop_connections = stop.clone();
     loop {
@@ -75,7 +83,7 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
     let _ = stop.wait_for(|stopped| *stopped).await;
 }
 
-async fn serve_connection(stream: TcpStream, api: Arc<Api>, mut stop: watch::Receiver<bool>) {
+async fn serve_connection(stream: TcpStream, api: Arc<Served>, mut stop: watch::Receiver<bool>) {
     // Answers are written whole: waiting to coalesce small ones only adds latency.
     let _ = stream.set_nodelay(true);
     let service = hyper::service::service_fn(move |request| {
@@ -96,8 +104,8 @@ async fn serve_connection(stream: TcpStream, api: Arc<Api>, mut stop: watch::Rec
 }
 
 /// Answers one request: reads the envelope, runs the operation, wraps its answer or error.
-async fn respond(api: &Api, request: Request<Incoming>) -> Response<Full<Bytes>> {
-    if let Some((path, document)) = &api.document
+async fn respond(served: &Served, request: Request<Incoming>) -> Response<Full<Bytes>> {
+    if let Some((path, document)) = &served.document
         && request.method() == Method::GET
         && request.uri().path() == *path
     {
@@ -119,7 +127,18 @@ async fn respond(api: &Api, request: Request<Incoming>) -> Response<Full<Bytes>>
             ErrorKind::Serialization,
             format!("Could not read the request body (at most {MAX_REQUEST_BYTES} bytes): {error}"),
         )),
-        (Ok(operation), Ok(body)) => api.call(operation, &body.to_bytes()),
+        (Ok(operation), Ok(body)) => match &served.api {
+            Some(api) => api.call(operation, &body.to_bytes()),
+            None => Err(ApiError::new(
+                ErrorKind::UnknownOperation,
+                format!(
+                    "This kinesis-esm endpoint serves no Kinesis API, only GET {}: the run \
+                     reads a Kinesis elsewhere (--kinesis-endpoint or --aws); send Kinesis calls \
+                     there",
+                    served.document.as_ref().map_or("", |(path, _)| path)
+                ),
+            )),
+        },
     };
     let operation = operation.unwrap_or("(none)");
     let (status, body) = match result {
