@@ -59,6 +59,7 @@ use kinesis_esm::source::{
 };
 use lambda_kinesis::HandlerOutcome;
 use shipping::Shipment;
+use test_support::{dynamodb_endpoint, kinesis_endpoint};
 
 const SHARDS: i32 = 8;
 /// kinesis-local slows down as a shard grows (a 500-record put takes 4.6 s at 10,000 records):
@@ -75,15 +76,6 @@ const FAILOVER_TIME: Duration = Duration::from_secs(600);
 const TIMEOUT: Duration = Duration::from_secs(300);
 /// What the slower function spends on a call of its own per batch.
 const CALL: Duration = Duration::from_millis(10);
-
-fn endpoint(variable: &str) -> String {
-    std::env::var(variable).unwrap_or_else(|_| {
-        panic!(
-            "{variable} is not set: run the benchmark through \
-             `scripts/local-stack run -- cargo bench -p kinesis-esm --bench aws_throughput`"
-        )
-    })
-}
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -175,9 +167,9 @@ struct Run {
 }
 
 async fn bench() {
-    let kinesis = AwsConnection::local(endpoint("KINESIS_ENDPOINT")).with_region(REGION);
+    let kinesis = AwsConnection::local(kinesis_endpoint()).with_region(REGION);
     let dynamodb = aws_sdk_dynamodb::Client::new(
-        &AwsConnection::local(endpoint("DYNAMODB_ENDPOINT"))
+        &AwsConnection::local(dynamodb_endpoint())
             .with_region(REGION)
             .sdk_config()
             .await

@@ -1,13 +1,15 @@
 //! What the end-to-end tests against local stand-ins for AWS share: the endpoints of kinesis-local
 //! and dynalite, streams of shipments, lease table items read raw, a lease store that writes down
 //! its writes, an observer of mapping events, the `kinesis-esm` binary with the ledger fixture
-//! function, and a fault-injecting proxy.
+//! function, and a fault-injecting proxy (from the `test-support` crate, with the endpoints and
+//! unique names).
 //!
 //! Those tests need the servers: run them with
 //! `scripts/local-stack run -- cargo test -p end-to-end aws_`. Without the servers' endpoints
 //! they fail with a message that says so; they are never skipped.
 
-pub mod fault_proxy;
+pub use test_support::fault_proxy;
+pub use test_support::{dynamodb_endpoint, kinesis_endpoint, unique_name};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
@@ -36,34 +38,6 @@ pub const REGION: &str = "us-east-1";
 
 /// The carrier `shipping::ship` does not know: a shipment for it is held.
 pub const UNKNOWN_CARRIER: &str = "fedex";
-
-/// Reads a local server's endpoint from the variable `scripts/local-stack run` sets; fails the
-/// test (never skips it) when the variable is missing.
-fn endpoint(variable: &str) -> String {
-    match std::env::var(variable) {
-        Ok(endpoint) if !endpoint.is_empty() => endpoint,
-        _ => panic!(
-            "{variable} is not set. The aws_* end-to-end tests need the local Kinesis and DynamoDB \
-             servers: run them through `scripts/local-stack run -- cargo test -p end-to-end aws_`"
-        ),
-    }
-}
-
-/// kinesis-local's endpoint.
-pub fn kinesis_endpoint() -> String {
-    endpoint("KINESIS_ENDPOINT")
-}
-
-/// dynalite's endpoint.
-pub fn dynamodb_endpoint() -> String {
-    endpoint("DYNAMODB_ENDPOINT")
-}
-
-/// A stream or table name no other test (or earlier run against the same servers) uses.
-pub fn unique_name(prefix: &str) -> String {
-    let id = uuid::Uuid::new_v4().simple().to_string();
-    format!("{prefix}-{}", &id[..12])
-}
 
 /// Fails the test if `future` takes longer than [`TIMEOUT`] (the local servers' pace).
 pub async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {

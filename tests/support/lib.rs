@@ -33,26 +33,11 @@ pub const TIMEOUT: Duration = Duration::from_secs(30);
 /// never fire. This limit is kept by a thread of its own.
 pub const WATCHDOG: Duration = Duration::from_secs(120);
 
-/// Logs to the test output, only when `RUST_LOG` is set.
-pub fn init_logging() {
-    if std::env::var_os("RUST_LOG").is_some() {
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-            .with_test_writer()
-            .try_init();
-    }
-}
+pub use test_support::{init_logging, within_time};
 
 /// Awaits `future`, failing the test if it takes longer than [`TIMEOUT`].
 pub async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
     within_time(TIMEOUT, what, future).await
-}
-
-/// Awaits `future`, failing the test if it takes longer than `limit`.
-pub async fn within_time<T>(limit: Duration, what: &str, future: impl Future<Output = T>) -> T {
-    tokio::time::timeout(limit, future)
-        .await
-        .unwrap_or_else(|_| panic!("timed out after {limit:?} waiting for {what}"))
 }
 
 /// The workspace's root folder.

@@ -9,7 +9,6 @@
 //! It understands just enough HTTP for the AWS SDKs and the local servers: one request at a time
 //! per connection, bodies with a `Content-Length` or chunked.
 //!
-//! The emulator's integration tests use this same file (`emulator/tests/integration/support`).
 //! It remembers when each call arrived ([`FaultProxy::calls`]), so that a test can tell a reader
 //! that backs off from one that does not.
 
