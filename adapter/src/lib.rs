@@ -64,6 +64,7 @@
 //!
 //! The [`testing`] module builds in-memory events shaped like Lambda's and settles them.
 
+pub mod aggregate;
 mod batch;
 mod event_json;
 mod handler;
