@@ -7,7 +7,17 @@
 //! messages, and a reader of them is shorter than the build of a protobuf code generator, and
 //! borrows every key and every user record's data from the record's bytes.
 //!
-//! [`decode`] reads an aggregate into its [`UserRecord`]s; [`Aggregate`] writes one.
+//! The adapter unpacks aggregates itself: a handler gets each user record on its own, with its
+//! own partition key, explicit hash key and sub-sequence number in
+//! [`RecordMeta`](crate::RecordMeta). A response can only name a Kinesis record, so when a user
+//! record is held the response names its aggregate, and Lambda delivers the whole aggregate
+//! again: the user records in front of the held one come again. Key idempotency on the shard id,
+//! the sequence number **and** the sub-sequence number. A damaged aggregate is a
+//! [`Rejection`](crate::Rejection) of kind
+//! [`CorruptAggregate`](crate::RejectionKind::CorruptAggregate).
+//!
+//! [`decode`] reads an aggregate into its [`UserRecord`]s; [`Aggregate`] writes one (for tests,
+//! and for `kinesis-esm put --aggregate`).
 
 use std::collections::HashMap;
 use std::fmt;
