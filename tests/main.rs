@@ -22,6 +22,7 @@ mod checkpoints;
 mod cli;
 mod commands;
 mod contract;
+mod kpl;
 mod resharding;
 mod responses;
 mod restart;

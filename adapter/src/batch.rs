@@ -18,6 +18,8 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
+use crate::aggregate::{self, AggregateError, UserRecord};
+
 /// A Kinesis event, read once from its JSON: the text of its records, kept as it came, and where
 /// each record's fields lie in it. This is the payload type the adapter's [`tower::Service`]
 /// takes; build one with [`KinesisBatch::from_json`], with `From` an `aws_lambda_events`
@@ -29,6 +31,10 @@ use serde_json::value::RawValue;
 pub struct KinesisBatch {
     text: String,
     records: Vec<Spans>,
+    /// The user records of KPL aggregates (see `deaggregate`), which `Aggregated::User` indexes.
+    user_records: Vec<UserSpans>,
+    /// The data of those user records, which their `data` spans index.
+    user_data: Vec<u8>,
 }
 
 /// Where one record's fields lie in the batch's text.
@@ -40,6 +46,30 @@ struct Spans {
     data_base64: Span,
     event_source_arn: Span,
     arrival_millis: i64,
+    /// For a user record of a KPL aggregate, `partition_key` is the user record's own and
+    /// `data_base64` the whole aggregate's.
+    aggregated: Aggregated,
+}
+
+/// Whether a record is a KPL aggregate's user record (see `docs/kpl-aggregation.md`).
+#[derive(Clone, Copy)]
+enum Aggregated {
+    /// A record as the producer put it.
+    Plain,
+    /// A user record: its index in `KinesisBatch::user_records`.
+    User(u32),
+    /// An aggregate that cannot be read, kept whole to be rejected.
+    Corrupt(AggregateError),
+}
+
+/// What a user record of an aggregate has of its own.
+#[derive(Clone, Copy)]
+struct UserSpans {
+    sub_sequence_number: u32,
+    /// In `KinesisBatch::user_data`.
+    data: Span,
+    /// In the batch's text.
+    explicit_hash_key: Option<Span>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -65,10 +95,85 @@ impl KinesisBatch {
     /// Reads an event that [`scan::plain_event`] can read without serde_json.
     fn from_plain_json(json: &str) -> Option<Self> {
         let (records_text, scanned) = scan::plain_event(json)?;
-        Some(Self {
+        let batch = Self {
             text: json[records_text].to_owned(),
             records: scanned.records,
-        })
+            ..Self::default()
+        };
+        Some(batch.deaggregate())
+    }
+
+    /// Replaces each KPL aggregate with its user records, in order; an aggregate that cannot be
+    /// read stays, marked to be rejected (see `docs/kpl-aggregation.md`). A batch without
+    /// aggregates costs one look at the first characters of each record's data.
+    fn deaggregate(mut self) -> Self {
+        let might_be_aggregate = |batch: &Self, spans: &Spans| {
+            batch
+                .slice(spans.data_base64)
+                .starts_with(aggregate::MAGIC_BASE64_PREFIX)
+        };
+        if !self
+            .records
+            .iter()
+            .any(|spans| might_be_aggregate(&self, spans))
+        {
+            return self;
+        }
+        let records = std::mem::take(&mut self.records);
+        let mut data = Vec::new();
+        for spans in records {
+            data.clear();
+            let is_aggregate = might_be_aggregate(&self, &spans)
+                && base64::engine::general_purpose::STANDARD
+                    .decode_vec(self.slice(spans.data_base64), &mut data)
+                    .is_ok()
+                && aggregate::is_aggregate(&data);
+            if !is_aggregate {
+                // Bad base64 is reported when the record is decoded for the handler.
+                self.records.push(spans);
+                continue;
+            }
+            match aggregate::decode(&data) {
+                Ok(user_records) => {
+                    for (sub_sequence_number, user) in user_records.iter().enumerate() {
+                        self.push_user_record(spans, sub_sequence_number, user);
+                    }
+                }
+                Err(error) => self.records.push(Spans {
+                    aggregated: Aggregated::Corrupt(error),
+                    ..spans
+                }),
+            }
+        }
+        self
+    }
+
+    fn push_user_record(
+        &mut self,
+        aggregate: Spans,
+        sub_sequence_number: usize,
+        user: &UserRecord<'_>,
+    ) {
+        let partition_key = self.push_text(user.partition_key);
+        let explicit_hash_key = user.explicit_hash_key.map(|key| self.push_text(key));
+        let start = self.user_data.len();
+        self.user_data.extend_from_slice(user.data);
+        let index = u32::try_from(self.user_records.len())
+            .expect("a batch holds fewer than 2^32 user records");
+        self.user_records.push(UserSpans {
+            sub_sequence_number: u32::try_from(sub_sequence_number)
+                .expect("an aggregate of at most 1 MiB holds fewer than 2^32 user records"),
+            data: Span {
+                start,
+                end: self.user_data.len(),
+            },
+            explicit_hash_key,
+        });
+        self.records.push(Spans {
+            partition_key,
+            aggregated: Aggregated::User(index),
+            ..aggregate
+        });
     }
 
     /// How many records the batch holds.
@@ -92,11 +197,26 @@ impl KinesisBatch {
     }
 
     fn meta<'a>(&'a self, spans: &Spans) -> RecordMeta<'a> {
+        let data_base64 = self.slice(spans.data_base64);
+        let (data, user) = match spans.aggregated {
+            Aggregated::Plain => (RecordData::Base64(data_base64), None),
+            Aggregated::User(index) => {
+                let user = self.user_records[index as usize];
+                let data = &self.user_data[user.data.start..user.data.end];
+                (RecordData::Raw(data), Some(user))
+            }
+            Aggregated::Corrupt(error) => (RecordData::CorruptAggregate(error), None),
+        };
         RecordMeta {
             shard_id: self.slice(spans.shard_id),
             sequence_number: self.slice(spans.sequence_number),
             partition_key: self.slice(spans.partition_key),
-            data_base64: self.slice(spans.data_base64),
+            data_base64,
+            data,
+            sub_sequence_number: user.map(|user| user.sub_sequence_number),
+            explicit_hash_key: user
+                .and_then(|user| user.explicit_hash_key)
+                .map(|span| self.slice(span)),
             event_source_arn: self.slice(spans.event_source_arn),
             arrival_millis: spans.arrival_millis,
         }
@@ -112,10 +232,12 @@ impl KinesisBatch {
         let scanned = scan::records(&text)?;
         let mut text = String::from(text);
         text.push_str(&scanned.unescaped);
-        Ok(Self {
+        let batch = Self {
             text,
             records: scanned.records,
-        })
+            ..Self::default()
+        };
+        Ok(batch.deaggregate())
     }
 
     fn push_text(&mut self, text: &str) -> Span {
@@ -153,6 +275,7 @@ impl KinesisBatch {
             data_base64: self.push_text(record.data_base64),
             event_source_arn,
             arrival_millis: record.arrival_millis,
+            aggregated: Aggregated::Plain,
         };
         self.records.push(spans);
     }
@@ -175,14 +298,33 @@ impl fmt::Debug for KinesisBatch {
 }
 
 /// One record's metadata: where it sits in the stream, and its key.
+///
+/// For a user record of a KPL aggregate (see [`aggregate`](crate::aggregate)) the partition key,
+/// explicit hash key and sub-sequence number are the user record's own; the sequence number,
+/// shard and arrival time are the aggregate's, which all its user records share.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecordMeta<'a> {
     shard_id: &'a str,
     sequence_number: &'a str,
     partition_key: &'a str,
+    /// The Kinesis record's data, as the event carries it (for a user record, the aggregate's).
     data_base64: &'a str,
+    data: RecordData<'a>,
+    sub_sequence_number: Option<u32>,
+    explicit_hash_key: Option<&'a str>,
     event_source_arn: &'a str,
     arrival_millis: i64,
+}
+
+/// Where the data the handler's type is decoded from lies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RecordData<'a> {
+    /// A plain record's data, in base64 as the event carries it.
+    Base64(&'a str),
+    /// A user record's data, already out of its aggregate.
+    Raw(&'a [u8]),
+    /// An aggregate that cannot be read.
+    CorruptAggregate(AggregateError),
 }
 
 impl<'a> RecordMeta<'a> {
@@ -196,9 +338,29 @@ impl<'a> RecordMeta<'a> {
         self.sequence_number
     }
 
-    /// The partition key the producer gave the record.
+    /// The partition key the producer gave the record (for a user record of an aggregate, the
+    /// user record's own).
     pub fn partition_key(&self) -> &'a str {
         self.partition_key
+    }
+
+    /// The explicit hash key the producer gave a user record of an aggregate, if any. Lambda's
+    /// event does not carry a plain record's explicit hash key: `None` for those.
+    pub fn explicit_hash_key(&self) -> Option<&'a str> {
+        self.explicit_hash_key
+    }
+
+    /// The position of a user record in its KPL aggregate, from 0; 0 for a plain record, as in
+    /// the KCL. Every user record of an aggregate has the aggregate's sequence number, so a key
+    /// that names one user record (for idempotency) is the shard id, the sequence number and
+    /// this number together.
+    pub fn sub_sequence_number(&self) -> u64 {
+        self.sub_sequence_number.map_or(0, u64::from)
+    }
+
+    /// Whether the record is a user record of a KPL aggregate.
+    pub fn is_aggregated(&self) -> bool {
+        self.sub_sequence_number.is_some()
     }
 
     /// The ARN of the stream the record was read from.
@@ -216,9 +378,16 @@ impl<'a> RecordMeta<'a> {
         }
     }
 
-    /// The record's data as it travels in the event, in standard base64.
+    /// The Kinesis record's data as it travels in the event, in standard base64 (for a user
+    /// record, the whole aggregate's).
+    #[cfg(test)]
     pub(crate) fn data_base64(&self) -> &'a str {
         self.data_base64
+    }
+
+    /// Where the data the handler's type is decoded from lies.
+    pub(crate) fn data(&self) -> RecordData<'a> {
+        self.data
     }
 }
 
@@ -241,7 +410,7 @@ impl From<KinesisEvent> for KinesisBatch {
                     .timestamp_millis(),
             });
         }
-        batch
+        batch.deaggregate()
     }
 }
 

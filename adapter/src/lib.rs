@@ -56,6 +56,9 @@
 //! - **Undecodable records** become a named [`Rejection`], logged as a warning with the shard id
 //!   and sequence number, and are dropped (or held, with [`KinesisAdapter::hold_undecodable`]).
 //!   The handler never sees base64, nor raw bytes unless it asks for [`RawData`].
+//! - **KPL-aggregated records** are unpacked: each user record is handled on its own, with its
+//!   own keys and sub-sequence number in [`RecordMeta`]; a held user record holds its whole
+//!   aggregate, which comes again (see [`aggregate`]).
 //! - **Panics** in a handler hold that record and are logged; the work done before it stands.
 //! - **The deadline.** When the invocation has less than the deadline margin left, no new record is
 //!   started; the response names the first unstarted one, so finished work is checkpointed.
@@ -64,6 +67,7 @@
 //!
 //! The [`testing`] module builds in-memory events shaped like Lambda's and settles them.
 
+pub mod aggregate;
 mod batch;
 mod event_json;
 mod handler;

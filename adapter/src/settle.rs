@@ -15,7 +15,7 @@ use futures_util::{FutureExt as _, StreamExt as _};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use tracing::Instrument as _;
 
-use crate::batch::{KinesisBatch, RecordMeta};
+use crate::batch::{KinesisBatch, RecordData, RecordMeta};
 use crate::handler::{BatchHandler, FromRecordData};
 use crate::outcome::{
     BatchOutcome, DropReason, HandlerError, HandlerOutcome, HoldReason, IntoBatchOutcome as _,
@@ -186,6 +186,7 @@ async fn call<T: Sync, C: CallRecord<T>>(
         "record",
         shard_id = record.shard_id(),
         sequence_number = record.sequence_number(),
+        sub_sequence_number = record.is_aggregated().then(|| record.sub_sequence_number()),
         partition_key = record.partition_key(),
     );
     let started = std::panic::catch_unwind(AssertUnwindSafe(|| handler.call_record(value, record)));
@@ -230,13 +231,23 @@ fn decode<T: FromRecordData>(record: &RecordMeta<'_>, data: &mut Vec<u8>) -> Res
     let reject = |kind| Rejection {
         shard_id: record.shard_id().to_owned(),
         sequence_number: record.sequence_number().to_owned(),
+        sub_sequence_number: record.is_aggregated().then(|| record.sub_sequence_number()),
         kind,
     };
-    data.clear();
-    base64::engine::general_purpose::STANDARD
-        .decode_vec(record.data_base64(), data)
-        .map_err(|error| reject(RejectionKind::InvalidBase64(error.to_string())))?;
-    T::from_record_data(data).map_err(|error| reject(RejectionKind::InvalidJson(error)))
+    let bytes = match record.data() {
+        RecordData::Base64(text) => {
+            data.clear();
+            base64::engine::general_purpose::STANDARD
+                .decode_vec(text, data)
+                .map_err(|error| reject(RejectionKind::InvalidBase64(error.to_string())))?;
+            data.as_slice()
+        }
+        RecordData::Raw(bytes) => bytes,
+        RecordData::CorruptAggregate(error) => {
+            return Err(reject(RejectionKind::CorruptAggregate(error)));
+        }
+    };
+    T::from_record_data(bytes).map_err(|error| reject(RejectionKind::InvalidJson(error)))
 }
 
 fn undecodable(rejection: Rejection, options: &Options) -> RecordOutcome {
@@ -429,6 +440,20 @@ impl Settlement {
             .position(|outcome| !outcome.is_settled())
     }
 
+    /// Where the records Lambda delivers again begin: the first unsettled record or, when it is a
+    /// user record of a KPL aggregate, the aggregate's first user record, since the response can
+    /// only name the aggregate (see `docs/kpl-aggregation.md`). The batch's length when every
+    /// record is settled.
+    fn redelivered_from(&self) -> usize {
+        match self.first_unsettled() {
+            None => self.outcomes.len(),
+            Some(index) => {
+                let record = self.batch.record(index).expect("an outcome's record");
+                index - record.sub_sequence_number() as usize
+            }
+        }
+    }
+
     /// The sequence number the response names, if any record is not settled.
     pub fn held_sequence_number(&self) -> Option<&str> {
         self.first_unsettled()
@@ -438,8 +463,8 @@ impl Settlement {
 
     /// Where the shard's checkpoint stands once Lambda has read the response.
     pub fn checkpoint(&self) -> Checkpoint<'_> {
-        let settled = self.first_unsettled().unwrap_or(self.outcomes.len());
-        match settled
+        match self
+            .redelivered_from()
             .checked_sub(1)
             .and_then(|last| self.batch.record(last))
         {
@@ -448,10 +473,11 @@ impl Settlement {
         }
     }
 
-    /// The records Lambda delivers again: the first unsettled one and every record behind it.
+    /// The records Lambda delivers again: the first unsettled one and every record behind it
+    /// (and, when it is a user record of a KPL aggregate, the user records in front of it in
+    /// its aggregate).
     pub fn redelivered(&self) -> impl Iterator<Item = RecordMeta<'_>> + '_ {
-        let from = self.first_unsettled().unwrap_or(self.outcomes.len());
-        self.batch.records().skip(from)
+        self.batch.records().skip(self.redelivered_from())
     }
 
     /// The response for Lambda.
@@ -461,15 +487,17 @@ impl Settlement {
             failures.add_failure(sequence_number);
         }
         // A record dropped behind the first unsettled one is delivered again, so it is not
-        // retired yet: only the drops the checkpoint passes are reported.
-        let settled = self.first_unsettled().unwrap_or(self.outcomes.len());
-        let dropped = self.outcomes[..settled]
-            .iter()
-            .enumerate()
-            .filter(|(_, outcome)| matches!(outcome, RecordOutcome::Dropped(_)))
-            .filter_map(|(index, _)| self.batch.record(index))
-            .map(|record| record.sequence_number().to_owned())
-            .collect();
+        // retired yet: only the drops the checkpoint passes are reported. An aggregate is
+        // reported once, when any of its user records was dropped.
+        let settled = self.redelivered_from();
+        let mut dropped: Vec<String> = Vec::new();
+        for (index, outcome) in self.outcomes[..settled].iter().enumerate() {
+            let record = self.batch.record(index).expect("an outcome's record");
+            let reported = dropped.last().map(String::as_str) == Some(record.sequence_number());
+            if matches!(outcome, RecordOutcome::Dropped(_)) && !reported {
+                dropped.push(record.sequence_number().to_owned());
+            }
+        }
         BatchResponse { failures, dropped }
     }
 }

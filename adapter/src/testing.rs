@@ -136,6 +136,28 @@ impl TestEvent {
         self
     }
 
+    /// Adds one Kinesis record holding `aggregate`, a KPL aggregate of user records, under the
+    /// first user record's partition key, as the KPL puts it. The adapter hands the handler
+    /// each user record on its own; they all share this record's sequence number.
+    ///
+    /// ```
+    /// use lambda_kinesis::aggregate::Aggregate;
+    /// use lambda_kinesis::testing::TestEvent;
+    ///
+    /// let mut aggregate = Aggregate::new();
+    /// aggregate.add("order-1", None, br#"{"id":1}"#);
+    /// aggregate.add("order-2", None, br#"{"id":2}"#);
+    /// let event = TestEvent::new().json(&0).aggregate(&aggregate);
+    /// assert_eq!(event.len(), 2); // Kinesis records: the plain one, then the aggregate
+    /// ```
+    pub fn aggregate(self, aggregate: &crate::aggregate::Aggregate) -> Self {
+        let partition_key = aggregate
+            .partition_key()
+            .unwrap_or(DEFAULT_PARTITION_KEY)
+            .to_owned();
+        self.bytes_keyed(partition_key, aggregate.to_bytes())
+    }
+
     /// The sequence number of the record at `index`.
     ///
     /// # Panics
@@ -144,7 +166,7 @@ impl TestEvent {
         &self.records[index].sequence_number
     }
 
-    /// How many records the event holds.
+    /// How many Kinesis records the event holds (an aggregate counts as one).
     pub fn len(&self) -> usize {
         self.records.len()
     }

@@ -18,7 +18,7 @@
 //! event Lambda (or the emulator) writes. Any other text, malformed or merely unusual, is left
 //! to serde_json, so neither the batch nor an error ever depends on which way it was read.
 
-use super::{Span, Spans};
+use super::{Aggregated, Span, Spans};
 
 /// The records of an event, as spans of `text` followed by `unescaped`.
 pub(super) struct Scanned {
@@ -575,6 +575,7 @@ impl<'t> Scanner<'t> {
             data_base64,
             event_source_arn,
             arrival_millis,
+            aggregated: Aggregated::Plain,
         })
     }
 
@@ -644,6 +645,7 @@ impl<'t> Scanner<'t> {
             data_base64: data.ok_or_else(|| missing(FIELDS[3]))?,
             event_source_arn: empty,
             arrival_millis: arrival_millis.unwrap_or_default(),
+            aggregated: Aggregated::Plain,
         })
     }
 }

@@ -4,6 +4,7 @@
 
 mod support;
 
+mod aggregated;
 mod deadline;
 mod errors;
 mod events;

@@ -7,6 +7,7 @@ use std::time::SystemTime;
 use anyhow::{Context as _, bail};
 use bytes::Bytes;
 use clap::{Args, Subcommand};
+use lambda_kinesis::aggregate::{Aggregate, MAX_AGGREGATE_BYTES};
 use lambda_kinesis::testing::TestEvent;
 
 use crate::aws::{AwsConnection, SdkKinesis};
@@ -60,6 +61,11 @@ pub(super) struct PutArgs {
     /// The partition key of the records given as arguments (default: a new one per record).
     #[arg(long)]
     partition_key: Option<String>,
+    /// Publishes the records as KPL aggregates, as the Kinesis Producer Library does: as many
+    /// records in each Kinesis record as fit in 1 MiB, in order, each aggregate under its first
+    /// record's keys. Each line printed then ends with the record's sub-sequence number.
+    #[arg(long)]
+    aggregate: bool,
     #[command(flatten)]
     target: KinesisTarget,
 }
@@ -72,16 +78,67 @@ pub(super) async fn put(args: PutArgs) -> anyhow::Result<()> {
     };
     let records = gather_records(&args.data, partition_key, &args.file)?;
     let kinesis = args.target.connect().await?;
-    let placed = put_every_record(&kinesis, &args.stream, &records).await?;
+    if !args.aggregate {
+        let placed = put_every_record(&kinesis, &args.stream, &records).await?;
+        let mut out = std::io::stdout().lock();
+        for (record, (shard_id, sequence_number)) in records.iter().zip(placed) {
+            writeln!(
+                out,
+                "{shard_id}\t{sequence_number}\t{}",
+                record.partition_key
+            )?;
+        }
+        return Ok(());
+    }
+    let aggregates = aggregate(&records);
+    let outer: Vec<RecordToPut> = aggregates.iter().map(|(outer, _)| outer.clone()).collect();
+    let placed = put_every_record(&kinesis, &args.stream, &outer).await?;
     let mut out = std::io::stdout().lock();
-    for (record, (shard_id, sequence_number)) in records.iter().zip(placed) {
-        writeln!(
-            out,
-            "{shard_id}\t{sequence_number}\t{}",
-            record.partition_key
-        )?;
+    let mut user_records = records.iter();
+    for ((_, count), (shard_id, sequence_number)) in aggregates.iter().zip(placed) {
+        for (sub_sequence_number, record) in user_records.by_ref().take(*count).enumerate() {
+            writeln!(
+                out,
+                "{shard_id}\t{sequence_number}\t{}\t{sub_sequence_number}",
+                record.partition_key
+            )?;
+        }
     }
     Ok(())
+}
+
+/// Packs `records`, in order, into KPL aggregates of at most 1 MiB (a record too large to share
+/// one goes alone); returns each aggregate as the Kinesis record to put, with how many of the
+/// records it holds. An aggregate takes its first record's partition key and explicit hash key,
+/// as the KPL does (see `docs/kpl-aggregation.md`).
+fn aggregate(records: &[RecordToPut]) -> Vec<(RecordToPut, usize)> {
+    let mut aggregates = Vec::new();
+    let mut current = Aggregate::new();
+    let mut finish = |current: &mut Aggregate| {
+        let full = std::mem::take(current);
+        aggregates.push((
+            RecordToPut {
+                partition_key: full.partition_key().unwrap_or_default().to_owned(),
+                explicit_hash_key: full.explicit_hash_key().map(str::to_owned),
+                data: Bytes::from(full.to_bytes()),
+            },
+            full.len(),
+        ));
+    };
+    for record in records {
+        let key = &record.partition_key;
+        let hash_key = record.explicit_hash_key.as_deref();
+        if !current.is_empty()
+            && current.size_with(key, hash_key, &record.data) > MAX_AGGREGATE_BYTES
+        {
+            finish(&mut current);
+        }
+        current.add(key, hash_key, &record.data);
+    }
+    if !current.is_empty() {
+        finish(&mut current);
+    }
+    aggregates
 }
 
 /// The records given as arguments (each under `partition_key()`), then those of `files` (`-`
@@ -363,4 +420,53 @@ pub(super) async fn status(args: StatusArgs) -> anyhow::Result<()> {
         write!(out, "{}", crate::summary::render_tree(&statuses))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(partition_key: &str, data: Vec<u8>) -> RecordToPut {
+        RecordToPut {
+            partition_key: partition_key.to_owned(),
+            data: Bytes::from(data),
+            explicit_hash_key: None,
+        }
+    }
+
+    #[test]
+    fn records_are_packed_in_order_into_aggregates_of_at_most_one_mebibyte() {
+        let records: Vec<RecordToPut> = (0..5)
+            .map(|n| record(&format!("key-{n}"), vec![n as u8; 400 * 1024]))
+            .collect();
+        let aggregates = aggregate(&records);
+        let counts: Vec<usize> = aggregates.iter().map(|(_, count)| *count).collect();
+        assert_eq!(counts, [2, 2, 1]);
+        let mut next = records.iter();
+        for (outer, count) in &aggregates {
+            assert!(outer.data.len() <= MAX_AGGREGATE_BYTES);
+            let users = lambda_kinesis::aggregate::decode(&outer.data).unwrap();
+            assert_eq!(users.len(), *count);
+            assert_eq!(outer.partition_key, users[0].partition_key);
+            for user in users {
+                let expected = next.next().unwrap();
+                assert_eq!(user.partition_key, expected.partition_key);
+                assert_eq!(user.data, &expected.data[..]);
+            }
+        }
+        assert!(next.next().is_none());
+    }
+
+    #[test]
+    fn a_record_too_large_to_share_goes_alone() {
+        let records = [
+            record("small", vec![1]),
+            record("big", vec![2; 2 * 1024 * 1024]),
+        ];
+        let counts: Vec<usize> = aggregate(&records)
+            .iter()
+            .map(|(_, count)| *count)
+            .collect();
+        assert_eq!(counts, [1, 1]);
+    }
 }
