@@ -12,4 +12,5 @@ mod panics;
 mod response;
 mod service;
 mod shapes;
+mod state;
 mod undecodable;
