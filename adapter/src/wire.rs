@@ -274,6 +274,28 @@ mod tests {
         );
     }
 
+    #[test]
+    fn the_dropped_records_read_back_as_they_were_written() {
+        let response = BatchResponse::new(Some("30"), vec!["10".to_owned(), "20".to_owned()]);
+        let written = serde_json::to_value(&response).unwrap();
+        assert_eq!(
+            written,
+            serde_json::json!({
+                "batchItemFailures": [{"itemIdentifier": "30"}],
+                "lambdaKinesis": {"dropped": ["10", "20"]}
+            })
+        );
+        assert_eq!(
+            dropped_sequence_numbers(&written).collect::<Vec<_>>(),
+            ["10", "20"]
+        );
+        let plain = serde_json::to_value(BatchResponse::new(None, Vec::new())).unwrap();
+        assert_eq!(plain, serde_json::json!({"batchItemFailures": []}));
+        assert_eq!(dropped_sequence_numbers(&plain).count(), 0);
+        let odd = serde_json::json!({"lambdaKinesis": {"dropped": ["7", 8, null]}});
+        assert_eq!(dropped_sequence_numbers(&odd).collect::<Vec<_>>(), ["7"]);
+    }
+
     #[track_caller]
     fn check_epoch_seconds(millis: i64, expected: &str) {
         let mut out = Vec::new();
