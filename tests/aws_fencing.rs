@@ -101,7 +101,7 @@ async fn a_worker_whose_lease_was_taken_can_no_longer_checkpoint() {
     let worker_b = EventSourceMapping::new(
         config.clone(),
         aws.source(ReadPacing::UNLIMITED).await,
-        Arc::new(InProcess::handler(shipping::ship)),
+        Arc::new(InProcess::service(shipping::function())),
     )
     .lease_store(leases_b.clone())
     .options(options("worker-b"))

@@ -108,7 +108,7 @@ async fn records_read_up_to_the_tip_are_invoked_without_reading_again() {
             steps: steps.clone(),
         }),
         Arc::new(LoggedInvoker {
-            inner: InProcess::handler(shipping::ship),
+            inner: InProcess::service(shipping::function()),
             steps: steps.clone(),
         }),
     )

@@ -182,7 +182,7 @@ async fn a_split_and_a_merge_while_records_flow_keep_order_and_lose_nothing() {
     let mapping = EventSourceMapping::new(
         config,
         aws.source(ReadPacing::UNLIMITED).await,
-        Arc::new(InProcess::handler(shipping::ship)),
+        Arc::new(InProcess::service(shipping::function())),
     )
     .lease_store(leases.clone())
     .options(MappingOptions {

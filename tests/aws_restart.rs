@@ -63,7 +63,7 @@ async fn ship_with_the_new_carrier(shipment: &Shipment) -> HandlerOutcome {
     if shipment.carrier == UNKNOWN_CARRIER {
         return HandlerOutcome::ack();
     }
-    shipping::ship(shipment).await
+    shipping::ship(&shipping::Carriers, shipment).await
 }
 
 fn mapping_config(stream: &str) -> MappingConfig {
@@ -115,7 +115,7 @@ async fn restart_in_process(store: Store) -> (Vec<Delivery>, Vec<Delivery>) {
     let first = EventSourceMapping::new(
         mapping_config(&stream),
         source.clone(),
-        Arc::new(InProcess::handler(shipping::ship)),
+        Arc::new(InProcess::service(shipping::function())),
     )
     .lease_store(open_store().await)
     .options(options("first-run"))

@@ -141,7 +141,7 @@ fn start(stream: &TestStream, leases: Arc<GatedCheckpoints>) -> Observed {
     Observed::start_with_leases(
         config,
         stream,
-        Arc::new(InProcess::handler(shipping::ship)),
+        Arc::new(InProcess::service(shipping::function())),
         leases,
     )
 }

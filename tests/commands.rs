@@ -10,8 +10,9 @@ use std::time::Duration;
 use end_to_end::{kinesis_esm_binary, shipping_bootstrap, workspace_dir, write_large_shipments};
 use kinesis_esm::lease::Checkpoint;
 use kinesis_esm::mapping::{MappingStatus, ShardPhase};
-use lambda_kinesis::testing::settle;
-use lambda_kinesis::{KinesisBatch, KinesisEvent, RecordOutcome};
+use lambda_kinesis::lambda_runtime::Context;
+use lambda_kinesis::settlement::RecordOutcome;
+use lambda_kinesis::wire::{KinesisBatch, KinesisEvent};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::process::{Child, Command};
 
@@ -389,7 +390,9 @@ async fn events_are_shaped_as_lambdas_and_settle_as_the_records_would() {
                 .iter()
                 .map(|record| record.kinesis.sequence_number.clone()),
         );
-        let settlement = settle(shipping::ship, KinesisBatch::from_json(&json).unwrap()).await;
+        let settlement = shipping::function()
+            .settle(KinesisBatch::from_json(&json).unwrap(), &Context::default())
+            .await;
         outcomes.extend(settlement.outcomes().iter().cloned());
     }
     assert!(

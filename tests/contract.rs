@@ -1,5 +1,5 @@
 //! The checkpoint contract, row by row, with the shipping function behind the mapping: each
-//! scenario runs once in process (`InProcess::handler(shipping::ship)`) and once through the
+//! scenario runs once in process (`InProcess::service(shipping::function())`) and once through the
 //! Runtime API with the function's own `bootstrap`.
 //!
 //! | shipment | outcome | what the mapping must do |

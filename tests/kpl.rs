@@ -133,7 +133,7 @@ fn seen_by_the_adapter(event: TestEvent) -> Vec<(UserRecord, String, u64)> {
         .build()
         .unwrap()
         .block_on(settle(handler, event));
-    assert!(settlement.first_unsettled().is_none());
+    assert_eq!(settlement.cut(), None, "{}", settlement.summary());
     Arc::try_unwrap(seen).unwrap().into_inner().unwrap()
 }
 
@@ -193,7 +193,7 @@ async fn a_held_user_record_puts_the_checkpoint_in_front_of_its_aggregate() {
             let hold = *n == 1 && first_time;
             assert_eq!(meta.is_aggregated(), *n < 100);
             std::future::ready(if hold {
-                HandlerOutcome::retry()
+                HandlerOutcome::hold()
             } else {
                 HandlerOutcome::ack()
             })

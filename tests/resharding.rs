@@ -292,7 +292,7 @@ async fn a_held_record_in_a_parent_keeps_its_children_waiting(reshard: Reshard) 
         move |record: &Value| {
             let held = record["hold"] == true && !released.load(Ordering::SeqCst);
             std::future::ready(if held {
-                HandlerOutcome::retry()
+                HandlerOutcome::hold()
             } else {
                 HandlerOutcome::ack()
             })

@@ -22,8 +22,9 @@ use kinesis_esm::invoke::{InProcess, Invoker};
 use kinesis_esm::lease::Checkpoint;
 use kinesis_esm::mapping::MappingEvent;
 use kinesis_esm::sequence::SequenceNumber;
+use lambda_kinesis::lambda_runtime::LambdaEvent;
 use lambda_kinesis::lambda_runtime::{Diagnostic, service_fn};
-use lambda_kinesis::{KinesisBatch, LambdaEvent};
+use lambda_kinesis::wire::KinesisBatch;
 use serde_json::{Value, json};
 
 /// How many records each check puts, all read in one batch.

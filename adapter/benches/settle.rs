@@ -17,10 +17,9 @@ use std::time::{Duration, Instant};
 use aws_lambda_events::kinesis::KinesisEvent;
 use aws_lambda_events::streams::KinesisEventResponse;
 use lambda_kinesis::aggregate::Aggregate;
-use lambda_kinesis::{
-    BatchResponse, Context, EventRecord, EventSource, HandlerOutcome, KinesisAdapter, KinesisBatch,
-    LambdaEvent, write_event,
-};
+use lambda_kinesis::lambda_runtime::{Context, LambdaEvent};
+use lambda_kinesis::wire::{BatchResponse, EventRecord, EventSource, KinesisBatch, write_event};
+use lambda_kinesis::{HandlerOutcome, KinesisAdapter};
 use serde::{Deserialize, Serialize};
 
 const RECORDS: usize = 10_000;
@@ -44,7 +43,7 @@ fn decide(shipment: &Shipment) -> HandlerOutcome {
     } else if shipment.carrier == "dhl" || shipment.carrier == "ups" {
         HandlerOutcome::ack()
     } else {
-        HandlerOutcome::retry()
+        HandlerOutcome::hold()
     }
 }
 
@@ -172,7 +171,7 @@ fn by_hand(json: &[u8]) -> Vec<u8> {
         let Ok(shipment) = serde_json::from_slice::<Shipment>(&record.kinesis.data) else {
             continue; // undecodable: dropped, as the adapter does by default
         };
-        if decide(&shipment) == HandlerOutcome::Retry {
+        if decide(&shipment) == HandlerOutcome::Hold {
             response.add_failure(record.kinesis.sequence_number.clone());
             break;
         }
@@ -216,7 +215,7 @@ fn floor(json: &[u8], data: &mut Vec<u8>) -> Vec<u8> {
         let Ok(shipment) = serde_json::from_slice::<Shipment>(data) else {
             continue;
         };
-        if decide(&shipment) == HandlerOutcome::Retry {
+        if decide(&shipment) == HandlerOutcome::Hold {
             response.add_failure(record.kinesis.sequence_number);
             break;
         }

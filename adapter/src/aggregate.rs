@@ -13,8 +13,9 @@
 //! record is held the response names its aggregate, and Lambda delivers the whole aggregate
 //! again: the user records in front of the held one come again. Key idempotency on the shard id,
 //! the sequence number **and** the sub-sequence number. A damaged aggregate is a
-//! [`Rejection`](crate::Rejection) of kind
-//! [`CorruptAggregate`](crate::RejectionKind::CorruptAggregate).
+//! [`UndecodableRecord`](crate::settlement::UndecodableRecord) whose failure is
+//! [`CorruptAggregate`](crate::settlement::DecodeFailure::CorruptAggregate), and
+//! [`Settlement::cut`](crate::settlement::Settlement::cut) names the aggregate's first user record.
 //!
 //! [`decode`] reads an aggregate into its [`UserRecord`]s; [`Aggregate`] writes one (for tests,
 //! and for `kinesis-esm put --aggregate`).

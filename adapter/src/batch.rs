@@ -883,9 +883,9 @@ mod tests {
     /// Events with several records as the emulator writes them.
     fn written_event(partition_keys: &[&str]) -> String {
         let mut out = Vec::new();
-        crate::write_event(
+        crate::wire::write_event(
             &mut out,
-            &crate::EventSource {
+            &crate::wire::EventSource {
                 stream_arn: "arn:aws:kinesis:us-east-1:123456789012:stream/orders",
                 shard_id: "shardId-000000000003",
                 region: "us-east-1",
@@ -894,7 +894,7 @@ mod tests {
             partition_keys
                 .iter()
                 .enumerate()
-                .map(|(index, partition_key)| crate::EventRecord {
+                .map(|(index, partition_key)| crate::wire::EventRecord {
                     sequence_number: [
                         "49590338271490256608559692538361571095921575989136588898",
                         "49590338271490256608559692538361571095921575989136588899",

@@ -1,34 +1,79 @@
-//! The shapes of handler the adapter accepts.
+//! The shapes of handler the adapter accepts, and what they may return.
 //!
-//! Each shape is a trait implemented for every fitting async function or closure, so a plain
-//! `async fn` is a handler as it stands. The traits take the record's lifetime as a parameter
-//! and are used higher-ranked (`for<'a> RecordHandler<'a, T>`): a plain `F: Fn(&T) -> Fut` bound
-//! cannot name a future that borrows its argument.
+//! A function author never names these traits: each is implemented for every fitting async
+//! function or closure, so a plain `async fn` is a handler as it stands. They are here to read
+//! when the compiler names one in an error.
+//!
+//! | shape | without state ([`KinesisAdapter::new`]) | with state ([`KinesisAdapter::with_state`]) |
+//! |---|---|---|
+//! | one record | [`RecordHandler`]: `async fn(&T)` | [`StatefulRecordHandler`]: `async fn(&S, &T)` |
+//! | one record and its metadata | [`RecordMetaHandler`]: `async fn(&T, &RecordMeta<'_>)` | [`StatefulRecordMetaHandler`]: `async fn(&S, &T, &RecordMeta<'_>)` |
+//! | the whole batch | [`BatchHandler`]: `async fn(&[T])` | [`StatefulBatchHandler`]: `async fn(&S, &[T])` |
+//!
+//! A record handler returns anything [`IntoOutcome`] (a [`HandlerOutcome`], or a `Result` so it
+//! can use `?`); a batch handler anything [`IntoBatchOutcome`].
+//!
+//! The traits take the record's lifetime as a parameter and are used higher-ranked
+//! (`for<'a> RecordHandler<'a, T>`): a plain `F: Fn(&T) -> Fut` bound cannot name a future that
+//! borrows its argument.
+//!
+//! # Sealed
+//!
+//! Every trait here is sealed: only the blanket implementations above exist. The adapter can
+//! then change how it calls handlers (a new argument, another way to settle) without breaking a
+//! function crate, since no function crate implements these traits by hand.
+//!
+//! [`KinesisAdapter::new`]: crate::KinesisAdapter::new
+//! [`KinesisAdapter::with_state`]: crate::KinesisAdapter::with_state
 
+use std::fmt;
 use std::future::Future;
 
 use serde::de::DeserializeOwned;
 
 use crate::batch::{KinesisBatch, RecordMeta};
-use crate::outcome::{HandlerError, HandlerOutcome, IntoBatchOutcome, IntoOutcome, RecordOutcome};
-use crate::settle::{self, CallRecord, Deadline, Options};
+use crate::outcome::HandlerOutcome;
+use crate::settle::{self, CallBatch, CallRecord, Deadline, Options};
+use crate::settlement::RecordOutcome;
+
+pub use crate::outcome::{BatchOutcome, HandlerError, IntoBatchOutcome, IntoOutcome};
+
+mod sealed {
+    /// The seal of the shape traits: implemented only by the crate's blanket impls. `Shape`
+    /// tells the shapes apart so that one seal serves every shape trait.
+    pub trait Shape<Shape> {}
+    /// The seal of [`Handler`](super::Handler), for the same reason.
+    pub trait Runnable<Args> {}
+}
 
 /// What a record's data becomes before the handler sees it.
 ///
-/// Implemented for every `T: DeserializeOwned` (the data is read as JSON) and for [`RawData`]
-/// (the bytes as they are). Data that does not decode becomes a [`Rejection`](crate::Rejection).
+/// Implemented for every `T: DeserializeOwned` (the data is read as JSON) and for
+/// [`RawData`] (the bytes as they are). Data that does not decode becomes an
+/// [`UndecodableRecord`](crate::settlement::UndecodableRecord).
 pub trait FromRecordData: Sized {
-    /// Decodes one record's data (already base64-decoded).
+    /// Decodes one record's data (already base64-decoded); the error says what is wrong.
     fn from_record_data(data: &[u8]) -> Result<Self, String>;
 }
 
 impl<T: DeserializeOwned> FromRecordData for T {
     fn from_record_data(data: &[u8]) -> Result<Self, String> {
-        serde_json::from_slice(data).map_err(|error| error.to_string())
+        serde_json::from_slice(data).map_err(|error| format!("not valid JSON: {error}"))
     }
 }
 
 /// A record's data as raw bytes, for handlers of data that is not JSON.
+///
+/// ```
+/// use lambda_kinesis::{HandlerOutcome, RawData};
+///
+/// async fn count_lines(data: &RawData) -> HandlerOutcome {
+///     let lines = data.split(|byte| *byte == b'\n').count();
+///     lambda_kinesis::tracing::info!(lines, "a text record");
+///     HandlerOutcome::ack()
+/// }
+/// # let _ = lambda_kinesis::KinesisAdapter::new(count_lines);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RawData(pub Vec<u8>);
 
@@ -45,86 +90,182 @@ impl std::ops::Deref for RawData {
     }
 }
 
-/// A handler of one record at a time: `async fn(&T) -> impl IntoOutcome`.
-#[diagnostic::on_unimplemented(
-    note = "a record handler is an `async fn(&T) -> HandlerOutcome` (or `Result<HandlerOutcome, E>`, or `Result<(), E>`); see the `lambda_kinesis` crate docs"
-)]
-pub trait RecordHandler<'a, T: 'a>: Send + Sync {
-    /// What the handler returns.
-    type Output: IntoOutcome;
-    /// The handler's future.
-    type Future: Future<Output = Self::Output> + Send + 'a;
-    /// Handles one record.
-    fn call(&self, record: &'a T) -> Self::Future;
+/// Defines a handler trait and its one blanket implementation for async functions of `$args`.
+macro_rules! handler_trait {
+    (
+        $(#[$doc:meta])*
+        $name:ident<'a, $($param:ident),+> ($($arg:ident: $ty:ty),+) -> $output:ident,
+        shape = $shape:ty
+    ) => {
+        $(#[$doc])*
+        pub trait $name<'a, $($param: 'a),+>: sealed::Shape<$shape> + Send + Sync {
+            /// What the handler returns.
+            type Output: $output;
+            /// The handler's future.
+            type Future: Future<Output = Self::Output> + Send + 'a;
+            /// Calls the handler.
+            fn call(&self, $($arg: $ty),+) -> Self::Future;
+        }
+
+        impl<'a, $($param: 'a,)+ F, Fut> sealed::Shape<$shape> for F
+        where
+            F: Fn($($ty),+) -> Fut + Send + Sync,
+            Fut: Future + Send + 'a,
+            Fut::Output: $output,
+        {
+        }
+
+        impl<'a, $($param: 'a,)+ F, Fut> $name<'a, $($param),+> for F
+        where
+            F: Fn($($ty),+) -> Fut + Send + Sync,
+            Fut: Future + Send + 'a,
+            Fut::Output: $output,
+        {
+            type Output = Fut::Output;
+            type Future = Fut;
+            fn call(&self, $($arg: $ty),+) -> Fut {
+                self($($arg),+)
+            }
+        }
+    };
 }
 
-impl<'a, T: 'a, F, Fut> RecordHandler<'a, T> for F
-where
-    F: Fn(&'a T) -> Fut + Send + Sync,
-    Fut: Future + Send + 'a,
-    Fut::Output: IntoOutcome,
-{
-    type Output = Fut::Output;
-    type Future = Fut;
-    fn call(&self, record: &'a T) -> Fut {
-        self(record)
-    }
+handler_trait! {
+    /// A handler of one record at a time: `async fn(&T) -> impl IntoOutcome`.
+    ///
+    /// ```
+    /// use lambda_kinesis::HandlerOutcome;
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct Order { amount_cents: u64 }
+    ///
+    /// async fn charge(order: &Order) -> HandlerOutcome {
+    ///     if order.amount_cents == 0 { HandlerOutcome::drop() } else { HandlerOutcome::ack() }
+    /// }
+    /// # let _ = lambda_kinesis::KinesisAdapter::new(charge);
+    /// ```
+    #[diagnostic::on_unimplemented(
+        note = "a record handler is an `async fn(&T) -> HandlerOutcome` (or `Result<HandlerOutcome, E>`, or `Result<(), E>`); see the `lambda_kinesis::handler` docs"
+    )]
+    RecordHandler<'a, T>(record: &'a T) -> IntoOutcome,
+    shape = (kind::Record, &'a T)
 }
 
-/// A handler of one record at a time that also reads the record's metadata:
-/// `async fn(&T, &RecordMeta<'_>) -> impl IntoOutcome`.
-#[diagnostic::on_unimplemented(
-    note = "a record handler with metadata is an `async fn(&T, &RecordMeta<'_>) -> HandlerOutcome`; see the `lambda_kinesis` crate docs"
-)]
-pub trait RecordMetaHandler<'a, T: 'a>: Send + Sync {
-    /// What the handler returns.
-    type Output: IntoOutcome;
-    /// The handler's future.
-    type Future: Future<Output = Self::Output> + Send + 'a;
-    /// Handles one record.
-    fn call(&self, record: &'a T, meta: &'a RecordMeta<'a>) -> Self::Future;
+handler_trait! {
+    /// A handler of one record at a time that also reads the record's metadata:
+    /// `async fn(&T, &RecordMeta<'_>) -> impl IntoOutcome`.
+    ///
+    /// ```
+    /// use lambda_kinesis::{HandlerOutcome, RecordMeta};
+    ///
+    /// async fn audit(line: &String, meta: &RecordMeta<'_>) -> HandlerOutcome {
+    ///     lambda_kinesis::tracing::info!(key = meta.partition_key(), %line, "audited");
+    ///     HandlerOutcome::ack()
+    /// }
+    /// # let _ = lambda_kinesis::KinesisAdapter::new(audit);
+    /// ```
+    #[diagnostic::on_unimplemented(
+        note = "a record handler with metadata is an `async fn(&T, &RecordMeta<'_>) -> HandlerOutcome`; see the `lambda_kinesis::handler` docs"
+    )]
+    RecordMetaHandler<'a, T>(record: &'a T, meta: &'a RecordMeta<'a>) -> IntoOutcome,
+    shape = (kind::RecordWithMeta, &'a T)
 }
 
-impl<'a, T: 'a, F, Fut> RecordMetaHandler<'a, T> for F
-where
-    F: Fn(&'a T, &'a RecordMeta<'a>) -> Fut + Send + Sync,
-    Fut: Future + Send + 'a,
-    Fut::Output: IntoOutcome,
-{
-    type Output = Fut::Output;
-    type Future = Fut;
-    fn call(&self, record: &'a T, meta: &'a RecordMeta<'a>) -> Fut {
-        self(record, meta)
-    }
+handler_trait! {
+    /// A handler of the whole batch at once: `async fn(&[T]) -> impl IntoBatchOutcome`.
+    ///
+    /// ```
+    /// use lambda_kinesis::HandlerOutcome;
+    ///
+    /// async fn total(amounts: &[u64]) -> HandlerOutcome {
+    ///     lambda_kinesis::tracing::info!(total = amounts.iter().sum::<u64>(), "batch");
+    ///     HandlerOutcome::ack()
+    /// }
+    /// # let _ = lambda_kinesis::KinesisAdapter::new(total);
+    /// ```
+    #[diagnostic::on_unimplemented(
+        note = "a batch handler is an `async fn(&[T]) -> HandlerOutcome` or `-> Vec<HandlerOutcome>`; see the `lambda_kinesis::handler` docs"
+    )]
+    BatchHandler<'a, T>(records: &'a [T]) -> IntoBatchOutcome,
+    shape = (kind::Batch, &'a T)
 }
 
-/// A handler of the whole batch at once: `async fn(&[T]) -> impl IntoBatchOutcome`.
-#[diagnostic::on_unimplemented(
-    note = "a batch handler is an `async fn(&[T]) -> HandlerOutcome` or `-> Vec<HandlerOutcome>`; see the `lambda_kinesis` crate docs"
-)]
-pub trait BatchHandler<'a, T: 'a>: Send + Sync {
-    /// What the handler returns.
-    type Output: IntoBatchOutcome;
-    /// The handler's future.
-    type Future: Future<Output = Self::Output> + Send + 'a;
-    /// Handles the decoded records of a batch, in shard order.
-    fn call(&self, records: &'a [T]) -> Self::Future;
+handler_trait! {
+    /// A handler of one record at a time that borrows the function's state:
+    /// `async fn(&S, &T) -> impl IntoOutcome`.
+    ///
+    /// ```
+    /// use lambda_kinesis::{HandlerOutcome, KinesisAdapter};
+    ///
+    /// struct Prices { minimum_cents: u64 }
+    /// #[derive(serde::Deserialize)]
+    /// struct Order { amount_cents: u64 }
+    ///
+    /// async fn charge(prices: &Prices, order: &Order) -> HandlerOutcome {
+    ///     if order.amount_cents < prices.minimum_cents { HandlerOutcome::drop() } else { HandlerOutcome::ack() }
+    /// }
+    /// # let _ =
+    /// KinesisAdapter::with_state(Prices { minimum_cents: 50 }, charge);
+    /// ```
+    #[diagnostic::on_unimplemented(
+        note = "a record handler with state is an `async fn(&S, &T) -> HandlerOutcome`; see the `lambda_kinesis::handler` docs"
+    )]
+    StatefulRecordHandler<'a, S, T>(state: &'a S, record: &'a T) -> IntoOutcome,
+    shape = (kind::Record, &'a S, &'a T)
 }
 
-impl<'a, T: 'a, F, Fut> BatchHandler<'a, T> for F
-where
-    F: Fn(&'a [T]) -> Fut + Send + Sync,
-    Fut: Future + Send + 'a,
-    Fut::Output: IntoBatchOutcome,
-{
-    type Output = Fut::Output;
-    type Future = Fut;
-    fn call(&self, records: &'a [T]) -> Fut {
-        self(records)
-    }
+handler_trait! {
+    /// A handler of one record at a time that borrows the function's state and reads the
+    /// record's metadata: `async fn(&S, &T, &RecordMeta<'_>) -> impl IntoOutcome`.
+    ///
+    /// ```
+    /// use lambda_kinesis::{HandlerOutcome, KinesisAdapter, RecordMeta};
+    ///
+    /// struct Blocked { keys: Vec<String> }
+    ///
+    /// async fn audit(blocked: &Blocked, _line: &String, meta: &RecordMeta<'_>) -> HandlerOutcome {
+    ///     if blocked.keys.iter().any(|key| key == meta.partition_key()) {
+    ///         return HandlerOutcome::drop();
+    ///     }
+    ///     HandlerOutcome::ack()
+    /// }
+    /// # let _ =
+    /// KinesisAdapter::with_state(Blocked { keys: vec!["spam".into()] }, audit);
+    /// ```
+    #[diagnostic::on_unimplemented(
+        note = "a record handler with state and metadata is an `async fn(&S, &T, &RecordMeta<'_>) -> HandlerOutcome`; see the `lambda_kinesis::handler` docs"
+    )]
+    StatefulRecordMetaHandler<'a, S, T>(state: &'a S, record: &'a T, meta: &'a RecordMeta<'a>) -> IntoOutcome,
+    shape = (kind::RecordWithMeta, &'a S, &'a T)
 }
 
-/// Markers that tell the handler shapes apart, so one [`Handler`] trait covers them all.
+handler_trait! {
+    /// A handler of the whole batch at once that borrows the function's state:
+    /// `async fn(&S, &[T]) -> impl IntoBatchOutcome`.
+    ///
+    /// ```
+    /// use lambda_kinesis::{HandlerOutcome, KinesisAdapter};
+    ///
+    /// struct Limit(u64);
+    ///
+    /// async fn check(limit: &Limit, amounts: &[u64]) -> Vec<HandlerOutcome> {
+    ///     amounts
+    ///         .iter()
+    ///         .map(|amount| if *amount > limit.0 { HandlerOutcome::hold() } else { HandlerOutcome::ack() })
+    ///         .collect()
+    /// }
+    /// # let _ =
+    /// KinesisAdapter::with_state(Limit(1_000), check);
+    /// ```
+    #[diagnostic::on_unimplemented(
+        note = "a batch handler with state is an `async fn(&S, &[T]) -> HandlerOutcome` or `-> Vec<HandlerOutcome>`; see the `lambda_kinesis::handler` docs"
+    )]
+    StatefulBatchHandler<'a, S, T>(state: &'a S, records: &'a [T]) -> IntoBatchOutcome,
+    shape = (kind::Batch, &'a S, &'a T)
+}
+
+/// Markers that tell the handler shapes apart, so one [`Handler`] trait covers them all. They
+/// are inferred; a function author never names them.
 pub mod kind {
     /// `async fn(&T) -> impl IntoOutcome`
     #[derive(Debug)]
@@ -135,15 +276,45 @@ pub mod kind {
     /// `async fn(&[T]) -> impl IntoBatchOutcome`
     #[derive(Debug)]
     pub struct Batch;
+    /// One of the shapes above, with the function's state borrowed as the first argument.
+    #[derive(Debug)]
+    pub struct Stateful<Shape>(Shape);
 }
 
-/// Anything the adapter can run: a [`RecordHandler`], a [`RecordMetaHandler`] or a
-/// [`BatchHandler`]. `Kind` is inferred; you never name it.
+/// A handler and the state it borrows on every call, as
+/// [`KinesisAdapter::with_state`](crate::KinesisAdapter::with_state) pairs them.
+pub struct WithState<S, H> {
+    state: S,
+    handler: H,
+}
+
+impl<S, H> WithState<S, H> {
+    pub(crate) fn new(state: S, handler: H) -> Self {
+        Self { state, handler }
+    }
+
+    /// The state the handler borrows.
+    pub fn state(&self) -> &S {
+        &self.state
+    }
+}
+
+impl<S, H> fmt::Debug for WithState<S, H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WithState")
+            .field("state", &std::any::type_name::<S>())
+            .field("handler", &std::any::type_name::<H>())
+            .finish()
+    }
+}
+
+/// Anything the adapter can run: one of the shapes of this module, with or without state.
+/// `Kind` is inferred; you never name it.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a Kinesis record handler",
-    note = "a handler is an `async fn(&T) -> HandlerOutcome`, `async fn(&T, &RecordMeta<'_>) -> HandlerOutcome` or `async fn(&[T]) -> HandlerOutcome` (or `Vec<HandlerOutcome>`), where `T: serde::de::DeserializeOwned + Send + Sync`"
+    note = "a handler is an `async fn(&T) -> HandlerOutcome`, `async fn(&T, &RecordMeta<'_>) -> HandlerOutcome` or `async fn(&[T]) -> HandlerOutcome` (or `Vec<HandlerOutcome>`), where `T: serde::de::DeserializeOwned + Send + Sync`; with `KinesisAdapter::with_state`, the same with `&S` as the first argument"
 )]
-pub trait Handler<T, Kind>: Send + Sync + Sized + 'static {
+pub trait Handler<T, Kind>: sealed::Runnable<(Kind, T)> + Send + Sync + Sized + 'static {
     /// Settles every record of `batch`, in shard order, by the rules in `options`.
     #[doc(hidden)]
     fn settle<'a>(
@@ -153,6 +324,11 @@ pub trait Handler<T, Kind>: Send + Sync + Sized + 'static {
         deadline: Deadline,
     ) -> impl Future<Output = Vec<RecordOutcome>> + Send + 'a;
 }
+
+// One `Handler` implementation per shape. Each turns the handler into the engine's view of it
+// (`CallRecord` or `CallBatch`) and hands it to the engine that settles that shape.
+
+impl<T, H> sealed::Runnable<(kind::Record, T)> for H where H: for<'a> RecordHandler<'a, T> {}
 
 impl<T, H> Handler<T, kind::Record> for H
 where
@@ -167,6 +343,11 @@ where
     ) -> impl Future<Output = Vec<RecordOutcome>> + Send + 'a {
         settle::records(Plain(self), batch, options, deadline)
     }
+}
+
+impl<T, H> sealed::Runnable<(kind::RecordWithMeta, T)> for H where
+    H: for<'a> RecordMetaHandler<'a, T>
+{
 }
 
 impl<T, H> Handler<T, kind::RecordWithMeta> for H
@@ -184,6 +365,8 @@ where
     }
 }
 
+impl<T, H> sealed::Runnable<(kind::Batch, T)> for H where H: for<'a> BatchHandler<'a, T> {}
+
 impl<T, H> Handler<T, kind::Batch> for H
 where
     H: for<'a> BatchHandler<'a, T> + 'static,
@@ -195,7 +378,70 @@ where
         options: &'a Options,
         deadline: Deadline,
     ) -> impl Future<Output = Vec<RecordOutcome>> + Send + 'a {
-        settle::whole_batch(self, batch, options, deadline)
+        settle::whole_batch(WholeBatch(self), batch, options, deadline)
+    }
+}
+
+impl<S, T, H> sealed::Runnable<(kind::Stateful<kind::Record>, T)> for WithState<S, H> where
+    H: for<'a> StatefulRecordHandler<'a, S, T>
+{
+}
+
+impl<S, T, H> Handler<T, kind::Stateful<kind::Record>> for WithState<S, H>
+where
+    S: Send + Sync + 'static,
+    H: for<'a> StatefulRecordHandler<'a, S, T> + 'static,
+    T: FromRecordData + Send + Sync + 'static,
+{
+    fn settle<'a>(
+        &'a self,
+        batch: &'a KinesisBatch,
+        options: &'a Options,
+        deadline: Deadline,
+    ) -> impl Future<Output = Vec<RecordOutcome>> + Send + 'a {
+        settle::records(StatefulPlain(self), batch, options, deadline)
+    }
+}
+
+impl<S, T, H> sealed::Runnable<(kind::Stateful<kind::RecordWithMeta>, T)> for WithState<S, H> where
+    H: for<'a> StatefulRecordMetaHandler<'a, S, T>
+{
+}
+
+impl<S, T, H> Handler<T, kind::Stateful<kind::RecordWithMeta>> for WithState<S, H>
+where
+    S: Send + Sync + 'static,
+    H: for<'a> StatefulRecordMetaHandler<'a, S, T> + 'static,
+    T: FromRecordData + Send + Sync + 'static,
+{
+    fn settle<'a>(
+        &'a self,
+        batch: &'a KinesisBatch,
+        options: &'a Options,
+        deadline: Deadline,
+    ) -> impl Future<Output = Vec<RecordOutcome>> + Send + 'a {
+        settle::records(StatefulWithMeta(self), batch, options, deadline)
+    }
+}
+
+impl<S, T, H> sealed::Runnable<(kind::Stateful<kind::Batch>, T)> for WithState<S, H> where
+    H: for<'a> StatefulBatchHandler<'a, S, T>
+{
+}
+
+impl<S, T, H> Handler<T, kind::Stateful<kind::Batch>> for WithState<S, H>
+where
+    S: Send + Sync + 'static,
+    H: for<'a> StatefulBatchHandler<'a, S, T> + 'static,
+    T: FromRecordData + Send + Sync + 'static,
+{
+    fn settle<'a>(
+        &'a self,
+        batch: &'a KinesisBatch,
+        options: &'a Options,
+        deadline: Deadline,
+    ) -> impl Future<Output = Vec<RecordOutcome>> + Send + 'a {
+        settle::whole_batch(StatefulWholeBatch(self), batch, options, deadline)
     }
 }
 
@@ -230,5 +476,71 @@ where
     ) -> impl Future<Output = Result<HandlerOutcome, HandlerError>> + Send + 'r {
         let future = self.0.call(record, meta);
         async move { future.await.into_outcome() }
+    }
+}
+
+/// A [`StatefulRecordHandler`] and its state, seen as the engine calls record handlers.
+struct StatefulPlain<'h, S, H>(&'h WithState<S, H>);
+
+impl<S: Sync, T: Sync, H> CallRecord<T> for StatefulPlain<'_, S, H>
+where
+    H: for<'a> StatefulRecordHandler<'a, S, T>,
+{
+    fn call_record<'r>(
+        &'r self,
+        record: &'r T,
+        _meta: &'r RecordMeta<'r>,
+    ) -> impl Future<Output = Result<HandlerOutcome, HandlerError>> + Send + 'r {
+        let future = self.0.handler.call(&self.0.state, record);
+        async move { future.await.into_outcome() }
+    }
+}
+
+/// A [`StatefulRecordMetaHandler`] and its state, seen as the engine calls record handlers.
+struct StatefulWithMeta<'h, S, H>(&'h WithState<S, H>);
+
+impl<S: Sync, T: Sync, H> CallRecord<T> for StatefulWithMeta<'_, S, H>
+where
+    H: for<'a> StatefulRecordMetaHandler<'a, S, T>,
+{
+    fn call_record<'r>(
+        &'r self,
+        record: &'r T,
+        meta: &'r RecordMeta<'r>,
+    ) -> impl Future<Output = Result<HandlerOutcome, HandlerError>> + Send + 'r {
+        let future = self.0.handler.call(&self.0.state, record, meta);
+        async move { future.await.into_outcome() }
+    }
+}
+
+/// A [`BatchHandler`] seen as the engine calls batch handlers.
+struct WholeBatch<'h, H>(&'h H);
+
+impl<T: Sync, H> CallBatch<T> for WholeBatch<'_, H>
+where
+    H: for<'a> BatchHandler<'a, T>,
+{
+    fn call_batch<'r>(
+        &'r self,
+        records: &'r [T],
+    ) -> impl Future<Output = Result<BatchOutcome, HandlerError>> + Send + 'r {
+        let future = self.0.call(records);
+        async move { future.await.into_batch_outcome() }
+    }
+}
+
+/// A [`StatefulBatchHandler`] and its state, seen as the engine calls batch handlers.
+struct StatefulWholeBatch<'h, S, H>(&'h WithState<S, H>);
+
+impl<S: Sync, T: Sync, H> CallBatch<T> for StatefulWholeBatch<'_, S, H>
+where
+    H: for<'a> StatefulBatchHandler<'a, S, T>,
+{
+    fn call_batch<'r>(
+        &'r self,
+        records: &'r [T],
+    ) -> impl Future<Output = Result<BatchOutcome, HandlerError>> + Send + 'r {
+        let future = self.0.handler.call(&self.0.state, records);
+        async move { future.await.into_batch_outcome() }
     }
 }

@@ -1,8 +1,6 @@
-//! What a handler says about a record, and what the adapter concluded from it.
+//! What a handler says about a record: its outcome, or an error that holds the record.
 
 use std::fmt;
-
-use crate::rejection::Rejection;
 
 /// What a handler decided about one record.
 ///
@@ -10,7 +8,7 @@ use crate::rejection::Rejection;
 /// |---|---|---|
 /// | [`ack`](Self::ack) | handled | moves past it once every earlier record of the shard is handled |
 /// | [`drop`](Self::drop) | retired, never read again | as for ack |
-/// | [`retry`](Self::retry) | left unhandled | stops in front of it; only its own shard waits |
+/// | [`hold`](Self::hold) | left unhandled, delivered again | stops in front of it; only its own shard waits |
 ///
 /// Lambda has no per-record "drop": a dropped record is reported to Lambda exactly like an acked
 /// one. The difference is the intent, which the adapter logs and reports to the emulator.
@@ -22,7 +20,7 @@ pub enum HandlerOutcome {
     /// The record can never be handled (another try would give the same answer): retire it.
     Drop,
     /// The record could not be handled now: hold it, so that Lambda delivers it again.
-    Retry,
+    Hold,
 }
 
 impl HandlerOutcome {
@@ -38,13 +36,13 @@ impl HandlerOutcome {
 
     /// The record is held: the shard's checkpoint stops in front of it and Lambda delivers it
     /// (and every record behind it) again.
-    pub const fn retry() -> Self {
-        Self::Retry
+    pub const fn hold() -> Self {
+        Self::Hold
     }
 
     /// Whether this outcome settles the record (ack or drop), letting the checkpoint pass it.
     pub const fn settles(self) -> bool {
-        !matches!(self, Self::Retry)
+        !matches!(self, Self::Hold)
     }
 }
 
@@ -156,67 +154,4 @@ impl<E: fmt::Display> IntoBatchOutcome for Result<(), E> {
         self.map(|()| BatchOutcome::All(HandlerOutcome::Ack))
             .map_err(HandlerError::new)
     }
-}
-
-/// How one record of a batch ended up, as the adapter settled it.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum RecordOutcome {
-    /// The handler acked it.
-    Acked,
-    /// It was retired without being handled.
-    Dropped(DropReason),
-    /// It is held: Lambda will deliver it again.
-    Held(HoldReason),
-    /// The handler was never called for it; Lambda will deliver it again.
-    Skipped(SkipReason),
-}
-
-impl RecordOutcome {
-    /// Whether the record is settled (acked or dropped), so the checkpoint may pass it.
-    pub fn is_settled(&self) -> bool {
-        matches!(self, Self::Acked | Self::Dropped(_))
-    }
-}
-
-/// Why a record was retired.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum DropReason {
-    /// The handler returned [`HandlerOutcome::drop`].
-    Handler,
-    /// The record's data could not be decoded, and undecodable records are dropped.
-    Undecodable(Rejection),
-}
-
-/// Why a record is held.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum HoldReason {
-    /// The handler returned [`HandlerOutcome::retry`].
-    Retry,
-    /// The handler returned an error.
-    Error(HandlerError),
-    /// The handler panicked; the text is the panic's message.
-    Panicked(String),
-    /// The record's data could not be decoded, and undecodable records are held.
-    Undecodable(Rejection),
-    /// A batch handler returned a number of outcomes that does not match the records it was given.
-    OutcomeCountMismatch {
-        /// How many records the handler was given.
-        records: usize,
-        /// How many outcomes it returned.
-        outcomes: usize,
-    },
-}
-
-/// Why the handler was not called for a record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum SkipReason {
-    /// An earlier record of the shard (in lanes mode: of the same partition key) is held, and
-    /// Lambda delivers this record again anyway.
-    BehindHeldRecord,
-    /// The invocation's remaining time fell under the deadline margin before this record started.
-    Deadline,
 }

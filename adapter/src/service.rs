@@ -11,13 +11,17 @@ use std::time::Duration;
 use lambda_runtime::{Context, Diagnostic, LambdaEvent};
 
 use crate::batch::KinesisBatch;
-use crate::handler::Handler;
-use crate::settle::{BatchResponse, Deadline, Options, Settlement};
+use crate::handler::{Handler, WithState};
+use crate::settle::{Deadline, Options};
+use crate::settlement::Settlement;
+use crate::wire::BatchResponse;
 
 /// A Kinesis record handler with the rules it is settled by, ready to run on Lambda.
 ///
 /// It is a [`tower::Service`] over `LambdaEvent<KinesisBatch>` whose response is the partial batch
 /// response, so tower layers fit around it. [`run`](Self::run) serves it with `lambda_runtime`.
+/// [`new`](Self::new) takes a handler alone; [`with_state`](Self::with_state) a handler and the
+/// state it borrows on every call.
 ///
 /// ```no_run
 /// # use lambda_kinesis::{HandlerOutcome, KinesisAdapter};
@@ -72,6 +76,23 @@ where
         }
     }
 
+    /// Settles a batch as one invocation with `context` would, without Lambda.
+    pub async fn settle(&self, batch: impl Into<KinesisBatch>, context: &Context) -> Settlement {
+        let batch = batch.into();
+        let outcomes = self
+            .handler
+            .settle(&batch, &self.options, Deadline::of(context))
+            .await;
+        Settlement::new(batch, outcomes)
+    }
+
+    /// Runs the adapter as a Lambda function, through `lambda_runtime`, until the runtime stops.
+    pub async fn run(self) -> Result<(), lambda_runtime::Error> {
+        lambda_runtime::run(self).await
+    }
+}
+
+impl<H, T, K> KinesisAdapter<H, T, K> {
     /// Keeps going after a held record, handling the records of every partition key that has no
     /// held record ahead of it, with up to `max_concurrent_keys` keys handled at once (a lane per
     /// key, records in shard order within a lane).
@@ -101,19 +122,51 @@ where
         self.options.deadline_margin = margin;
         self
     }
+}
 
-    /// Settles a batch as one invocation with `context` would, without Lambda.
-    pub async fn settle(&self, batch: KinesisBatch, context: &Context) -> Settlement {
-        let outcomes = self
-            .handler
-            .settle(&batch, &self.options, Deadline::of(context))
-            .await;
-        Settlement::new(batch, outcomes)
+impl<S, H, T, K> KinesisAdapter<WithState<S, H>, T, K>
+where
+    WithState<S, H>: Handler<T, K>,
+    T: 'static,
+    K: 'static,
+{
+    /// Wraps a handler that borrows `state` on every call, with the default rules.
+    ///
+    /// The state is made once per execution environment (at cold start, in `main`) and shared
+    /// by every invocation: the place for clients, connection pools and configuration. The
+    /// handler is any shape of [`handler`](crate::handler) with `&S` as its first argument:
+    /// `async fn(&S, &T)`, `async fn(&S, &T, &RecordMeta<'_>)` or `async fn(&S, &[T])`. Build
+    /// state that can fail with [`init`](crate::init), so a failure reaches Lambda as an init
+    /// error.
+    ///
+    /// ```no_run
+    /// use lambda_kinesis::{HandlerOutcome, KinesisAdapter};
+    ///
+    /// struct Carriers { known: Vec<String> }
+    /// #[derive(serde::Deserialize)]
+    /// struct Shipment { carrier: String }
+    ///
+    /// async fn ship(carriers: &Carriers, shipment: &Shipment) -> HandlerOutcome {
+    ///     if carriers.known.contains(&shipment.carrier) {
+    ///         HandlerOutcome::ack()
+    ///     } else {
+    ///         HandlerOutcome::hold()
+    ///     }
+    /// }
+    ///
+    /// #[tokio::main]
+    /// async fn main() -> Result<(), lambda_kinesis::Error> {
+    ///     let carriers = Carriers { known: vec!["dhl".into(), "ups".into()] };
+    ///     KinesisAdapter::with_state(carriers, ship).run().await
+    /// }
+    /// ```
+    pub fn with_state(state: S, handler: H) -> Self {
+        Self::new(WithState::new(state, handler))
     }
 
-    /// Runs the adapter as a Lambda function, through `lambda_runtime`, until the runtime stops.
-    pub async fn run(self) -> Result<(), lambda_runtime::Error> {
-        lambda_runtime::run(self).await
+    /// The state the handler borrows.
+    pub fn state(&self) -> &S {
+        self.handler.state()
     }
 }
 

@@ -1,27 +1,26 @@
-//! Settlement: calling the handler over a batch and deciding where the shard's checkpoint stands.
+//! The engine: calling the handler over a batch, record by record (in one lane or one lane per
+//! partition key) or all at once, and turning what it returns into each record's outcome.
 //!
 //! The one rule everything here serves: the response names the first record, in shard order,
 //! that is not settled (acked or dropped). Lambda checkpoints in front of it and delivers it and
 //! every record behind it again; with nothing named, Lambda checkpoints past the whole batch.
+//! The report of what was decided is [`crate::settlement`].
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::time::{Duration, SystemTime};
 
-use aws_lambda_events::streams::{KinesisBatchItemFailure, KinesisEventResponse};
 use base64::Engine as _;
 use futures_util::{FutureExt as _, StreamExt as _};
-use serde::ser::{Serialize, SerializeMap, Serializer};
 use tracing::Instrument as _;
 
 use crate::batch::{KinesisBatch, RecordData, RecordMeta};
-use crate::handler::{BatchHandler, FromRecordData};
-use crate::outcome::{
-    BatchOutcome, DropReason, HandlerError, HandlerOutcome, HoldReason, IntoBatchOutcome as _,
-    RecordOutcome, SkipReason,
+use crate::handler::FromRecordData;
+use crate::outcome::{BatchOutcome, HandlerError, HandlerOutcome};
+use crate::settlement::{
+    DecodeFailure, DropReason, HoldReason, RecordOutcome, SkipReason, UndecodableRecord,
 };
-use crate::rejection::{Rejection, RejectionKind};
 
 /// How the adapter settles a batch; set through [`KinesisAdapter`](crate::KinesisAdapter).
 #[derive(Debug, Clone, Copy)]
@@ -85,6 +84,14 @@ pub(crate) trait CallRecord<T>: Send + Sync {
         record: &'r T,
         meta: &'r RecordMeta<'r>,
     ) -> impl Future<Output = Result<HandlerOutcome, HandlerError>> + Send + 'r;
+}
+
+/// How the engine calls a batch handler, whatever its shape.
+pub(crate) trait CallBatch<T>: Send + Sync {
+    fn call_batch<'r>(
+        &'r self,
+        records: &'r [T],
+    ) -> impl Future<Output = Result<BatchOutcome, HandlerError>> + Send + 'r;
 }
 
 /// Settles a batch with a record handler: in one lane by default, or in one lane per partition key.
@@ -203,7 +210,7 @@ async fn call<T: Sync, C: CallRecord<T>>(
     match result {
         Ok(Ok(HandlerOutcome::Ack)) => RecordOutcome::Acked,
         Ok(Ok(HandlerOutcome::Drop)) => RecordOutcome::Dropped(DropReason::Handler),
-        Ok(Ok(HandlerOutcome::Retry)) => RecordOutcome::Held(HoldReason::Retry),
+        Ok(Ok(HandlerOutcome::Hold)) => RecordOutcome::Held(HoldReason::Handler),
         Ok(Err(error)) => {
             tracing::error!(error = %error, "the handler failed; the record is held");
             RecordOutcome::Held(HoldReason::Error(error))
@@ -227,30 +234,33 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// Decodes a record's data into `data` (a buffer reused across records), then into `T`.
-fn decode<T: FromRecordData>(record: &RecordMeta<'_>, data: &mut Vec<u8>) -> Result<T, Rejection> {
-    let reject = |kind| Rejection {
+fn decode<T: FromRecordData>(
+    record: &RecordMeta<'_>,
+    data: &mut Vec<u8>,
+) -> Result<T, UndecodableRecord> {
+    let reject = |failure| UndecodableRecord {
         shard_id: record.shard_id().to_owned(),
         sequence_number: record.sequence_number().to_owned(),
         sub_sequence_number: record.is_aggregated().then(|| record.sub_sequence_number()),
-        kind,
+        failure,
     };
     let bytes = match record.data() {
         RecordData::Base64(text) => {
             data.clear();
             base64::engine::general_purpose::STANDARD
                 .decode_vec(text, data)
-                .map_err(|error| reject(RejectionKind::InvalidBase64(error.to_string())))?;
+                .map_err(|error| reject(DecodeFailure::InvalidBase64(error.to_string())))?;
             data.as_slice()
         }
         RecordData::Raw(bytes) => bytes,
         RecordData::CorruptAggregate(error) => {
-            return Err(reject(RejectionKind::CorruptAggregate(error)));
+            return Err(reject(DecodeFailure::CorruptAggregate(error)));
         }
     };
-    T::from_record_data(bytes).map_err(|error| reject(RejectionKind::InvalidJson(error)))
+    T::from_record_data(bytes).map_err(|error| reject(DecodeFailure::InvalidData(error)))
 }
 
-fn undecodable(rejection: Rejection, options: &Options) -> RecordOutcome {
+fn undecodable(rejection: UndecodableRecord, options: &Options) -> RecordOutcome {
     if options.hold_undecodable {
         tracing::warn!(
             shard_id = %rejection.shard_id,
@@ -271,15 +281,15 @@ fn undecodable(rejection: Rejection, options: &Options) -> RecordOutcome {
 }
 
 /// Settles a batch with a batch handler: one call with every decoded record.
-pub(crate) async fn whole_batch<T, H>(
-    handler: &H,
+pub(crate) async fn whole_batch<T, C>(
+    handler: C,
     batch: &KinesisBatch,
     options: &Options,
     deadline: Deadline,
 ) -> Vec<RecordOutcome>
 where
     T: FromRecordData + Send + Sync,
-    H: for<'a> BatchHandler<'a, T>,
+    C: CallBatch<T>,
 {
     let mut outcomes: Vec<Option<RecordOutcome>> = vec![None; batch.len()];
     let mut values = Vec::with_capacity(batch.len());
@@ -302,7 +312,7 @@ where
         }
     }
     if !values.is_empty() {
-        let given = batch_outcomes(handler, &values, options, deadline, batch, positions[0]).await;
+        let given = batch_outcomes(&handler, &values, options, deadline, batch, positions[0]).await;
         for (position, outcome) in positions.into_iter().zip(given) {
             outcomes[position] = Some(outcome);
         }
@@ -314,8 +324,8 @@ where
 }
 
 /// Calls a batch handler and matches what it returned with the `values` it was given.
-async fn batch_outcomes<T, H>(
-    handler: &H,
+async fn batch_outcomes<T, C>(
+    handler: &C,
     values: &[T],
     options: &Options,
     deadline: Deadline,
@@ -324,7 +334,7 @@ async fn batch_outcomes<T, H>(
 ) -> Vec<RecordOutcome>
 where
     T: Send + Sync,
-    H: for<'a> BatchHandler<'a, T>,
+    C: CallBatch<T>,
 {
     let first = batch
         .record(first)
@@ -346,7 +356,7 @@ where
         return vec![RecordOutcome::Skipped(SkipReason::Deadline); values.len()];
     }
     drop(_entered);
-    let started = std::panic::catch_unwind(AssertUnwindSafe(|| handler.call(values)));
+    let started = std::panic::catch_unwind(AssertUnwindSafe(|| handler.call_batch(values)));
     let result = match started {
         Ok(future) => {
             AssertUnwindSafe(future)
@@ -358,7 +368,7 @@ where
     };
     let _entered = span.enter();
     let outcome = match result {
-        Ok(output) => output.into_batch_outcome(),
+        Ok(outcome) => outcome,
         Err(panic) => {
             let message = panic_message(panic.as_ref());
             tracing::error!(panic = %message, "the batch handler panicked; the batch is held");
@@ -392,170 +402,6 @@ fn record_outcome(outcome: HandlerOutcome) -> RecordOutcome {
     match outcome {
         HandlerOutcome::Ack => RecordOutcome::Acked,
         HandlerOutcome::Drop => RecordOutcome::Dropped(DropReason::Handler),
-        HandlerOutcome::Retry => RecordOutcome::Held(HoldReason::Retry),
-    }
-}
-
-/// A batch and how each of its records was settled.
-#[derive(Debug, Clone)]
-pub struct Settlement {
-    batch: KinesisBatch,
-    outcomes: Vec<RecordOutcome>,
-}
-
-/// Where the shard's checkpoint stands once Lambda has read the response.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Checkpoint<'a> {
-    /// Past this record (its sequence number): every record up to it is settled.
-    After(&'a str),
-    /// Where it stood before the batch: its first record is not settled.
-    Unmoved,
-}
-
-impl Settlement {
-    pub(crate) fn new(batch: KinesisBatch, outcomes: Vec<RecordOutcome>) -> Self {
-        debug_assert_eq!(batch.len(), outcomes.len());
-        Self { batch, outcomes }
-    }
-
-    /// Every record with its outcome, in shard order.
-    pub fn records(&self) -> impl ExactSizeIterator<Item = (RecordMeta<'_>, &RecordOutcome)> + '_ {
-        self.batch.records().zip(&self.outcomes)
-    }
-
-    /// Each record's outcome, in shard order.
-    pub fn outcomes(&self) -> &[RecordOutcome] {
-        &self.outcomes
-    }
-
-    /// The outcome of the record at `index`.
-    pub fn outcome(&self, index: usize) -> &RecordOutcome {
-        &self.outcomes[index]
-    }
-
-    /// The index of the first record that is not settled: the one the response names.
-    pub fn first_unsettled(&self) -> Option<usize> {
-        self.outcomes
-            .iter()
-            .position(|outcome| !outcome.is_settled())
-    }
-
-    /// Where the records Lambda delivers again begin: the first unsettled record or, when it is a
-    /// user record of a KPL aggregate, the aggregate's first user record, since the response can
-    /// only name the aggregate (see `docs/kpl-aggregation.md`). The batch's length when every
-    /// record is settled.
-    fn redelivered_from(&self) -> usize {
-        match self.first_unsettled() {
-            None => self.outcomes.len(),
-            Some(index) => {
-                let record = self.batch.record(index).expect("an outcome's record");
-                index - record.sub_sequence_number() as usize
-            }
-        }
-    }
-
-    /// The sequence number the response names, if any record is not settled.
-    pub fn held_sequence_number(&self) -> Option<&str> {
-        self.first_unsettled()
-            .and_then(|index| self.batch.record(index))
-            .map(|record| record.sequence_number())
-    }
-
-    /// Where the shard's checkpoint stands once Lambda has read the response.
-    pub fn checkpoint(&self) -> Checkpoint<'_> {
-        match self
-            .redelivered_from()
-            .checked_sub(1)
-            .and_then(|last| self.batch.record(last))
-        {
-            Some(record) => Checkpoint::After(record.sequence_number()),
-            None => Checkpoint::Unmoved,
-        }
-    }
-
-    /// The records Lambda delivers again: the first unsettled one and every record behind it
-    /// (and, when it is a user record of a KPL aggregate, the user records in front of it in
-    /// its aggregate).
-    pub fn redelivered(&self) -> impl Iterator<Item = RecordMeta<'_>> + '_ {
-        self.batch.records().skip(self.redelivered_from())
-    }
-
-    /// The response for Lambda.
-    pub fn response(&self) -> BatchResponse {
-        let mut failures = KinesisEventResponse::default();
-        if let Some(sequence_number) = self.held_sequence_number() {
-            failures.add_failure(sequence_number);
-        }
-        // A record dropped behind the first unsettled one is delivered again, so it is not
-        // retired yet: only the drops the checkpoint passes are reported. An aggregate is
-        // reported once, when any of its user records was dropped.
-        let settled = self.redelivered_from();
-        let mut dropped: Vec<String> = Vec::new();
-        for (index, outcome) in self.outcomes[..settled].iter().enumerate() {
-            let record = self.batch.record(index).expect("an outcome's record");
-            let reported = dropped.last().map(String::as_str) == Some(record.sequence_number());
-            if matches!(outcome, RecordOutcome::Dropped(_)) && !reported {
-                dropped.push(record.sequence_number().to_owned());
-            }
-        }
-        BatchResponse { failures, dropped }
-    }
-}
-
-/// The adapter's answer to Lambda: the partial batch response, naming at most one record.
-///
-/// It serialises as `{"batchItemFailures":[...]}`. When records were dropped it also carries
-/// `"lambdaKinesis":{"dropped":[sequence numbers]}`, which Lambda ignores (it reads only
-/// `batchItemFailures`) and the `kinesis-esm` emulator reads to tell drops from acks. It lists
-/// only the drops in front of the record the response names: those the checkpoint passes.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct BatchResponse {
-    failures: KinesisEventResponse,
-    dropped: Vec<String>,
-}
-
-impl BatchResponse {
-    /// The standard partial batch response.
-    pub fn failures(&self) -> &KinesisEventResponse {
-        &self.failures
-    }
-
-    /// The sequence numbers of the records that were dropped and that the checkpoint passes.
-    pub fn dropped(&self) -> &[String] {
-        &self.dropped
-    }
-
-    /// The sequence number the response names, if any.
-    pub fn item_identifier(&self) -> Option<&str> {
-        self.failures
-            .batch_item_failures
-            .first()
-            .and_then(|failure: &KinesisBatchItemFailure| failure.item_identifier.as_deref())
-    }
-}
-
-impl From<BatchResponse> for KinesisEventResponse {
-    fn from(response: BatchResponse) -> Self {
-        response.failures
-    }
-}
-
-impl Serialize for BatchResponse {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        struct Report<'a>(&'a [String]);
-        impl Serialize for Report<'_> {
-            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                let mut map = serializer.serialize_map(Some(1))?;
-                map.serialize_entry("dropped", self.0)?;
-                map.end()
-            }
-        }
-        let entries = if self.dropped.is_empty() { 1 } else { 2 };
-        let mut map = serializer.serialize_map(Some(entries))?;
-        map.serialize_entry("batchItemFailures", &self.failures.batch_item_failures)?;
-        if !self.dropped.is_empty() {
-            map.serialize_entry("lambdaKinesis", &Report(&self.dropped))?;
-        }
-        map.end()
+        HandlerOutcome::Hold => RecordOutcome::Held(HoldReason::Handler),
     }
 }

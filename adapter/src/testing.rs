@@ -2,22 +2,25 @@
 //!
 //! Build an event with [`TestEvent`] (records of typed values or raw bytes, with the shard id,
 //! sequence numbers, partition keys and arrival timestamps Lambda gives them), settle it with
-//! [`settle`], and read each record's outcome, the response and where the checkpoint stands:
+//! [`settle`] (or [`settle_with_state`]), and read the [`Settlement`]: each record's outcome, its
+//! one-line [`summary`](Settlement::summary), the [`cut`](Settlement::cut) the response names
+//! and the records Lambda delivers again:
 //!
 //! ```
+//! use lambda_kinesis::HandlerOutcome;
 //! use lambda_kinesis::testing::{settle, TestEvent};
-//! use lambda_kinesis::{Checkpoint, HandlerOutcome};
 //!
 //! async fn double_check(n: &u32) -> HandlerOutcome {
-//!     if *n == 2 { HandlerOutcome::retry() } else { HandlerOutcome::ack() }
+//!     if *n == 2 { HandlerOutcome::hold() } else { HandlerOutcome::ack() }
 //! }
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
 //! let event = TestEvent::new().json(&1).json(&2).json(&3);
-//! let settlement = settle(double_check, event.clone()).await;
+//! let settlement = settle(double_check, &event).await;
 //!
-//! assert_eq!(settlement.held_sequence_number(), Some(event.sequence_number(1)));
-//! assert_eq!(settlement.checkpoint(), Checkpoint::After(event.sequence_number(0)));
+//! assert_eq!(settlement.summary(), "ack hold skip");
+//! // The response names record 1: Lambda checkpoints after record 0 and delivers 1 and 2 again.
+//! assert_eq!(settlement.cut(), Some(event.cut_at(1)));
 //! assert_eq!(settlement.redelivered().count(), 2);
 //! # }
 //! ```
@@ -28,11 +31,11 @@ use aws_lambda_events::kinesis::KinesisEvent;
 use lambda_runtime::Context;
 use serde::Serialize;
 
-use crate::KinesisBatch;
-use crate::event_json::{EventRecord, EventSource, write_event};
-use crate::handler::Handler;
+use crate::batch::KinesisBatch;
+use crate::handler::{Handler, WithState};
 use crate::service::KinesisAdapter;
-use crate::settle::Settlement;
+use crate::settlement::{Cut, Settlement};
+use crate::wire::{EventRecord, EventSource, write_event};
 
 /// The partition key of records added without one.
 pub const DEFAULT_PARTITION_KEY: &str = "partition-key";
@@ -161,9 +164,34 @@ impl TestEvent {
     /// The sequence number of the record at `index`.
     ///
     /// # Panics
-    /// When the event has no record at `index`.
+    /// When the event has no record at `index`; the message names the index and the number of
+    /// records, at the caller's line.
+    #[track_caller]
     pub fn sequence_number(&self, index: usize) -> &str {
-        &self.records[index].sequence_number
+        match self.records.get(index) {
+            Some(record) => &record.sequence_number,
+            None => panic!(
+                "no record at index {index}: the event holds {} record(s)",
+                self.records.len()
+            ),
+        }
+    }
+
+    /// The [`Cut`] at the record at `index`: what [`Settlement::cut`] says when that record is
+    /// the first one not settled.
+    ///
+    /// `index` counts the event's records, while a cut counts the batch's, where an aggregate
+    /// stands for its user records: once an aggregate with more than one user record stands in
+    /// front of `index`, build the [`Cut`] itself.
+    ///
+    /// # Panics
+    /// When the event has no record at `index`, as [`sequence_number`](Self::sequence_number).
+    #[track_caller]
+    pub fn cut_at(&self, index: usize) -> Cut<'_> {
+        Cut {
+            index,
+            sequence_number: self.sequence_number(index),
+        }
     }
 
     /// How many Kinesis records the event holds (an aggregate counts as one).
@@ -247,7 +275,43 @@ where
     K: 'static,
 {
     KinesisAdapter::new(handler)
-        .settle(event.into(), &Context::default())
+        .settle(event, &Context::default())
+        .await
+}
+
+/// Settles `event` with a `handler` that borrows `state`, under the default rules, as one
+/// invocation without deadline: how a test injects its own clients.
+///
+/// ```
+/// use std::sync::Mutex;
+/// use lambda_kinesis::HandlerOutcome;
+/// use lambda_kinesis::testing::{TestEvent, settle_with_state};
+///
+/// #[derive(Default)]
+/// struct Ledger(Mutex<Vec<u32>>);
+///
+/// async fn record(ledger: &Ledger, n: &u32) -> HandlerOutcome {
+///     ledger.0.lock().unwrap().push(*n);
+///     HandlerOutcome::ack()
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let settlement = settle_with_state(Ledger::default(), record, TestEvent::new().json(&4)).await;
+/// assert_eq!(settlement.summary(), "ack");
+/// # }
+/// ```
+pub async fn settle_with_state<S, H, T, K>(
+    state: S,
+    handler: H,
+    event: impl Into<KinesisBatch>,
+) -> Settlement
+where
+    WithState<S, H>: Handler<T, K>,
+    T: 'static,
+    K: 'static,
+{
+    KinesisAdapter::with_state(state, handler)
+        .settle(event, &Context::default())
         .await
 }
 

@@ -544,7 +544,7 @@ async fn ship_after_a_call(shipments: &[Shipment]) -> Vec<HandlerOutcome> {
     tokio::time::sleep(CALL).await;
     let mut outcomes = Vec::with_capacity(shipments.len());
     for shipment in shipments {
-        outcomes.push(shipping::ship(shipment).await);
+        outcomes.push(shipping::ship(&shipping::Carriers, shipment).await);
     }
     outcomes
 }
@@ -592,7 +592,7 @@ async fn emulator(
     let function = if calls_out {
         InProcess::handler(ship_after_a_call)
     } else {
-        InProcess::handler(shipping::ship)
+        InProcess::service(shipping::function())
     };
     let mapping = EventSourceMapping::new(config, source.clone(), Arc::new(function))
         .lease_store(leases)

@@ -14,7 +14,7 @@
 //! thread, as the CLI's `--until-idle` waits: every status change wakes it, and that cost is
 //! part of the figures). Every run checks that each record was delivered once and acked, with
 //! no retry. The function runs in process
-//! (`InProcess::handler(shipping::ship)`) or as its own release `bootstrap` through the Runtime
+//! (`InProcess::service(shipping::function())`) or as its own release `bootstrap` through the Runtime
 //! API. Its processes, one per shard, are started before the clock starts: Lambda's init phase
 //! is not throughput. They run with `RUST_LOG=warn`: the shipping function logs every shipment
 //! at INFO, and a run that writes a line per record measures the pipe into the emulator's log
@@ -180,7 +180,7 @@ async fn throughput(
                 continue;
             }
             let (invoker, runtime_api): (Arc<dyn Invoker>, _) = match via {
-                Via::InProcess => (Arc::new(InProcess::handler(shipping::ship)), None),
+                Via::InProcess => (Arc::new(InProcess::service(shipping::function())), None),
                 Via::RuntimeApi => {
                     let api = runtime_api(binary, shards as usize, "warn").await;
                     (Arc::clone(&api) as Arc<dyn Invoker>, Some(api))
@@ -413,7 +413,7 @@ async fn ship_and_tell(shipment: &Shipment) -> HandlerOutcome {
     if let Some(tell) = SEEN_BY_HANDLER.get() {
         let _ = tell.send((shipment.id, seen));
     }
-    shipping::ship(shipment).await
+    shipping::ship(&shipping::Carriers, shipment).await
 }
 
 /// An invoker that tells when each invocation was handed over and when its answer came back.

@@ -40,7 +40,7 @@ fn main() {
             batch.len()
         );
 
-        let in_process = InProcess::handler(shipping::ship);
+        let in_process = InProcess::service(shipping::function());
         let baseline = round_trips(&in_process, &small).await;
         report("in process (baseline)", &baseline, None);
 

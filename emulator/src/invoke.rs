@@ -10,9 +10,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use lambda_kinesis::KinesisAdapter;
+use lambda_kinesis::handler::Handler;
 use lambda_kinesis::lambda_runtime::{Context, Diagnostic, LambdaEvent};
 use lambda_kinesis::tower::{Service, ServiceExt as _};
-use lambda_kinesis::{Handler, KinesisAdapter, KinesisBatch};
+use lambda_kinesis::wire::KinesisBatch;
 
 pub mod invoke_api;
 pub mod runtime_api;

@@ -31,8 +31,8 @@ pub enum Verdict {
 pub struct ReadResponse {
     /// How the batch settles.
     pub verdict: Verdict,
-    /// The records the function reported as dropped (the `lambda-kinesis` extension
-    /// `"lambdaKinesis":{"dropped":[...]}`), as indices into the batch. Lambda ignores the
+    /// The records the function reported as dropped (the `lambda-kinesis` extension,
+    /// `lambda_kinesis::wire::EXTENSION`), as indices into the batch. Lambda ignores the
     /// extension; the emulator only counts it.
     pub dropped: Vec<usize>,
 }
@@ -121,12 +121,7 @@ fn verdict(value: &Value, sequence_numbers: &[SequenceNumber]) -> Verdict {
 }
 
 fn dropped_records(value: &Value, sequence_numbers: &[SequenceNumber]) -> Vec<usize> {
-    let Some(Value::Array(dropped)) = value.pointer("/lambdaKinesis/dropped") else {
-        return Vec::new();
-    };
-    dropped
-        .iter()
-        .filter_map(Value::as_str)
+    lambda_kinesis::wire::dropped_sequence_numbers(value)
         .filter_map(|text| text.parse::<SequenceNumber>().ok())
         .filter_map(|sequence_number| sequence_numbers.binary_search(&sequence_number).ok())
         .collect()

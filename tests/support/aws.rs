@@ -901,7 +901,7 @@ pub fn ship_after_gate(
             if shipment.id == gated_id {
                 gate.pass().await;
             }
-            shipping::ship(&shipment).await
+            shipping::ship(&shipping::Carriers, &shipment).await
         })
     }
 }

@@ -98,7 +98,7 @@ pub async fn canned_answer_bootstrap() -> &'static Path {
 /// How a test's mapping reaches the function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Via {
-    /// In this process: `InProcess::handler(shipping::ship)`.
+    /// In this process: `InProcess::service(shipping::function())`.
     InProcess,
     /// The function's own `bootstrap` binary under the Lambda Runtime API.
     RuntimeApi,
@@ -116,7 +116,7 @@ impl Via {
     /// The shipping function, reached this way.
     pub async fn shipping(self) -> Arc<dyn Invoker> {
         match self {
-            Self::InProcess => Arc::new(InProcess::handler(shipping::ship)),
+            Self::InProcess => Arc::new(InProcess::service(shipping::function())),
             Self::RuntimeApi => {
                 let function = FunctionDefinition::new("shipping", shipping_bootstrap().await);
                 Arc::new(RuntimeApi::new(function))

@@ -2,11 +2,10 @@
 //! only name a Kinesis record, names the aggregate of the first held user record.
 
 use lambda_kinesis::aggregate::{Aggregate, AggregateError};
+use lambda_kinesis::settlement::{Cut, DecodeFailure, DropReason, RecordOutcome};
 use lambda_kinesis::testing::{TestEvent, settle};
-use lambda_kinesis::{
-    Checkpoint, DropReason, HandlerOutcome, KinesisAdapter, KinesisBatch, RecordMeta,
-    RecordOutcome, RejectionKind,
-};
+use lambda_kinesis::wire::KinesisBatch;
+use lambda_kinesis::{HandlerOutcome, KinesisAdapter, RecordMeta};
 
 use crate::support::{Calls, check_outcomes, response_json};
 
@@ -48,7 +47,7 @@ fn holding(
                 meta.is_aggregated(),
             ));
             std::future::ready(if *n == hold {
-                HandlerOutcome::retry()
+                HandlerOutcome::hold()
             } else {
                 HandlerOutcome::ack()
             })
@@ -79,10 +78,12 @@ async fn each_user_record_is_handled_on_its_own_with_its_own_keys() {
             (0, aggregate.clone(), key(0), Some("0".to_owned()), 0, true),
             (1, aggregate.clone(), key(1), None, 1, true),
             (2, aggregate, key(2), Some("2".to_owned()), 2, true),
-            (101, last.clone(), "plain".to_owned(), None, 0, false),
+            (101, last, "plain".to_owned(), None, 0, false),
         ]
     );
-    assert_eq!(settlement.checkpoint(), Checkpoint::After(&last));
+    // Every record settled: the checkpoint moves past the last one.
+    assert_eq!(settlement.cut(), None);
+    assert_eq!(settlement.redelivered().count(), 0);
     assert_eq!(response_json(&settlement), r#"{"batchItemFailures":[]}"#);
 }
 
@@ -94,17 +95,17 @@ async fn a_held_user_record_puts_the_checkpoint_in_front_of_its_aggregate() {
         .json(&101);
     let (seen, handler) = holding(3);
     let settlement = settle(handler, event.clone()).await;
-    check_outcomes(&settlement, "ack ack ack ack retry skip skip");
+    check_outcomes(&settlement, "ack ack ack ack hold skip skip");
     assert_eq!(seen.taken().len(), 5, "handled up to the held user record");
     // The response can only name the aggregate: Lambda delivers it again whole, so its user
-    // records 0 to 2, handled already, come again.
+    // records 0 to 2, handled already, come again. The cut is the aggregate's first user record
+    // (batch index 1), so the checkpoint stands after the plain record in front of it.
     assert_eq!(
-        settlement.held_sequence_number(),
-        Some(event.sequence_number(1))
-    );
-    assert_eq!(
-        settlement.checkpoint(),
-        Checkpoint::After(event.sequence_number(0))
+        settlement.cut(),
+        Some(Cut {
+            index: 1,
+            sequence_number: event.sequence_number(1)
+        })
     );
     let again: Vec<u64> = settlement
         .redelivered()
@@ -124,9 +125,9 @@ async fn a_held_user_record_puts_the_checkpoint_in_front_of_its_aggregate() {
 async fn a_held_first_user_record_leaves_the_checkpoint_unmoved() {
     let event = TestEvent::new().aggregate(&numbers(0, 3));
     let (_, handler) = holding(0);
-    let settlement = settle(handler, event).await;
-    check_outcomes(&settlement, "retry skip skip");
-    assert_eq!(settlement.checkpoint(), Checkpoint::Unmoved);
+    let settlement = settle(handler, &event).await;
+    check_outcomes(&settlement, "hold skip skip");
+    assert_eq!(settlement.cut(), Some(event.cut_at(0)));
 }
 
 #[tokio::test]
@@ -151,7 +152,7 @@ fn damaged(aggregate: &Aggregate) -> Vec<u8> {
 }
 
 #[tokio::test]
-async fn a_corrupt_aggregate_is_a_named_rejection_dropped_like_any_undecodable_record() {
+async fn a_corrupt_aggregate_is_a_named_undecodable_record_dropped_like_any_other() {
     let event = TestEvent::new()
         .json(&1)
         .bytes(damaged(&numbers(0, 3)))
@@ -160,15 +161,15 @@ async fn a_corrupt_aggregate_is_a_named_rejection_dropped_like_any_undecodable_r
     let settlement = settle(handler, event.clone()).await;
     check_outcomes(&settlement, "ack drop:undecodable ack");
     assert_eq!(seen.taken().len(), 2);
-    let RecordOutcome::Dropped(DropReason::Undecodable(rejection)) = settlement.outcome(1) else {
+    let RecordOutcome::Dropped(DropReason::Undecodable(undecodable)) = settlement.outcome(1) else {
         panic!("{:?}", settlement.outcome(1));
     };
     assert_eq!(
-        rejection.kind,
-        RejectionKind::CorruptAggregate(AggregateError::DigestMismatch)
+        undecodable.failure,
+        DecodeFailure::CorruptAggregate(AggregateError::DigestMismatch)
     );
     assert_eq!(
-        rejection.to_string(),
+        undecodable.to_string(),
         format!(
             "record {} of shardId-000000000000: a KPL aggregate that cannot be read: the MD5 digest does not match the message",
             event.sequence_number(1)
@@ -186,10 +187,7 @@ async fn a_corrupt_aggregate_is_held_when_undecodable_records_are() {
         .settle(KinesisBatch::from(&event), &Default::default())
         .await;
     check_outcomes(&settlement, "ack hold:undecodable");
-    assert_eq!(
-        settlement.held_sequence_number(),
-        Some(event.sequence_number(1))
-    );
+    assert_eq!(settlement.cut(), Some(event.cut_at(1)));
 }
 
 #[tokio::test]
@@ -200,16 +198,16 @@ async fn a_user_record_that_is_not_the_handlers_type_names_its_place_in_the_aggr
     let (_, handler) = holding(u32::MAX);
     let settlement = settle(handler, event.clone()).await;
     check_outcomes(&settlement, "ack ack drop:undecodable");
-    let RecordOutcome::Dropped(DropReason::Undecodable(rejection)) = settlement.outcome(2) else {
+    let RecordOutcome::Dropped(DropReason::Undecodable(undecodable)) = settlement.outcome(2) else {
         panic!("{:?}", settlement.outcome(2));
     };
-    assert_eq!(rejection.sub_sequence_number, Some(2));
+    assert_eq!(undecodable.sub_sequence_number, Some(2));
     assert!(
-        rejection.to_string().starts_with(&format!(
-            "user record 2 of record {} of shardId-000000000000: data is not valid JSON",
+        undecodable.to_string().starts_with(&format!(
+            "user record 2 of record {} of shardId-000000000000: data does not decode as the handler's type",
             event.sequence_number(0)
         )),
-        "{rejection}"
+        "{undecodable}"
     );
 }
 
@@ -243,10 +241,7 @@ async fn lanes_follow_the_user_records_partition_keys() {
         .per_key_lanes(4)
         .settle(KinesisBatch::from(&event), &Default::default())
         .await;
-    check_outcomes(&settlement, "retry ack skip ack");
-    assert_eq!(
-        settlement.held_sequence_number(),
-        Some(event.sequence_number(0))
-    );
+    check_outcomes(&settlement, "hold ack skip ack");
+    assert_eq!(settlement.cut(), Some(event.cut_at(0)));
     assert_eq!(settlement.redelivered().count(), 4);
 }

@@ -6,8 +6,10 @@
 
 use std::time::Duration;
 
+use lambda_kinesis::lambda_runtime::Context;
 use lambda_kinesis::testing::{TestEvent, context_with_deadline};
-use lambda_kinesis::{Checkpoint, Context, HandlerOutcome, KinesisAdapter, KinesisBatch};
+use lambda_kinesis::wire::KinesisBatch;
+use lambda_kinesis::{HandlerOutcome, KinesisAdapter};
 
 use crate::support::{Calls, LogCapture, check_outcomes};
 
@@ -37,13 +39,9 @@ async fn no_record_starts_within_the_margin() {
 
     check_outcomes(&settlement, "ack ack deadline deadline deadline");
     assert_eq!(
-        settlement.response().item_identifier(),
+        settlement.cut().map(|cut| cut.sequence_number),
         Some(event.sequence_number(2)),
         "the first record that did not start"
-    );
-    assert_eq!(
-        settlement.checkpoint(),
-        Checkpoint::After(event.sequence_number(1))
     );
     let line = logs
         .one("the invocation's deadline is near: no new record is started, the rest come again");
@@ -83,7 +81,7 @@ async fn a_deadline_already_too_close_starts_nothing() {
         )
         .await;
     check_outcomes(&settlement, "deadline deadline deadline deadline deadline");
-    assert_eq!(settlement.checkpoint(), Checkpoint::Unmoved);
+    assert_eq!(settlement.cut(), Some(event.cut_at(0)));
     assert!(calls.taken().is_empty());
 }
 
@@ -150,7 +148,7 @@ async fn in_lanes_every_lane_stops_at_the_margin() {
         "ack ack ack ack deadline deadline deadline deadline",
     );
     assert_eq!(
-        settlement.response().item_identifier(),
+        settlement.cut().map(|cut| cut.sequence_number),
         Some(event.sequence_number(4))
     );
 }

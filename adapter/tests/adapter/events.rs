@@ -4,7 +4,8 @@
 use std::time::{Duration, SystemTime};
 
 use lambda_kinesis::testing::{TestEvent, settle};
-use lambda_kinesis::{HandlerOutcome, KinesisBatch, KinesisEvent, RawData, RecordMeta};
+use lambda_kinesis::wire::{KinesisBatch, KinesisEvent};
+use lambda_kinesis::{HandlerOutcome, RawData, RecordMeta};
 
 use crate::support::{Decision, check_outcomes, decide};
 
@@ -30,7 +31,7 @@ async fn a_batch_from_the_aws_lambda_events_type_settles_like_one_from_json() {
         .shard("shardId-000000000003")
         .json_keyed("x", &Decision::Ack)
         .json_keyed("y", &Decision::Drop)
-        .json_keyed("x", &Decision::Retry)
+        .json_keyed("x", &Decision::Hold)
         .json_keyed("z", &Decision::Ack);
     let typed: KinesisEvent = event.to_event();
     let from_type = KinesisBatch::from(typed);
@@ -39,9 +40,9 @@ async fn a_batch_from_the_aws_lambda_events_type_settles_like_one_from_json() {
     assert_eq!(metadata(&from_type), metadata(&from_json));
 
     let settlement = settle(decide, from_type).await;
-    check_outcomes(&settlement, "ack drop retry skip");
+    check_outcomes(&settlement, "ack drop hold skip");
     assert_eq!(
-        settlement.response().item_identifier(),
+        settlement.cut().map(|cut| cut.sequence_number),
         Some(event.sequence_number(2))
     );
 }
@@ -66,7 +67,7 @@ async fn the_sam_cli_sample_event_is_read() {
         async move {
             match text.as_deref() {
                 Ok("Hello, this is a test 123.") => HandlerOutcome::ack(),
-                _ => HandlerOutcome::retry(),
+                _ => HandlerOutcome::hold(),
             }
         }
     };

@@ -5,16 +5,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use lambda_kinesis::lambda_runtime::Context;
+use lambda_kinesis::settlement::Settlement;
 use lambda_kinesis::testing::TestEvent;
-use lambda_kinesis::{
-    Checkpoint, Context, HandlerOutcome, KinesisAdapter, KinesisBatch, Settlement,
-};
+use lambda_kinesis::wire::KinesisBatch;
+use lambda_kinesis::{HandlerOutcome, KinesisAdapter};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Barrier;
 
 use crate::support::{Calls, Decision, check_outcomes, decide, response_json};
 
-/// Builds an event from `key:decision` words, such as `"a:ack b:retry a:ack"`.
+/// Builds an event from `key:decision` words, such as `"a:ack b:hold a:ack"`.
 fn keyed(line: &str) -> TestEvent {
     line.split_whitespace()
         .fold(TestEvent::new(), |event, word| {
@@ -32,18 +33,14 @@ async fn settle_in_lanes(lanes: usize, event: &TestEvent) -> Settlement {
 
 #[tokio::test]
 async fn a_held_key_does_not_stop_the_other_keys() {
-    let event = keyed("a:ack b:ack a:retry b:ack a:ack b:drop c:ack");
+    let event = keyed("a:ack b:ack a:hold b:ack a:ack b:drop c:ack");
     let lanes = settle_in_lanes(4, &event).await;
-    check_outcomes(&lanes, "ack ack retry ack skip drop ack");
+    check_outcomes(&lanes, "ack ack hold ack skip drop ack");
     // The response still names the first unsettled record in shard order, and the checkpoint
     // stops in front of it: Lambda delivers everything behind it again.
     assert_eq!(
-        lanes.response().item_identifier(),
+        lanes.cut().map(|cut| cut.sequence_number),
         Some(event.sequence_number(2))
-    );
-    assert_eq!(
-        lanes.checkpoint(),
-        Checkpoint::After(event.sequence_number(1))
     );
     assert_eq!(lanes.redelivered().count(), 5);
     // The drop behind the held record is not retired yet: it comes again.
@@ -51,16 +48,16 @@ async fn a_held_key_does_not_stop_the_other_keys() {
 
     // Without lanes, the adapter stops at the first held record.
     let default = lambda_kinesis::testing::settle(decide, &event).await;
-    check_outcomes(&default, "ack ack retry skip skip skip skip");
+    check_outcomes(&default, "ack ack hold skip skip skip skip");
     assert_eq!(response_json(&default), response_json(&lanes));
 }
 
 #[tokio::test]
 async fn a_record_finished_out_of_order_moves_nothing() {
-    let event = keyed("a:retry b:ack b:ack c:drop");
+    let event = keyed("a:hold b:ack b:ack c:drop");
     let settlement = settle_in_lanes(3, &event).await;
-    check_outcomes(&settlement, "retry ack ack drop");
-    assert_eq!(settlement.checkpoint(), Checkpoint::Unmoved);
+    check_outcomes(&settlement, "hold ack ack drop");
+    assert_eq!(settlement.cut(), Some(event.cut_at(0)));
     assert_eq!(
         response_json(&settlement),
         format!(
@@ -75,7 +72,7 @@ async fn with_every_key_settled_the_response_is_empty() {
     let event = keyed("a:ack b:drop a:ack c:ack b:ack");
     let settlement = settle_in_lanes(2, &event).await;
     check_outcomes(&settlement, "ack drop ack ack ack");
-    assert_eq!(settlement.first_unsettled(), None);
+    assert_eq!(settlement.cut().map(|cut| cut.index), None);
     assert_eq!(settlement.response().dropped(), [event.sequence_number(1)]);
 }
 
@@ -118,7 +115,7 @@ async fn each_key_keeps_its_shard_order() {
         .per_key_lanes(3)
         .settle(KinesisBatch::from(&event), &Context::default())
         .await;
-    assert_eq!(settlement.first_unsettled(), None);
+    assert_eq!(settlement.cut().map(|cut| cut.index), None);
 
     let calls = calls.taken();
     assert_eq!(calls.len(), 12);
@@ -209,7 +206,7 @@ async fn most_at_once(lanes: usize) -> usize {
         .per_key_lanes(lanes)
         .settle(KinesisBatch::from(&event), &Context::default())
         .await;
-    assert_eq!(settlement.first_unsettled(), None);
+    assert_eq!(settlement.cut().map(|cut| cut.index), None);
     most.load(Ordering::SeqCst)
 }
 

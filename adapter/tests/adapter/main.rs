@@ -13,4 +13,5 @@ mod panics;
 mod response;
 mod service;
 mod shapes;
+mod state;
 mod undecodable;

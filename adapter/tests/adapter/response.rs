@@ -1,12 +1,13 @@
 //! The response Lambda reads: exactly one record named, the first unsettled in shard order, and
 //! where the shard's checkpoint then stands.
 
+use lambda_kinesis::HandlerOutcome;
 use lambda_kinesis::testing::{TestEvent, settle};
-use lambda_kinesis::{Checkpoint, HandlerOutcome, KinesisEventResponse};
+use lambda_kinesis::wire::KinesisEventResponse;
 
 use crate::support::{Decision, check_outcomes, decide, response_json};
 
-/// An event whose records carry the decisions of `line` (`"ack drop retry"`), one per word.
+/// An event whose records carry the decisions of `line` (`"ack drop hold"`), one per word.
 fn event_of(line: &str) -> TestEvent {
     line.split_whitespace()
         .fold(TestEvent::new(), |event, word| {
@@ -21,17 +22,21 @@ fn check(decisions: &str, outcomes: &str, named: Option<usize>) {
     let event = event_of(decisions);
     let settlement = block_on(settle(decide, &event));
     check_outcomes(&settlement, outcomes);
-    assert_eq!(settlement.first_unsettled(), named, "the record named");
     assert_eq!(
-        settlement.response().item_identifier(),
+        settlement.cut(),
+        named.map(|index| event.cut_at(index)),
+        "the record named"
+    );
+    assert_eq!(
+        settlement
+            .response()
+            .failures()
+            .batch_item_failures
+            .first()
+            .and_then(|failure| failure.item_identifier.as_deref()),
         named.map(|index| event.sequence_number(index)),
         "the response's itemIdentifier"
     );
-    let checkpoint = match named.unwrap_or(event.len()) {
-        0 => Checkpoint::Unmoved,
-        settled => Checkpoint::After(event.sequence_number(settled - 1)),
-    };
-    assert_eq!(settlement.checkpoint(), checkpoint, "the checkpoint");
     let redelivered: Vec<&str> = settlement
         .redelivered()
         .map(|record| record.sequence_number())
@@ -63,16 +68,12 @@ fn every_record_settled_names_none() {
 
 #[test]
 fn the_first_held_record_is_named_and_the_rest_is_skipped() {
-    check("retry", "retry", Some(0));
-    check("retry ack", "retry skip", Some(0));
-    check("ack retry", "ack retry", Some(1));
-    check("ack drop retry ack", "ack drop retry skip", Some(2));
-    check(
-        "ack ack retry retry drop",
-        "ack ack retry skip skip",
-        Some(2),
-    );
-    check("drop drop drop retry", "drop drop drop retry", Some(3));
+    check("hold", "hold", Some(0));
+    check("hold ack", "hold skip", Some(0));
+    check("ack hold", "ack hold", Some(1));
+    check("ack drop hold ack", "ack drop hold skip", Some(2));
+    check("ack ack hold hold drop", "ack ack hold skip skip", Some(2));
+    check("drop drop drop hold", "drop drop drop hold", Some(3));
 }
 
 #[tokio::test]
@@ -80,7 +81,7 @@ async fn the_response_json_is_exactly_lambdas_partial_batch_response() {
     let all_settled = settle(decide, event_of("ack ack")).await;
     assert_eq!(response_json(&all_settled), r#"{"batchItemFailures":[]}"#);
 
-    let event = event_of("ack retry ack");
+    let event = event_of("ack hold ack");
     let held = settle(decide, &event).await;
     assert_eq!(
         response_json(&held),
@@ -100,7 +101,7 @@ async fn several_held_records_still_name_only_the_first() {
             .iter()
             .map(|n| {
                 if n % 2 == 0 {
-                    HandlerOutcome::retry()
+                    HandlerOutcome::hold()
                 } else {
                     HandlerOutcome::ack()
                 }
@@ -110,7 +111,7 @@ async fn several_held_records_still_name_only_the_first() {
     };
     let event = TestEvent::new().json(&1).json(&2).json(&3).json(&4);
     let settlement = settle(handler, &event).await;
-    check_outcomes(&settlement, "ack retry ack retry");
+    check_outcomes(&settlement, "ack hold ack hold");
     assert_eq!(
         response_json(&settlement),
         format!(
@@ -118,10 +119,7 @@ async fn several_held_records_still_name_only_the_first() {
             event.sequence_number(1)
         )
     );
-    assert_eq!(
-        settlement.checkpoint(),
-        Checkpoint::After(event.sequence_number(0))
-    );
+    assert_eq!(settlement.cut(), Some(event.cut_at(1)));
 }
 
 #[tokio::test]
@@ -154,7 +152,7 @@ async fn the_extension_reports_only_drops_the_checkpoint_passes() {
             .iter()
             .map(|n| match n {
                 0 => HandlerOutcome::drop(),
-                1 => HandlerOutcome::retry(),
+                1 => HandlerOutcome::hold(),
                 _ => HandlerOutcome::ack(),
             })
             .collect::<Vec<_>>();
@@ -162,7 +160,7 @@ async fn the_extension_reports_only_drops_the_checkpoint_passes() {
     };
     let event = TestEvent::new().json(&0).json(&1).json(&0).json(&2);
     let settlement = settle(handler, &event).await;
-    check_outcomes(&settlement, "drop retry drop ack");
+    check_outcomes(&settlement, "drop hold drop ack");
     assert_eq!(settlement.response().dropped(), [event.sequence_number(0)]);
     assert_eq!(
         response_json(&settlement),
@@ -176,7 +174,7 @@ async fn the_extension_reports_only_drops_the_checkpoint_passes() {
 
 #[tokio::test]
 async fn the_settlement_lists_each_record_with_its_outcome() {
-    let event = event_of("ack drop retry");
+    let event = event_of("ack drop hold");
     let settlement = settle(decide, &event).await;
     let listed: Vec<(String, String)> = settlement
         .records()
@@ -192,12 +190,12 @@ async fn the_settlement_lists_each_record_with_its_outcome() {
         [
             (event.sequence_number(0).to_owned(), "ack".to_owned()),
             (event.sequence_number(1).to_owned(), "drop".to_owned()),
-            (event.sequence_number(2).to_owned(), "retry".to_owned()),
+            (event.sequence_number(2).to_owned(), "hold".to_owned()),
         ]
     );
     assert_eq!(settlement.outcome(2), &settlement.outcomes()[2]);
     assert_eq!(
-        settlement.held_sequence_number(),
+        settlement.cut().map(|cut| cut.sequence_number),
         Some(event.sequence_number(2))
     );
 }

@@ -4,12 +4,11 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use lambda_kinesis::lambda_runtime::Diagnostic;
+use lambda_kinesis::KinesisAdapter;
+use lambda_kinesis::lambda_runtime::{Context, Diagnostic, LambdaEvent};
 use lambda_kinesis::testing::TestEvent;
 use lambda_kinesis::tower::{Service, ServiceBuilder, ServiceExt as _};
-use lambda_kinesis::{
-    AdapterError, BatchResponse, Context, KinesisAdapter, KinesisBatch, LambdaEvent,
-};
+use lambda_kinesis::wire::{AdapterError, BatchResponse, KinesisBatch};
 
 use crate::support::{Calls, Decision, decide};
 
@@ -41,7 +40,7 @@ async fn layers_fit_around_the_adapter() {
         })
         .service(KinesisAdapter::new(decide));
 
-    let event = TestEvent::new().json(&Decision::Ack).json(&Decision::Retry);
+    let event = TestEvent::new().json(&Decision::Ack).json(&Decision::Hold);
     let answer = service.oneshot(invocation(&event)).await.unwrap();
     assert_eq!(
         answer,

@@ -16,7 +16,7 @@ fn one_two_three() -> TestEvent {
 
 async fn plain(n: &u32) -> HandlerOutcome {
     if *n == 2 {
-        HandlerOutcome::retry()
+        HandlerOutcome::hold()
     } else {
         HandlerOutcome::ack()
     }
@@ -24,7 +24,7 @@ async fn plain(n: &u32) -> HandlerOutcome {
 
 #[tokio::test]
 async fn a_plain_async_fn_of_a_reference() {
-    check_outcomes(&settle(plain, one_two_three()).await, "ack retry skip");
+    check_outcomes(&settle(plain, one_two_three()).await, "ack hold skip");
 }
 
 /// Any `DeserializeOwned` type is a record type, not only numbers.
@@ -151,7 +151,7 @@ async fn a_handler_that_reads_the_records_metadata() {
 
 async fn with_meta(n: &u32, meta: &RecordMeta<'_>) -> HandlerOutcome {
     if *n == 2 && meta.partition_key() == "hold-me" {
-        HandlerOutcome::retry()
+        HandlerOutcome::hold()
     } else {
         HandlerOutcome::ack()
     }
@@ -163,12 +163,12 @@ async fn an_async_fn_with_metadata() {
         .json_keyed("hold-me", &1)
         .json_keyed("let-go", &2)
         .json_keyed("hold-me", &2);
-    check_outcomes(&settle(with_meta, event).await, "ack ack retry");
+    check_outcomes(&settle(with_meta, event).await, "ack ack hold");
 }
 
 async fn batch_all(numbers: &[u32]) -> HandlerOutcome {
     if numbers.contains(&2) {
-        HandlerOutcome::retry()
+        HandlerOutcome::hold()
     } else {
         HandlerOutcome::ack()
     }
@@ -178,7 +178,7 @@ async fn batch_each(numbers: &[u32]) -> Vec<HandlerOutcome> {
     numbers
         .iter()
         .map(|n| match n {
-            2 => HandlerOutcome::retry(),
+            2 => HandlerOutcome::hold(),
             3 => HandlerOutcome::drop(),
             _ => HandlerOutcome::ack(),
         })
@@ -209,12 +209,12 @@ async fn batch_handlers_settle_one_outcome_for_all_or_one_per_record() {
     let without_two = TestEvent::new().json(&1).json(&3).json(&4);
 
     // One outcome for the whole batch.
-    check_outcomes(&settle(batch_all, &with_two).await, "retry retry retry");
+    check_outcomes(&settle(batch_all, &with_two).await, "hold hold hold");
     check_outcomes(&settle(batch_all, &without_two).await, "ack ack ack");
     // One outcome per record: the response still names only the first held record.
     let each = settle(batch_each, &with_two).await;
-    check_outcomes(&each, "ack retry drop");
-    assert_eq!(each.first_unsettled(), Some(1));
+    check_outcomes(&each, "ack hold drop");
+    assert_eq!(each.cut().map(|cut| cut.index), Some(1));
     // The same inside a `Result`; an `Err` holds the batch from its first record.
     check_outcomes(
         &settle(batch_result_each, &with_two).await,
@@ -297,13 +297,13 @@ async fn closures_that_capture_state() {
         let n = *n;
         async move {
             if n == hold {
-                HandlerOutcome::retry()
+                HandlerOutcome::hold()
             } else {
                 HandlerOutcome::ack()
             }
         }
     };
-    check_outcomes(&settle(closure, one_two_three()).await, "ack ack retry");
+    check_outcomes(&settle(closure, one_two_three()).await, "ack ack hold");
 }
 
 #[tokio::test]
@@ -316,7 +316,7 @@ async fn records_are_handled_in_shard_order_and_no_further_than_the_first_held_o
             let n = *n;
             async move {
                 if n == 30 {
-                    HandlerOutcome::retry()
+                    HandlerOutcome::hold()
                 } else {
                     HandlerOutcome::ack()
                 }
@@ -330,6 +330,6 @@ async fn records_are_handled_in_shard_order_and_no_further_than_the_first_held_o
         .json_keyed("d", &40)
         .json_keyed("a", &50);
     let settlement = settle(handler, event).await;
-    check_outcomes(&settlement, "ack ack retry skip skip");
+    check_outcomes(&settlement, "ack ack hold skip skip");
     assert_eq!(calls.taken(), [10, 20, 30]);
 }

@@ -4,10 +4,9 @@ use std::cell::RefCell;
 use std::io;
 use std::sync::{Arc, Mutex, Once, PoisonError};
 
+use lambda_kinesis::HandlerOutcome;
 use lambda_kinesis::lambda_runtime::tracing::subscriber;
-use lambda_kinesis::{
-    DropReason, HandlerOutcome, HoldReason, RecordOutcome, Settlement, SkipReason,
-};
+use lambda_kinesis::settlement::{DropReason, HoldReason, RecordOutcome, Settlement, SkipReason};
 use serde::{Deserialize, Serialize};
 use subscriber::Layer as _;
 use subscriber::layer::SubscriberExt as _;
@@ -18,7 +17,7 @@ use subscriber::util::SubscriberInitExt as _;
 pub(crate) enum Decision {
     Ack,
     Drop,
-    Retry,
+    Hold,
 }
 
 impl Decision {
@@ -28,7 +27,7 @@ impl Decision {
         match word {
             "ack" => Self::Ack,
             "drop" => Self::Drop,
-            "retry" => Self::Retry,
+            "hold" => Self::Hold,
             other => panic!("no decision is called {other:?}"),
         }
     }
@@ -37,7 +36,7 @@ impl Decision {
         match self {
             Self::Ack => HandlerOutcome::ack(),
             Self::Drop => HandlerOutcome::drop(),
-            Self::Retry => HandlerOutcome::retry(),
+            Self::Hold => HandlerOutcome::hold(),
         }
     }
 }
@@ -79,13 +78,13 @@ impl<T: Clone> Calls<T> {
     }
 }
 
-/// One word per record outcome, so a whole settlement reads as a line: `"ack drop retry skip"`.
+/// One word per record outcome, so a whole settlement reads as a line: `"ack drop hold skip"`.
 pub(crate) fn outcome_word(outcome: &RecordOutcome) -> &'static str {
     match outcome {
         RecordOutcome::Acked => "ack",
         RecordOutcome::Dropped(DropReason::Handler) => "drop",
         RecordOutcome::Dropped(DropReason::Undecodable(_)) => "drop:undecodable",
-        RecordOutcome::Held(HoldReason::Retry) => "retry",
+        RecordOutcome::Held(HoldReason::Handler) => "hold",
         RecordOutcome::Held(HoldReason::Error(_)) => "error",
         RecordOutcome::Held(HoldReason::Panicked(_)) => "panic",
         RecordOutcome::Held(HoldReason::Undecodable(_)) => "hold:undecodable",

@@ -1,11 +1,13 @@
 //! Records whose data does not decode: a named rejection, a warning, and a rule fixed before the
 //! handler runs (dropped by default, held on request). The handler never sees them.
 
-use lambda_kinesis::testing::{TestEvent, settle};
-use lambda_kinesis::{
-    Context, DropReason, HandlerOutcome, HoldReason, KinesisAdapter, KinesisBatch, RecordOutcome,
-    Rejection, RejectionKind,
+use lambda_kinesis::lambda_runtime::Context;
+use lambda_kinesis::settlement::{
+    DecodeFailure, DropReason, HoldReason, RecordOutcome, UndecodableRecord,
 };
+use lambda_kinesis::testing::{TestEvent, settle};
+use lambda_kinesis::wire::KinesisBatch;
+use lambda_kinesis::{HandlerOutcome, KinesisAdapter};
 use serde::Deserialize;
 
 use crate::support::{Calls, LogCapture, check_outcomes, response_json};
@@ -46,15 +48,15 @@ fn event_with_in_the_middle(data: &[u8]) -> TestEvent {
 
 #[track_caller]
 fn check_rejection(outcome: &RecordOutcome, event: &TestEvent, index: usize, detail: &str) {
-    let rejection: &Rejection = match outcome {
+    let rejection: &UndecodableRecord = match outcome {
         RecordOutcome::Dropped(DropReason::Undecodable(rejection))
         | RecordOutcome::Held(HoldReason::Undecodable(rejection)) => rejection,
         other => panic!("expected an undecodable record, got {other:?}"),
     };
     assert_eq!(rejection.shard_id, "shardId-000000000000");
     assert_eq!(rejection.sequence_number, event.sequence_number(index));
-    match &rejection.kind {
-        RejectionKind::InvalidJson(text) | RejectionKind::InvalidBase64(text) => {
+    match &rejection.failure {
+        DecodeFailure::InvalidData(text) | DecodeFailure::InvalidBase64(text) => {
             assert!(text.contains(detail), "{text:?} should say {detail:?}");
         }
         other => panic!("an unknown rejection {other:?}"),
@@ -102,7 +104,7 @@ async fn hold_undecodable_holds_the_record_and_what_follows() {
     check_rejection(settlement.outcome(1), &event, 1, "expected value");
     assert_eq!(calls.taken(), [100]);
     assert_eq!(
-        settlement.response().item_identifier(),
+        settlement.cut().map(|cut| cut.sequence_number),
         Some(event.sequence_number(1))
     );
 }
@@ -152,7 +154,7 @@ async fn data_that_is_not_base64_is_a_rejection_of_its_own() {
         panic!("expected a dropped record");
     };
     assert!(
-        matches!(rejection.kind, RejectionKind::InvalidBase64(_)),
+        matches!(rejection.failure, DecodeFailure::InvalidBase64(_)),
         "{rejection:?}"
     );
     assert_eq!(rejection.shard_id, "shardId-000000000006");

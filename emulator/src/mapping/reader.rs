@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant, SystemTime};
 
-use lambda_kinesis::{EventRecord, EventSource, write_event};
+use lambda_kinesis::wire::{EventRecord, EventSource, write_event};
 use serde_json::json;
 use tokio::sync::{Mutex, watch};
 use tokio::task::JoinHandle;

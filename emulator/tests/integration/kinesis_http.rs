@@ -1266,7 +1266,7 @@ async fn the_event_source_mapping_reads_the_endpoint_across_a_split() {
     let mapping = EventSourceMapping::new(
         config,
         Arc::new(source),
-        Arc::new(InProcess::handler(shipping::ship)),
+        Arc::new(InProcess::service(shipping::function())),
     )
     .options(MappingOptions {
         poll_interval: Duration::from_millis(20),

@@ -1,17 +1,22 @@
-//! The shipping service: books each shipment that arrives on the `shipments` stream.
+//! The shipping service: books each shipment that arrives on the `shipments` stream through the
+//! carrier client it holds in its state, made once per execution environment.
 //!
 //! Run its tests with `cargo test -p shipping`; run it under the emulator with the README's
 //! main command.
 
-use lambda_kinesis::HandlerOutcome;
-use lambda_kinesis::serde::{Deserialize, Serialize};
+use std::fmt;
+use std::future::Future;
 
-/// The carriers shipments can be booked with.
+use lambda_kinesis::handler::{Handler, kind};
+use lambda_kinesis::tracing::{self, Instrument as _};
+use lambda_kinesis::{HandlerOutcome, KinesisAdapter};
+use serde::{Deserialize, Serialize};
+
+/// The carriers this release's client books with.
 pub const CARRIERS: [&str; 2] = ["dhl", "ups"];
 
 /// A shipment to book, as producers publish it (JSON).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(crate = "lambda_kinesis::serde")]
 pub struct Shipment {
     /// The shipment's id.
     pub id: u64,
@@ -21,27 +26,83 @@ pub struct Shipment {
     pub carrier: String,
 }
 
-/// Books one shipment.
+/// Why a carrier client did not book a shipment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BookingError {
+    /// The client knows no carrier of the shipment's name.
+    UnknownCarrier,
+}
+
+impl fmt::Display for BookingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::UnknownCarrier => f.write_str("no carrier of that name is known"),
+        }
+    }
+}
+
+impl std::error::Error for BookingError {}
+
+/// What [`ship`] books through: a carrier client, made once per execution environment and
+/// borrowed by every call. Tests give `ship` a client of their own.
+pub trait CarrierClient: Send + Sync + 'static {
+    /// Books `shipment` with the carrier it names.
+    fn book(&self, shipment: &Shipment) -> impl Future<Output = Result<(), BookingError>> + Send;
+}
+
+/// This release's carrier client: it books with the carriers in [`CARRIERS`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Carriers;
+
+impl CarrierClient for Carriers {
+    async fn book(&self, shipment: &Shipment) -> Result<(), BookingError> {
+        if CARRIERS.contains(&shipment.carrier.as_str()) {
+            Ok(())
+        } else {
+            Err(BookingError::UnknownCarrier)
+        }
+    }
+}
+
+/// Books one shipment through `carriers`.
 ///
 /// A shipment without an address can never be booked: it is dropped. A shipment for a carrier
-/// this service does not know is held, since a deployment that knows the carrier may come.
-pub async fn ship(shipment: &Shipment) -> HandlerOutcome {
-    let span = lambda_kinesis::tracing::info_span!(
+/// the client does not know is held, since a deployment that knows the carrier may come.
+pub async fn ship<C: CarrierClient>(carriers: &C, shipment: &Shipment) -> HandlerOutcome {
+    let span = tracing::info_span!(
         "ship",
         shipment_id = shipment.id,
         carrier = %shipment.carrier
     );
-    let _entered = span.enter();
-    if shipment.address.is_empty() {
-        lambda_kinesis::tracing::warn!("shipment without an address retired");
-        return HandlerOutcome::drop();
+    async {
+        if shipment.address.is_empty() {
+            tracing::warn!("shipment without an address retired");
+            return HandlerOutcome::drop();
+        }
+        match carriers.book(shipment).await {
+            Ok(()) => {
+                tracing::info!("shipment booked");
+                HandlerOutcome::ack()
+            }
+            Err(BookingError::UnknownCarrier) => {
+                tracing::warn!("unknown carrier, shipment held");
+                HandlerOutcome::hold()
+            }
+        }
     }
-    if !CARRIERS.contains(&shipment.carrier.as_str()) {
-        lambda_kinesis::tracing::warn!("unknown carrier, shipment held");
-        return HandlerOutcome::retry();
-    }
-    lambda_kinesis::tracing::info!("shipment booked");
-    HandlerOutcome::ack()
+    .instrument(span)
+    .await
+}
+
+/// The shipping function as its `bootstrap` runs it: [`ship`] with this release's [`Carriers`],
+/// under the adapter's default rules.
+pub fn function() -> KinesisAdapter<
+    impl Handler<Shipment, kind::Stateful<kind::Record>>,
+    Shipment,
+    kind::Stateful<kind::Record>,
+> {
+    KinesisAdapter::with_state(Carriers, ship)
 }
 
 /// The README's examples, compiled as doctests so that they stay true.

@@ -3,8 +3,8 @@
 //! Build it for Lambda with `cargo lambda build --release -p shipping`; run it locally under the
 //! emulator with `cargo run -p kinesis-esm -- run --template template.yaml`.
 
-#[lambda_kinesis::tokio::main(crate = "lambda_kinesis::tokio")]
+#[tokio::main]
 async fn main() -> Result<(), lambda_kinesis::Error> {
     lambda_kinesis::lambda_runtime::tracing::init_default_subscriber();
-    lambda_kinesis::run(shipping::ship).await
+    shipping::function().run().await
 }

@@ -5,12 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use lambda_kinesis::testing::settle;
-use lambda_kinesis::{
-    Checkpoint, DropReason, EventRecord, EventSource, HoldReason, KinesisBatch, KinesisEvent,
-    RecordOutcome, serde_json, tokio, write_event,
-};
-use shipping::ship;
+use lambda_kinesis::lambda_runtime::Context;
+use lambda_kinesis::settlement::{DropReason, HoldReason, RecordOutcome};
+use lambda_kinesis::wire::{EventRecord, EventSource, KinesisBatch, KinesisEvent, write_event};
 
 /// How each file settles: every record's outcome, and the records the response names and
 /// reports dropped (by index).
@@ -30,7 +27,7 @@ const EXPECTED: &[Expected] = &[
     },
     Expected {
         file: "dropped-and-held.json",
-        outcomes: "ack drop ack retry skip skip",
+        outcomes: "ack drop ack hold skip skip",
         named: Some(3),
         dropped: &[1],
     },
@@ -61,14 +58,14 @@ fn word(outcome: &RecordOutcome) -> &'static str {
         RecordOutcome::Acked => "ack",
         RecordOutcome::Dropped(DropReason::Handler) => "drop",
         RecordOutcome::Dropped(_) => "undecodable",
-        RecordOutcome::Held(HoldReason::Retry) => "retry",
+        RecordOutcome::Held(HoldReason::Handler) => "hold",
         RecordOutcome::Held(_) => "held",
         RecordOutcome::Skipped(_) => "skip",
         _ => "other",
     }
 }
 
-#[tokio::test(crate = "lambda_kinesis::tokio")]
+#[tokio::test]
 async fn every_event_file_settles_as_expected() {
     let files = event_files();
     let names: Vec<&str> = files.iter().map(|path| name(path)).collect();
@@ -87,14 +84,16 @@ async fn every_event_file_settles_as_expected() {
             .map(|record| record.sequence_number().to_owned())
             .collect();
 
-        let settlement = settle(ship, batch).await;
+        let settlement = shipping::function()
+            .settle(batch, &Context::default())
+            .await;
 
         let file = expected.file;
         let words: Vec<&str> = settlement.outcomes().iter().map(word).collect();
         assert_eq!(words.join(" "), expected.outcomes, "{file}: outcomes");
         let named = expected.named.map(|index| sequence_numbers[index].as_str());
         assert_eq!(
-            settlement.response().item_identifier(),
+            settlement.cut().map(|cut| cut.sequence_number),
             named,
             "{file}: named"
         );
@@ -104,11 +103,6 @@ async fn every_event_file_settles_as_expected() {
             .map(|&index| sequence_numbers[index].as_str())
             .collect();
         assert_eq!(settlement.response().dropped(), dropped, "{file}: dropped");
-        let checkpoint = match expected.named.unwrap_or(sequence_numbers.len()) {
-            0 => Checkpoint::Unmoved,
-            settled => Checkpoint::After(&sequence_numbers[settled - 1]),
-        };
-        assert_eq!(settlement.checkpoint(), checkpoint, "{file}: checkpoint");
     }
 }
 

@@ -8,9 +8,8 @@ use std::io;
 use std::sync::{Arc, Mutex};
 
 use lambda_kinesis::lambda_runtime::tracing::subscriber;
-use lambda_kinesis::testing::{TestEvent, settle};
-use lambda_kinesis::{serde_json, tokio};
-use shipping::{Shipment, ship};
+use lambda_kinesis::testing::{TestEvent, settle_with_state};
+use shipping::{Carriers, Shipment, ship};
 
 #[derive(Clone, Default)]
 struct Captured(Arc<Mutex<Vec<u8>>>);
@@ -34,7 +33,7 @@ impl subscriber::fmt::MakeWriter<'_> for Captured {
     }
 }
 
-#[tokio::test(crate = "lambda_kinesis::tokio")]
+#[tokio::test]
 async fn every_decision_is_logged_with_the_shipment() {
     let captured = Captured::default();
     let collector = subscriber::fmt()
@@ -53,7 +52,7 @@ async fn every_decision_is_logged_with_the_shipment() {
         .json(&shipment(7, "Via Roma 1, 00184 Roma", "ups"))
         .json(&shipment(8, "", "dhl"))
         .json(&shipment(9, "Via Roma 1, 00184 Roma", "fedex"));
-    settle(ship, &event).await;
+    settle_with_state(Carriers, ship, &event).await;
 
     let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
     let lines: Vec<serde_json::Value> = text

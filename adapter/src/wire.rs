@@ -1,9 +1,106 @@
-//! Writing Kinesis events exactly as Lambda's event source mapping builds them.
+//! What passes between the adapter and Lambda, and what the `kinesis-esm` emulator needs to
+//! play Lambda's part: a function author rarely needs this module.
 //!
-//! `aws_lambda_events` cannot be used for this: it writes the arrival timestamp as a string,
-//! adds `"encryptionType":"NONE"` and writes `null` for unset fields, none of which Lambda does.
+//! - **The event.** [`KinesisBatch`] is the event as the adapter reads it (the payload of its
+//!   `tower::Service`); [`write_event`] writes one exactly as Lambda's event source mapping
+//!   builds it, for the emulator and the testing kit. `aws_lambda_events` cannot write it:
+//!   it writes the arrival timestamp as a string, adds `"encryptionType":"NONE"` and writes
+//!   `null` for unset fields, none of which Lambda does.
+//! - **The response.** [`BatchResponse`] is the partial batch response plus the adapter's
+//!   extension naming the dropped records ([`EXTENSION`], read back by
+//!   [`dropped_sequence_numbers`]).
+//! - **The function error.** [`AdapterError`] is what the adapter answers when the event itself
+//!   is unusable.
 
+use aws_lambda_events::streams::KinesisBatchItemFailure;
 use base64::Engine as _;
+use serde::ser::{Serialize, SerializeMap, Serializer};
+
+pub use aws_lambda_events::kinesis::KinesisEvent;
+pub use aws_lambda_events::streams::KinesisEventResponse;
+
+pub use crate::batch::KinesisBatch;
+pub use crate::service::AdapterError;
+
+/// The key of the response's extension object: `{"batchItemFailures":[...],"lambdaKinesis":{...}}`.
+/// Lambda reads only `batchItemFailures` and ignores it.
+pub const EXTENSION: &str = "lambdaKinesis";
+
+/// The key, inside [`EXTENSION`], of the sequence numbers of the dropped records.
+pub const DROPPED: &str = "dropped";
+
+/// The adapter's answer to Lambda: the partial batch response, naming at most one record.
+///
+/// It serialises as `{"batchItemFailures":[...]}`. When records were dropped it also carries
+/// `"lambdaKinesis":{"dropped":[sequence numbers]}` ([`EXTENSION`], [`DROPPED`]), which Lambda
+/// ignores (it reads only `batchItemFailures`) and the `kinesis-esm` emulator reads to tell drops
+/// from acks. It lists only the drops in front of the record the response names: those the
+/// checkpoint passes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BatchResponse {
+    failures: KinesisEventResponse,
+    dropped: Vec<String>,
+}
+
+impl BatchResponse {
+    pub(crate) fn new(held: Option<&str>, dropped: Vec<String>) -> Self {
+        let mut failures = KinesisEventResponse::default();
+        if let Some(sequence_number) = held {
+            failures.add_failure(sequence_number);
+        }
+        Self { failures, dropped }
+    }
+
+    /// The standard partial batch response.
+    pub fn failures(&self) -> &KinesisEventResponse {
+        &self.failures
+    }
+
+    /// The sequence numbers of the records that were dropped and that the checkpoint passes.
+    pub fn dropped(&self) -> &[String] {
+        &self.dropped
+    }
+}
+
+impl From<BatchResponse> for KinesisEventResponse {
+    fn from(response: BatchResponse) -> Self {
+        response.failures
+    }
+}
+
+impl Serialize for BatchResponse {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        struct Report<'a>(&'a [String]);
+        impl Serialize for Report<'_> {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let mut map = serializer.serialize_map(Some(1))?;
+                map.serialize_entry(DROPPED, self.0)?;
+                map.end()
+            }
+        }
+        let entries = if self.dropped.is_empty() { 1 } else { 2 };
+        let mut map = serializer.serialize_map(Some(entries))?;
+        let items: &[KinesisBatchItemFailure] = &self.failures.batch_item_failures;
+        map.serialize_entry("batchItemFailures", items)?;
+        if !self.dropped.is_empty() {
+            map.serialize_entry(EXTENSION, &Report(&self.dropped))?;
+        }
+        map.end()
+    }
+}
+
+/// The dropped records' sequence numbers a function's response names in its [`EXTENSION`], as
+/// written by [`BatchResponse`]; none when the response has no extension. Entries that are not
+/// strings are skipped: the extension is advisory, and Lambda ignores it altogether.
+pub fn dropped_sequence_numbers(response: &serde_json::Value) -> impl Iterator<Item = &str> + '_ {
+    response
+        .get(EXTENSION)
+        .and_then(|extension| extension.get(DROPPED))
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(serde_json::Value::as_str)
+}
 
 /// Where the records of an event come from: the same for every record of one event.
 #[derive(Debug, Clone, Copy)]
@@ -136,7 +233,6 @@ fn write_json_string(out: &mut Vec<u8>, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::KinesisBatch;
 
     #[test]
     fn writes_the_event_field_for_field_as_lambda() {
@@ -176,6 +272,28 @@ mod tests {
                 .unwrap()
                 .contains(r#""approximateArrivalTimestamp":1545084650.987}"#)
         );
+    }
+
+    #[test]
+    fn the_dropped_records_read_back_as_they_were_written() {
+        let response = BatchResponse::new(Some("30"), vec!["10".to_owned(), "20".to_owned()]);
+        let written = serde_json::to_value(&response).unwrap();
+        assert_eq!(
+            written,
+            serde_json::json!({
+                "batchItemFailures": [{"itemIdentifier": "30"}],
+                "lambdaKinesis": {"dropped": ["10", "20"]}
+            })
+        );
+        assert_eq!(
+            dropped_sequence_numbers(&written).collect::<Vec<_>>(),
+            ["10", "20"]
+        );
+        let plain = serde_json::to_value(BatchResponse::new(None, Vec::new())).unwrap();
+        assert_eq!(plain, serde_json::json!({"batchItemFailures": []}));
+        assert_eq!(dropped_sequence_numbers(&plain).count(), 0);
+        let odd = serde_json::json!({"lambdaKinesis": {"dropped": ["7", 8, null]}});
+        assert_eq!(dropped_sequence_numbers(&odd).collect::<Vec<_>>(), ["7"]);
     }
 
     #[track_caller]
