@@ -100,13 +100,16 @@ async fn a_held_user_record_puts_the_checkpoint_in_front_of_its_aggregate() {
     // The response can only name the aggregate: Lambda delivers it again whole, so its user
     // records 0 to 2, handled already, come again. The cut is the aggregate's first user record
     // (batch index 1), so the checkpoint stands after the plain record in front of it.
+    let cut = settlement.cut().expect("a held user record cuts the batch");
     assert_eq!(
-        settlement.cut(),
-        Some(Cut {
+        cut,
+        Cut {
             index: 1,
             sequence_number: event.sequence_number(1)
-        })
+        }
     );
+    let (in_front, _) = settlement.records().nth(cut.index - 1).unwrap();
+    assert_eq!(in_front.sequence_number(), event.sequence_number(0));
     let again: Vec<u64> = settlement
         .redelivered()
         .map(|record| record.sub_sequence_number())
