@@ -597,3 +597,48 @@ async fn an_invoke_target_without_the_function_stops_the_run_with_exit_2() {
         );
     }
 }
+
+// The default port.
+
+/// With no `--listen`, a taken 127.0.0.1:4566 (LocalStack's port) stops the run with exit 2,
+/// naming the process that holds it and how to choose another address, instead of running on
+/// while `put` and `status` would talk to that other process.
+#[tokio::test]
+async fn a_taken_default_port_stops_the_run_and_names_its_owner() {
+    // Hold the port, unless something else already does: either way it is taken.
+    let held = std::net::TcpListener::bind("127.0.0.1:4566").ok();
+    let output = tokio::process::Command::new(kinesis_esm_binary().await)
+        .args(["run", "--template"])
+        .arg(workspace_dir().join("template.yaml"))
+        .args(["--invoke-endpoint", "http://127.0.0.1:9", "--until-idle"])
+        .env("KINESIS_ESM_LOG", "warn")
+        .current_dir(workspace_dir())
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(RUN_TIMEOUT, output)
+        .await
+        .expect("kinesis-esm ends")
+        .expect("kinesis-esm starts");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    for fragment in [
+        "cannot serve the Kinesis API on 127.0.0.1:4566",
+        "listens on port 4566",
+        "pass --listen 127.0.0.1:PORT (127.0.0.1:0 for any free port), or --no-listen",
+    ] {
+        assert!(
+            stderr.contains(fragment),
+            "{fragment:?} is not in:\n{stderr}"
+        );
+    }
+    assert_eq!(
+        stderr.matches("os error").count(),
+        1,
+        "the OS error once:\n{stderr}"
+    );
+    if held.is_some() {
+        let owner = format!("(pid {}) listens on port 4566", std::process::id());
+        assert!(stderr.contains(&owner), "{owner:?} is not in:\n{stderr}");
+    }
+}

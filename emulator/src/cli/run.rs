@@ -92,7 +92,7 @@ pub struct RunArgs {
     invoke_name: InvokeName,
     /// Serves the embedded Kinesis over the Kinesis API on this address (for the aws CLI, SDKs,
     /// `kinesis-esm put`), with the mappings' status for `kinesis-esm status`. By default
-    /// 127.0.0.1:4566, skipped with a warning if that port is taken.
+    /// 127.0.0.1:4566; the run stops (exit 2) if that port is taken, naming what holds it.
     #[arg(long, value_name = "ADDR")]
     listen: Option<std::net::SocketAddr>,
     /// Does not serve the embedded Kinesis.
@@ -419,13 +419,30 @@ async fn serve(
             );
             Ok(Some(server))
         }
-        // The default port may belong to another local stack: run without the endpoint.
-        Err(error) if listen.is_none() => {
-            tracing::warn!(%error, "not serving the Kinesis API (pass --listen ADDR to choose another address)");
-            Ok(None)
-        }
-        Err(error) => Err(error.into()),
+        // The default port may belong to another local stack (LocalStack's is 4566): carrying on
+        // without the endpoint would let `put`, `status` and `reshard` talk to it instead.
+        Err(error) => bail!("{}", listen_failure(&error, listen.is_none())),
     }
+}
+
+/// Why the endpoint could not listen, said once (the OS error is not repeated), with who holds
+/// the port when it can be told and how to choose another address.
+fn listen_failure(error: &crate::kinesis::http::ServeError, default_address: bool) -> String {
+    let addr = error.addr;
+    let mut message = format!("cannot serve the Kinesis API on {addr}: {}", error.source);
+    if error.source.kind() == std::io::ErrorKind::AddrInUse {
+        match super::port_owner::listening_process(addr.port()) {
+            Some(owner) => message.push_str(&format!("; {owner} listens on port {}", addr.port())),
+            None => message.push_str(&format!("; something else listens on port {}", addr.port())),
+        }
+    }
+    let option = if default_address {
+        "the default address is taken: pass --listen 127.0.0.1:PORT (127.0.0.1:0 for any free \
+         port), or --no-listen to run without the endpoint"
+    } else {
+        "pass another --listen address (127.0.0.1:0 for any free port), or --no-listen"
+    };
+    format!("{message}\n  {option}")
 }
 
 async fn wait_until_idle(mappings: &[RunningMapping]) {
