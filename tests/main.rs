@@ -24,3 +24,4 @@ mod contract;
 mod resharding;
 mod responses;
 mod restart;
+mod state_dir;
