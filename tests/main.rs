@@ -26,3 +26,4 @@ mod kpl;
 mod resharding;
 mod responses;
 mod restart;
+mod state_dir;

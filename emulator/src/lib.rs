@@ -18,6 +18,7 @@ pub mod records_file;
 pub mod response;
 pub mod sequence;
 pub mod source;
+pub mod state;
 pub mod summary;
 pub mod template;
 mod time;

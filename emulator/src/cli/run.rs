@@ -24,6 +24,7 @@ use crate::lease::{LeaseStore, MemoryLeaseStore};
 use crate::mapping::{EventSourceMapping, MappingOptions, MappingStatus, RunningMapping};
 use crate::records_file::{RecordToPut, put_records_batches, read_records};
 use crate::source::ShardSource;
+use crate::state::StateDir;
 use crate::summary;
 use crate::template::{FunctionResource, Template, TemplateOptions};
 
@@ -70,6 +71,12 @@ pub struct RunArgs {
     /// that a restarted run resumes where the last one stopped.
     #[arg(long, value_name = "NAME")]
     lease_table: Option<String>,
+    /// Keeps the embedded Kinesis (streams, shards, records) and the checkpoints in this
+    /// directory (created if missing), so that a restarted run finds its records and resumes at
+    /// its checkpoints. A `PutRecords` that answered and a checkpoint that was written survive
+    /// a crash. With `--lease-table`, the checkpoints stay in the table.
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
     /// The lease table's DynamoDB endpoint; by default the standard chain (which honours
     /// `AWS_ENDPOINT_URL_DYNAMODB`).
     #[arg(long, value_name = "URL", requires = "lease_table")]
@@ -142,7 +149,11 @@ pub(super) async fn run(args: RunArgs, progress: Option<Progress>) -> anyhow::Re
         );
     }
 
-    let streams = Streams::open(&args).await?;
+    let state = match &args.state_dir {
+        Some(dir) => Some(StateDir::open(dir)?),
+        None => None,
+    };
+    let streams = Streams::open(&args, state.as_ref()).await?;
     for stream in &template.streams {
         streams
             .ensure_stream(&stream.name, stream.shard_count, args.create_streams)
@@ -158,7 +169,17 @@ pub(super) async fn run(args: RunArgs, progress: Option<Progress>) -> anyhow::Re
     } else {
         serve(&streams, args.listen, &statuses).await?
     };
-    let leases = open_lease_store(&args).await?;
+    let leases = open_lease_store(&args, state.as_ref()).await?;
+    if let (Streams::Embedded(_), None, Some(table)) = (&streams, &state, &args.lease_table) {
+        tracing::warn!(
+            lease_table = %table,
+            "the embedded Kinesis lives in memory: its streams and records end with this run, \
+             but the checkpoints in the lease table stay; the next run starts fresh streams \
+             and reports each checkpoint it cannot resume at (pass --state-dir DIR to keep \
+             the streams too)"
+        );
+    }
+
     let mut mapping_options = MappingOptions {
         failover_time: args.failover_time,
         retry_backoff_initial: args.retry_pause,
@@ -463,9 +484,15 @@ async fn wait_until_idle(mappings: &[RunningMapping]) {
     }
 }
 
-async fn open_lease_store(args: &RunArgs) -> anyhow::Result<Arc<dyn LeaseStore>> {
+async fn open_lease_store(
+    args: &RunArgs,
+    state: Option<&StateDir>,
+) -> anyhow::Result<Arc<dyn LeaseStore>> {
     let Some(table) = &args.lease_table else {
-        return Ok(Arc::new(MemoryLeaseStore::new()));
+        return Ok(match state {
+            Some(state) => Arc::new(state.lease_store()?),
+            None => Arc::new(MemoryLeaseStore::new()),
+        });
     };
     let connection = match &args.dynamodb_endpoint {
         Some(endpoint) => connection_to(endpoint),
@@ -484,15 +511,18 @@ enum Streams {
 }
 
 impl Streams {
-    async fn open(args: &RunArgs) -> anyhow::Result<Self> {
+    async fn open(args: &RunArgs, state: Option<&StateDir>) -> anyhow::Result<Self> {
         let connection = match &args.kinesis_endpoint {
             Some(endpoint) => connection_to(endpoint).with_region(&args.region),
             None if args.aws => AwsConnection::from_environment(),
             None => {
-                let kinesis = EmbeddedKinesis::builder()
+                let builder = EmbeddedKinesis::builder()
                     .region(&args.region)
-                    .account_id(&args.account_id)
-                    .build();
+                    .account_id(&args.account_id);
+                let kinesis = match state {
+                    Some(state) => state.embedded_kinesis(builder)?,
+                    None => builder.build(),
+                };
                 return Ok(Self::Embedded(kinesis));
             }
         };
@@ -513,6 +543,10 @@ impl Streams {
         create: bool,
     ) -> anyhow::Result<()> {
         match self {
+            // A stream the state directory kept is the same stream: it keeps its records.
+            Self::Embedded(kinesis) if kinesis.list_streams().iter().any(|kept| kept == name) => {
+                Ok(())
+            }
             Self::Embedded(kinesis) => Ok(kinesis.create_stream(name, shard_count)?),
             Self::Sdk(kinesis) => {
                 if kinesis.describe_stream(name).await.is_ok() {

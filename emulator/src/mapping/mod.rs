@@ -7,6 +7,7 @@
 //! leases and checkpoints `SHARD_END`, which lets the coordinator start the children.
 
 mod reader;
+mod resume;
 mod status;
 
 use std::collections::{BTreeMap, HashMap};

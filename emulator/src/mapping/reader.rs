@@ -24,6 +24,7 @@ use serde_json::json;
 use tokio::sync::{Mutex, watch};
 use tokio::task::JoinHandle;
 
+use super::resume::Resume;
 use super::{MappingEvent, ShardPhase, ShardStatus, Shared, lease_key};
 use crate::backoff::{Backoff, RetryKind, Retryable as _};
 use crate::config::StartingPosition;
@@ -198,9 +199,12 @@ impl ShardReader {
                 _ => IteratorPosition::TrimHorizon,
             },
             Checkpoint::SequenceNumber(last) => {
+                let position = self.resume_position(last).await?;
                 // New records are those after the checkpoint, not any record of the shard.
-                self.last_read = Some(last.clone());
-                IteratorPosition::AfterSequenceNumber(last.clone())
+                if matches!(position, IteratorPosition::AfterSequenceNumber(_)) {
+                    self.last_read = Some(last.clone());
+                }
+                position
             }
         };
         self.started_at_oldest = position == IteratorPosition::TrimHorizon;
@@ -301,6 +305,73 @@ impl ShardReader {
             _ = self.lease_lost.wait_for(|lost| *lost) => {}
         }
         self.check_running()
+    }
+
+    /// Where to resume at checkpoint `checkpoint`: after it when the shard backs it, else at
+    /// the shard's oldest record, with a warning (see [`Resume`]).
+    async fn resume_position(
+        &mut self,
+        checkpoint: &SequenceNumber,
+    ) -> Result<IteratorPosition, ReaderExit> {
+        let at_checkpoint = self
+            .first_record_at(
+                IteratorPosition::AtSequenceNumber(checkpoint.clone()),
+                Some(checkpoint),
+            )
+            .await?;
+        let oldest = match at_checkpoint {
+            Some(_) => None,
+            None => {
+                self.first_record_at(IteratorPosition::TrimHorizon, None)
+                    .await?
+            }
+        };
+        let resume = Resume::decide(at_checkpoint.as_ref(), oldest.as_ref());
+        let stream = &self.shared.config.stream_name;
+        let shard_id = &self.shard.shard_id;
+        match &resume {
+            Resume::AfterCheckpoint => {}
+            Resume::OldestBelowCheckpoint { oldest } => tracing::warn!(
+                %stream,
+                %shard_id,
+                %checkpoint,
+                oldest_record = %oldest,
+                "the checkpoint lies beyond every record of the shard, so it does not belong to \
+                 this stream's records (a stream created again under the same name, or an \
+                 embedded Kinesis that did not keep its records: pass --state-dir DIR); reading \
+                 the shard from its oldest record instead of skipping the records below the \
+                 checkpoint"
+            ),
+            Resume::EmptyShard => tracing::info!(
+                %stream,
+                %shard_id,
+                %checkpoint,
+                "the shard holds no record at or after its checkpoint; reading from its oldest \
+                 record, so that no record below the checkpoint is skipped"
+            ),
+        }
+        Ok(resume.position(checkpoint))
+    }
+
+    /// The sequence number of the first record at `position`, if the shard holds one there;
+    /// `on_error` when the read fails (the reader then starts as it would without the check).
+    async fn first_record_at(
+        &mut self,
+        position: IteratorPosition,
+        on_error: Option<&SequenceNumber>,
+    ) -> Result<Option<SequenceNumber>, ReaderExit> {
+        let iterator = self.shard_iterator(position).await?;
+        match self.shared.source.get_records(&iterator, 1).await {
+            Ok(output) => Ok(output
+                .records
+                .into_iter()
+                .next()
+                .map(|record| record.sequence_number)),
+            Err(error) => {
+                tracing::debug!(shard_id = %self.shard.shard_id, %error, "could not look at the records after the checkpoint");
+                Ok(on_error.cloned())
+            }
+        }
     }
 
     async fn shard_iterator(&mut self, position: IteratorPosition) -> Result<String, ReaderExit> {
