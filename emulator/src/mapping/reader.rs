@@ -14,7 +14,7 @@
 //! waits for the write first, and a write that finds the lease lost stops the reader before it
 //! invokes anything more, as without the overlap.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant, SystemTime};
@@ -25,7 +25,7 @@ use tokio::sync::{Mutex, watch};
 use tokio::task::JoinHandle;
 
 use super::resume::Resume;
-use super::{MappingEvent, ShardPhase, ShardStatus, Shared, lease_key};
+use super::{MappingEvent, ShardPhase, ShardStatus, Shared, lease_key, lineage};
 use crate::backoff::{Backoff, RetryKind, Retryable as _};
 use crate::config::StartingPosition;
 use crate::invoke::{Invocation, InvokeOutcome};
@@ -845,6 +845,9 @@ impl ShardReader {
             return exit;
         }
         let children = std::mem::take(&mut self.children);
+        if let Err(exit) = self.wait_for_merge_parents(&children).await {
+            return exit;
+        }
         for child in &children {
             let mut lease = Lease::new(
                 lease_key(&self.stream, &child.shard_id),
@@ -893,6 +896,44 @@ impl ShardReader {
             child_shard_ids,
         });
         ReaderExit::Ended
+    }
+
+    /// Waits until the other parent of each merge child has a lease, so that the child's lease
+    /// never exists before its parents' (`docs/resharding.md`).
+    async fn wait_for_merge_parents(&mut self, children: &[ChildShard]) -> Result<(), ReaderExit> {
+        let prefix = lease_key(&self.stream, "");
+        let mut stopping = self.stopping.clone();
+        for child in children {
+            loop {
+                let missing = match self.shared.leases.list_leases().await {
+                    Ok(leases) => {
+                        let leases: BTreeMap<String, Lease> = leases
+                            .into_iter()
+                            .filter(|lease| lease.lease_key.starts_with(&prefix))
+                            .map(|lease| (lease.shard_id.clone(), lease))
+                            .collect();
+                        lineage::merge_parent_without_lease(
+                            self.shard_id(),
+                            &child.parent_shards,
+                            &leases,
+                        )
+                        .map(str::to_owned)
+                    }
+                    Err(error) => Some(format!("(listing leases failed: {error})")),
+                };
+                let Some(missing) = missing else { break };
+                tracing::debug!(
+                    shard_id = %self.shard.shard_id,
+                    child = %child.shard_id,
+                    "the merge's other parent {missing} has no lease yet: waiting for it"
+                );
+                tokio::select! {
+                    () = tokio::time::sleep(self.shared.options.poll_interval) => {}
+                    _ = stopping.wait_for(|stop| *stop) => return Err(ReaderExit::Stopped),
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Runs a lease-store write until it succeeds, pausing after failures the store may recover
