@@ -21,6 +21,7 @@ mod checkpoints;
 mod cli;
 mod commands;
 mod contract;
+mod filtering;
 mod resharding;
 mod responses;
 mod restart;
