@@ -23,6 +23,7 @@ mod checkpoints;
 mod cli;
 mod commands;
 mod contract;
+mod filtering;
 mod kpl;
 mod resharding;
 mod resharding_twice;

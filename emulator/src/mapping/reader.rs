@@ -99,6 +99,9 @@ pub(super) struct ShardReader {
     /// at `TRIM_HORIZON`), so that "any record" is what it waits for.
     started_at_oldest: bool,
     highest_delivered: Option<SequenceNumber>,
+    /// The last record read that the filters removed, when no record to deliver was read after
+    /// it: the checkpoint still owes it a write (`docs/filtering.md`, "Records that do not match").
+    filtered_tail: Option<SequenceNumber>,
     /// The size of the last event, to size the next one's buffer at once.
     last_payload_len: usize,
     /// Pauses between failed reads, growing while reads keep failing.
@@ -144,6 +147,7 @@ impl ShardReader {
             last_read: None,
             started_at_oldest: false,
             highest_delivered: None,
+            filtered_tail: None,
             last_payload_len: 0,
             read_backoff,
         }
@@ -236,6 +240,11 @@ impl ShardReader {
                 continue;
             }
             if self.buffer.is_empty() {
+                self.pass_filtered().await?;
+                // Records the filters removed are not a reason to wait: more may lie behind them.
+                if matches!(read, Read::Records) && !self.caught_up && self.iterator.is_some() {
+                    continue;
+                }
                 if self.iterator.is_none() {
                     return Err(self.end_shard().await);
                 }
@@ -413,7 +422,8 @@ impl ShardReader {
                 if let Some(last) = output.records.last() {
                     self.last_read = Some(last.sequence_number.clone());
                 }
-                self.buffer.extend(output.records);
+                let kept = self.keep_matching(output.records);
+                let filtered = count - kept;
                 self.iterator = output.next_shard_iterator;
                 if self.iterator.is_none() {
                     self.children = output.child_shards;
@@ -421,7 +431,8 @@ impl ShardReader {
                 let behind = output.millis_behind_latest;
                 self.caught_up = behind == 0;
                 self.shared.update_shard(&self.shard.shard_id, |status| {
-                    status.unsettled += count as u64;
+                    status.unsettled += kept as u64;
+                    status.filtered += filtered as u64;
                     status.millis_behind_latest = behind;
                     if count > 0 && status.held.is_none() {
                         status.phase = ShardPhase::Reading;
@@ -466,6 +477,40 @@ impl ShardReader {
                 self.pause(pause).await?;
                 Ok(Read::TryAgain)
             }
+        }
+    }
+
+    /// Buffers the records that match the mapping's filters, and returns how many it kept. A
+    /// record that matches none is not delivered; the checkpoint passes it with the next batch,
+    /// or by itself when nothing to deliver follows it ([`Self::pass_filtered`]).
+    fn keep_matching(&mut self, records: Vec<Record>) -> usize {
+        let filter = &self.shared.config.filter_criteria;
+        if filter.is_empty() {
+            let count = records.len();
+            self.buffer.extend(records);
+            return count;
+        }
+        let before = self.buffer.len();
+        for record in records {
+            if filter.matches(&record) {
+                self.filtered_tail = None;
+                self.buffer.push_back(record);
+            } else {
+                self.filtered_tail = Some(record.sequence_number);
+            }
+        }
+        self.buffer.len() - before
+    }
+
+    /// Checkpoints past the records the filters removed after every buffered record, if any: a
+    /// read whose records all fail the filters invokes nothing but still moves the checkpoint.
+    async fn pass_filtered(&mut self) -> Result<(), ReaderExit> {
+        match self.filtered_tail.take() {
+            Some(last) => {
+                self.start_checkpoint(Checkpoint::SequenceNumber(last), |_| {})
+                    .await
+            }
+            None => Ok(()),
         }
     }
 
