@@ -27,7 +27,7 @@ const PRODUCER_PACE: Duration = Duration::from_millis(100);
 const SHARD_0: &str = "shardId-000000000000";
 const SHARD_1: &str = "shardId-000000000001";
 
-/// The attributes every lease item has, as the KCL names them (spec §B1).
+/// The attributes every lease item has, as the KCL names them (`docs/lease-table.md` §1).
 const KCL_ATTRIBUTES: [&str; 8] = [
     "leaseKey",
     "shardId",

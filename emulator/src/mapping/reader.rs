@@ -531,7 +531,7 @@ impl ShardReader {
         self.buffer.drain(..count).collect()
     }
 
-    /// Settles one batch as Lambda does (spec §A2): retries, bisection, partial responses.
+    /// Settles one batch as Lambda does (`docs/event-source-mapping.md` §2): retries, bisection, partial responses.
     async fn process(&mut self, batch: Vec<Record>) -> Result<(), ReaderExit> {
         let config = self.shared.config.clone();
         let sequence_numbers: Vec<SequenceNumber> = batch
@@ -604,7 +604,7 @@ impl ShardReader {
                                 .count();
                             self.settle(&records[..settled_until], dropped).await?;
                             start += settled_until;
-                            // Progress starts the remainder's retry budget afresh (spec §A1.7).
+                            // Progress starts the remainder's retry budget afresh (`docs/event-source-mapping.md` §1.5).
                             attempts = 0;
                             invoke_count = 0;
                             backoff.reset();
