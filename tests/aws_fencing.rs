@@ -1,4 +1,4 @@
-//! Fencing between two mappings (two workers) on one stream and one lease table (spec §B3-§B5).
+//! Fencing between two mappings (two workers) on one stream and one lease table (`docs/lease-table.md` §3-§4).
 //!
 //! Worker A reaches the table through a fault proxy. While its function holds an invocation in
 //! flight, the proxy goes black: A's renewals stop reaching the table, and worker B, which had

@@ -1,7 +1,7 @@
 //! A split and a merge on kinesis-local while a producer keeps publishing, with the mapping's
 //! leases in a DynamoDB table: parents are read to their end, their leases reach `SHARD_END`
 //! with their children named (read raw, under the KCL's attribute names), children start only
-//! after their parents ended, a parent's lease goes once its children have checkpointed (§B7),
+//! after their parents ended, a parent's lease goes once its children have checkpointed (`docs/resharding.md`),
 //! each partition key's records are first delivered in the order they were published, and
 //! every record is delivered.
 
@@ -27,7 +27,7 @@ const PRODUCER_PACE: Duration = Duration::from_millis(100);
 const SHARD_0: &str = "shardId-000000000000";
 const SHARD_1: &str = "shardId-000000000001";
 
-/// The attributes every lease item has, as the KCL names them (spec §B1).
+/// The attributes every lease item has, as the KCL names them (`docs/lease-table.md` §1).
 const KCL_ATTRIBUTES: [&str; 8] = [
     "leaseKey",
     "shardId",
@@ -189,6 +189,7 @@ async fn a_split_and_a_merge_while_records_flow_keep_order_and_lose_nothing() {
         worker_id: "resharding-worker".to_owned(),
         poll_interval: Duration::from_millis(200),
         shard_sync_interval: Duration::from_millis(250),
+        lease_cleanup_interval: Duration::from_millis(250),
         retry_backoff_initial: Duration::from_millis(20),
         retry_backoff_max: Duration::from_millis(200),
         ..MappingOptions::default()

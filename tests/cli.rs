@@ -345,3 +345,328 @@ async fn cargo_lambda_watch_as_the_invoke_target_settles_as_the_runtime_api_does
     );
     assert!(!through_watch.shard_rows().is_empty(), "{through_watch:#?}");
 }
+
+// Stopping: Ctrl-C and SIGTERM.
+
+/// A `kinesis-esm run` left running (no `--until-idle`), its standard error read line by line.
+struct Running {
+    child: tokio::process::Child,
+    stderr: tokio::sync::mpsc::UnboundedReceiver<String>,
+    seen: Vec<String>,
+    stdout: tokio::task::JoinHandle<String>,
+}
+
+impl Running {
+    /// Starts `kinesis-esm run --template <template> --put <records>` with its logs at `info`,
+    /// so that the function's own lines show.
+    async fn start(template: &Path, records: &Path) -> Self {
+        use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _};
+        let binary = kinesis_esm_binary().await;
+        let mut child = tokio::process::Command::new(binary)
+            .arg("run")
+            .arg("--template")
+            .arg(template)
+            .arg("--put")
+            .arg(records)
+            .args(["--listen", "127.0.0.1:0"])
+            .env("KINESIS_ESM_LOG", "info")
+            .current_dir(workspace_dir())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("kinesis-esm starts");
+        let (lines, stderr) = tokio::sync::mpsc::unbounded_channel();
+        let mut reader = tokio::io::BufReader::new(child.stderr.take().expect("piped")).lines();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = reader.next_line().await {
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut out = child.stdout.take().expect("piped");
+        let stdout = tokio::spawn(async move {
+            let mut text = String::new();
+            let _ = out.read_to_string(&mut text).await;
+            text
+        });
+        Self {
+            child,
+            stderr,
+            seen: Vec::new(),
+            stdout,
+        }
+    }
+
+    /// Waits for a line of standard error that holds `fragment`, and returns it.
+    async fn wait_for_line(&mut self, fragment: &str) -> String {
+        let found = tokio::time::timeout(RUN_TIMEOUT, async {
+            while let Some(line) = self.stderr.recv().await {
+                self.seen.push(line.clone());
+                if line.contains(fragment) {
+                    return Some(line);
+                }
+            }
+            None
+        })
+        .await;
+        match found {
+            Ok(Some(line)) => line,
+            _ => panic!(
+                "kinesis-esm never wrote {fragment:?}; it wrote:\n{}",
+                self.seen.join("\n")
+            ),
+        }
+    }
+
+    fn send_sigterm(&self) {
+        let pid = self.child.id().expect("kinesis-esm still runs");
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill -TERM {pid}: {status}");
+    }
+
+    /// Waits for the run to end within `limit`, and returns how it ended.
+    async fn ended_within(mut self, limit: Duration) -> Run {
+        let status = tokio::time::timeout(limit, self.child.wait())
+            .await
+            .unwrap_or_else(|_| {
+                panic!(
+                    "kinesis-esm still ran {limit:?} later; it wrote:\n{}",
+                    self.seen.join("\n")
+                )
+            })
+            .expect("kinesis-esm is waited for");
+        while let Ok(line) = self.stderr.try_recv() {
+            self.seen.push(line);
+        }
+        // The reader may still hold the last lines: give it a moment to pass them on.
+        while let Ok(Some(line)) =
+            tokio::time::timeout(Duration::from_millis(200), self.stderr.recv()).await
+        {
+            self.seen.push(line);
+        }
+        Run {
+            code: status.code(),
+            stdout: self.stdout.await.expect("stdout is read"),
+            stderr: self.seen.join("\n"),
+        }
+    }
+}
+
+/// SIGTERM (what `docker stop`, `timeout` and CI runners send) stops `run` as Ctrl-C does: the
+/// batch in flight finishes, its checkpoint is written and the summary printed.
+#[tokio::test]
+async fn sigterm_lets_the_batch_in_flight_finish_and_prints_the_summary() {
+    canned_answer_bootstrap().await;
+    let mut run = Running::start(&fixture("templates/slow-answer.yaml"), &records()).await;
+    run.wait_for_line("canned-answer: invocation taken").await;
+
+    run.send_sigterm();
+
+    let run = run.ended_within(RUN_TIMEOUT).await;
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    assert!(
+        run.stderr
+            .contains("kinesis-esm: SIGTERM: stopping after the batches in flight"),
+        "{run:#?}"
+    );
+    check_row(
+        &run,
+        &[
+            ("acked", "6"),
+            ("held", "0"),
+            ("invocations", "1"),
+            ("retries", "0"),
+        ],
+    );
+    let checkpoint = run.shard_rows()[0]["checkpoint"].clone();
+    assert!(
+        !checkpoint.is_empty() && checkpoint.bytes().all(|byte| byte.is_ascii_digit()),
+        "the batch's checkpoint was written: {checkpoint:?}\n{}",
+        run.stdout
+    );
+}
+
+/// A second SIGTERM stops at once (exit 130) without waiting for the invocation in flight, and
+/// leaves no function process behind.
+#[tokio::test]
+async fn a_second_sigterm_stops_at_once_and_leaves_no_function_process() {
+    canned_answer_bootstrap().await;
+    let mut run = Running::start(&fixture("templates/hanging-answer.yaml"), &records()).await;
+    let taken = run.wait_for_line("canned-answer: invocation taken").await;
+    let function_pid: u32 = taken
+        .split_once("(pid ")
+        .and_then(|(_, rest)| rest.split_once(')'))
+        .and_then(|(pid, _)| pid.parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {taken:?}"));
+
+    run.send_sigterm();
+    run.wait_for_line("stopping after the batches in flight")
+        .await;
+    run.send_sigterm();
+
+    // The function answers only after a minute: a run that waited for it would time out here.
+    let run = run.ended_within(Duration::from_secs(20)).await;
+    assert_eq!(run.code, Some(130), "{run:#?}");
+    assert!(
+        run.stderr
+            .contains("SIGTERM again: stopping at once, without the batches in flight"),
+        "{run:#?}"
+    );
+    assert_eq!(run.stdout, "", "no summary after an immediate stop");
+    let gone = async {
+        while Path::new(&format!("/proc/{function_pid}")).exists() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), gone)
+        .await
+        .unwrap_or_else(|_| panic!("the function's process {function_pid} outlived the run"));
+}
+
+#[tokio::test]
+async fn run_help_lists_the_exit_codes_and_how_to_stop() {
+    let output = tokio::process::Command::new(kinesis_esm_binary().await)
+        .args(["run", "--help"])
+        .output()
+        .await
+        .expect("kinesis-esm starts");
+    let help = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{help}");
+    for line in [
+        "Ctrl-C or SIGTERM stops gracefully",
+        "0    every record read was settled",
+        "1    a shard is blocked on a held record",
+        "2    an error",
+        "130  a second Ctrl-C or SIGTERM",
+    ] {
+        assert!(help.contains(line), "{line:?} is not in:\n{help}");
+    }
+}
+
+// Invoke targets.
+
+/// A stand-in for an Invoke API that has no function at all: it answers every request as Lambda
+/// answers for a function that does not exist.
+async fn invoke_api_without_functions() -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a free port");
+    let address = listener.local_addr().expect("an address");
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                // The whole request is read before the answer, lest closing with unread bytes
+                // reset the connection under the answer.
+                let mut request = Vec::new();
+                let mut chunk = [0_u8; 8192];
+                loop {
+                    let Ok(read) = stream.read(&mut chunk).await else {
+                        return;
+                    };
+                    if read == 0 {
+                        return;
+                    }
+                    request.extend_from_slice(&chunk[..read]);
+                    let text = String::from_utf8_lossy(&request);
+                    if let Some(end) = text.find("\r\n\r\n") {
+                        let length = text[..end]
+                            .lines()
+                            .filter_map(|line| line.split_once(':'))
+                            .find(|(name, _)| name.eq_ignore_ascii_case("content-length"))
+                            .and_then(|(_, value)| value.trim().parse::<usize>().ok())
+                            .unwrap_or(0);
+                        if request.len() >= end + 4 + length {
+                            break;
+                        }
+                    }
+                }
+                let body = r#"{"Type":"User","message":"Function not found: arn:aws:lambda:us-east-1:123456789012:function:ShippingFunction"}"#;
+                let answer = format!(
+                    "HTTP/1.1 404 Not Found\r\nx-amzn-errortype: ResourceNotFoundException\r\n\
+                     content-type: application/json\r\ncontent-length: {}\r\n\
+                     connection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    format!("http://{address}")
+}
+
+/// An invoke target that has no such function is a configuration error: `run` stops with exit
+/// 2 and says which `--invoke-name` to pass, instead of retrying for ever.
+#[tokio::test]
+async fn an_invoke_target_without_the_function_stops_the_run_with_exit_2() {
+    let endpoint = invoke_api_without_functions().await;
+    let run = kinesis_esm_with(
+        &workspace_dir().join("template.yaml"),
+        &workspace_dir().join("functions/shipping/events"),
+        &["--invoke-endpoint", &endpoint],
+    )
+    .await;
+    assert_eq!(run.code, Some(2), "{run:#?}");
+    assert_eq!(run.stdout, "", "no summary: {run:#?}");
+    for fragment in [
+        "HTTP 404 Not Found [ResourceNotFoundException]: Function not found",
+        "pass --invoke-name binary for cargo lambda watch",
+    ] {
+        assert!(
+            run.stderr.contains(fragment),
+            "{fragment:?} is not in:\n{}",
+            run.stderr
+        );
+    }
+}
+
+// The default port.
+
+/// With no `--listen`, a taken 127.0.0.1:4566 (LocalStack's port) stops the run with exit 2,
+/// naming the process that holds it and how to choose another address, instead of running on
+/// while `put` and `status` would talk to that other process.
+#[tokio::test]
+async fn a_taken_default_port_stops_the_run_and_names_its_owner() {
+    // Hold the port, unless something else already does: either way it is taken.
+    let held = std::net::TcpListener::bind("127.0.0.1:4566").ok();
+    let output = tokio::process::Command::new(kinesis_esm_binary().await)
+        .args(["run", "--template"])
+        .arg(workspace_dir().join("template.yaml"))
+        .args(["--invoke-endpoint", "http://127.0.0.1:9", "--until-idle"])
+        .env("KINESIS_ESM_LOG", "warn")
+        .current_dir(workspace_dir())
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(RUN_TIMEOUT, output)
+        .await
+        .expect("kinesis-esm ends")
+        .expect("kinesis-esm starts");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    for fragment in [
+        "cannot serve the Kinesis API on 127.0.0.1:4566",
+        "listens on port 4566",
+        "pass --listen 127.0.0.1:PORT (127.0.0.1:0 for any free port), or --no-listen",
+    ] {
+        assert!(
+            stderr.contains(fragment),
+            "{fragment:?} is not in:\n{stderr}"
+        );
+    }
+    assert_eq!(
+        stderr.matches("os error").count(),
+        1,
+        "the OS error once:\n{stderr}"
+    );
+    if held.is_some() {
+        let owner = format!("(pid {}) listens on port 4566", std::process::id());
+        assert!(stderr.contains(&owner), "{owner:?} is not in:\n{stderr}");
+    }
+}

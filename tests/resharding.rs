@@ -1,5 +1,5 @@
 //! Resharding while records flow through the embedded Kinesis: parents are read to their end
-//! before their children start (spec §A4, §B6), so order per partition key survives splits and
+//! before their children start (`docs/resharding.md`), so order per partition key survives splits and
 //! merges, and a held record in a parent holds its children back.
 
 use std::collections::{BTreeMap, HashMap, HashSet};

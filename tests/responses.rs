@@ -1,4 +1,4 @@
-//! Each answer shape of spec §A1's table, through a whole mapping: a function that always gives
+//! Each answer shape of the table of `docs/event-source-mapping.md` §1.4, through a whole mapping: a function that always gives
 //! the same answer reads three records put on one shard, with `MaximumRetryAttempts: 2`.
 //!
 //! - A success shape checkpoints past the batch after one invocation.

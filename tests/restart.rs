@@ -211,3 +211,44 @@ async fn a_stream_created_again_under_the_same_name_starts_afresh() {
         );
     }
 }
+
+/// Issue 10's silent skip: a lease store that outlives an embedded Kinesis (`run --lease-table`
+/// without `--state-dir`) met a fresh stream created in the same second, so with the same lease
+/// keys, whose records all lay below the old checkpoints. They were skipped without a word
+/// (0 delivered); now the reader sees that no record backs its checkpoint and reads the shard
+/// from its oldest record.
+#[tokio::test]
+async fn a_checkpoint_beyond_every_record_of_a_fresh_stream_skips_nothing() {
+    use kinesis_esm::kinesis::{EmbeddedKinesis, ManualClock};
+    let clock = ManualClock::new(std::time::SystemTime::now());
+    let kinesis = || EmbeddedKinesis::builder().clock(clock.clone()).build();
+    let leases: Arc<dyn LeaseStore> = Arc::new(MemoryLeaseStore::new());
+
+    let first_stream = TestStream::create_in(&kinesis(), "restart-fresh-stream", 1);
+    put(&first_stream, 0, 5);
+    let first = start_with(
+        &first_stream,
+        StartingPosition::TrimHorizon,
+        Arc::clone(&leases),
+    );
+    first
+        .wait_for("the first run to ack every record", |status| {
+            status.totals().acked == 5 && status.is_idle()
+        })
+        .await;
+    first.stop().await;
+
+    // The same name, the same second: the same lease keys, and sequence numbers that start over.
+    let second_stream = TestStream::create_in(&kinesis(), "restart-fresh-stream", 1);
+    let records = put(&second_stream, 100, 3);
+    let mut second = start_with(&second_stream, StartingPosition::TrimHorizon, leases);
+    let status = second
+        .wait_for(
+            "the second run to ack the fresh stream's records",
+            |status| status.totals().acked == 3 && status.is_idle(),
+        )
+        .await;
+    assert_eq!(delivered(&mut second), sequence_numbers(&records));
+    assert_eq!(status.totals().delivered, 3);
+    second.stop().await;
+}

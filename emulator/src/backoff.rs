@@ -72,7 +72,7 @@ pub struct BackoffConfig {
 }
 
 impl Default for BackoffConfig {
-    /// 100 ms growing three-fold up to 10 s; 1 s at least after a throttle (§C2 of the spec:
+    /// 100 ms growing three-fold up to 10 s; 1 s at least after a throttle (`docs/kinesis.md` §2:
     /// a throttled shard refuses reads for the next second); no deadline.
     fn default() -> Self {
         Self {

@@ -2,6 +2,8 @@
 
 use std::time::{Duration, SystemTime};
 
+use crate::filter::FilterCriteria;
+
 /// Where a shard without a checkpoint starts (`StartingPosition`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StartingPosition {
@@ -43,11 +45,13 @@ pub struct MappingConfig {
     pub enabled: bool,
     /// The function's `Timeout`: each invocation's deadline is this far from its start.
     pub function_timeout: Duration,
+    /// Which records reach the function (`FilterCriteria`); without filters, every record.
+    pub filter_criteria: FilterCriteria,
 }
 
 impl MappingConfig {
     /// A mapping with Lambda's defaults: BatchSize 100, no batching window, retries until the
-    /// records expire, no bisection, no partial batch response, a 3-second function timeout.
+    /// records expire, no bisection, no partial batch response, a 3-second function timeout, no filters.
     pub fn new(
         function_name: impl Into<String>,
         stream_name: impl Into<String>,
@@ -66,6 +70,7 @@ impl MappingConfig {
             on_failure_destination: None,
             enabled: true,
             function_timeout: Duration::from_secs(3),
+            filter_criteria: FilterCriteria::default(),
         }
     }
 }

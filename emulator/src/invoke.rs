@@ -76,6 +76,14 @@ pub enum InvokeError {
         /// What went wrong.
         message: String,
     },
+    /// The invoke target answered that it has no function by that name (Lambda's and SAM's
+    /// `ResourceNotFoundException`, `cargo lambda watch`'s `Missing function`): a configuration
+    /// error that no retry mends.
+    #[error("the invoke target has no such function: {message}")]
+    NoSuchFunction {
+        /// What the target said.
+        message: String,
+    },
     /// The invoke target throttled the call.
     #[error("the invocation was throttled: {message}")]
     Throttled {

@@ -3,12 +3,13 @@
 //! Every write that changes a lease is conditional on the `lease_counter` the writer last saw,
 //! as DynamoDB conditional writes are: an instance whose lease was taken (the counter moved on)
 //! can never move the checkpoint again. [`MemoryLeaseStore`] keeps leases in memory and starts
-//! empty; the DynamoDB store keeps them in a table that outlives the process.
+//! empty, unless a [`LeaseKeeper`] (the state directory, `run --state-dir`) keeps them on disk
+//! too; the DynamoDB store keeps them in a table that outlives the process.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
@@ -95,7 +96,8 @@ impl FromStr for Checkpoint {
 
 /// One shard's lease: who processes it and how far it got. Field names follow the KCL lease
 /// table (`leaseKey`, `leaseOwner`, `leaseCounter`, `checkpoint`, `parentShardId`, ...).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Lease {
     /// The lease's key: `<account>:<stream>:<stream creation epoch seconds>:<shard id>`, the KCL's
     /// multi-stream form, so a stream created again under the same name gets new leases.
@@ -219,17 +221,44 @@ pub trait LeaseStore: Send + Sync {
     async fn delete_lease(&self, lease_key: &str) -> Result<(), LeaseError>;
 }
 
+/// Keeps a [`MemoryLeaseStore`]'s leases somewhere that outlives the process.
+///
+/// The store calls it under its lock, before it changes the lease in memory, and fails the
+/// write if it fails: when a write returns `Ok`, the keeper has the lease as written.
+pub trait LeaseKeeper: Send + Sync + fmt::Debug {
+    /// Keeps `lease` (new or changed) under its key.
+    fn save(&self, lease: &Lease) -> Result<(), LeaseError>;
+    /// Forgets the lease with this key.
+    fn remove(&self, lease_key: &str) -> Result<(), LeaseError>;
+}
+
 /// Leases in memory: the default store. It starts empty, so a restarted emulator opens each shard
-/// where the mapping's `StartingPosition` says.
+/// where the mapping's `StartingPosition` says; [`MemoryLeaseStore::kept`] makes one whose
+/// leases a [`LeaseKeeper`] keeps, so that a restarted emulator resumes at its checkpoints.
 #[derive(Debug, Default)]
 pub struct MemoryLeaseStore {
     leases: Mutex<BTreeMap<String, Lease>>,
+    keeper: Option<Arc<dyn LeaseKeeper>>,
 }
 
 impl MemoryLeaseStore {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A store holding `leases` (what `keeper` kept before), that has `keeper` keep every
+    /// write from now on.
+    pub fn kept(keeper: Arc<dyn LeaseKeeper>, leases: Vec<Lease>) -> Self {
+        Self {
+            leases: Mutex::new(
+                leases
+                    .into_iter()
+                    .map(|lease| (lease.lease_key.clone(), lease))
+                    .collect(),
+            ),
+            keeper: Some(keeper),
+        }
     }
 
     /// Applies `change` to the stored lease if its counter is still `seen.lease_counter`.
@@ -243,9 +272,14 @@ impl MemoryLeaseStore {
         if stored.lease_counter != seen.lease_counter {
             return Err(lost());
         }
-        change(stored);
-        stored.lease_counter += 1;
-        Ok(stored.clone())
+        let mut changed = stored.clone();
+        change(&mut changed);
+        changed.lease_counter += 1;
+        if let Some(keeper) = &self.keeper {
+            keeper.save(&changed)?;
+        }
+        *stored = changed.clone();
+        Ok(changed)
     }
 }
 
@@ -265,6 +299,9 @@ impl LeaseStore for MemoryLeaseStore {
         let mut leases = self.leases.lock().expect("the lease map is never poisoned");
         if leases.contains_key(&lease.lease_key) {
             return Ok(false);
+        }
+        if let Some(keeper) = &self.keeper {
+            keeper.save(lease)?;
         }
         leases.insert(lease.lease_key.clone(), lease.clone());
         Ok(true)
@@ -310,6 +347,9 @@ impl LeaseStore for MemoryLeaseStore {
 
     async fn delete_lease(&self, lease_key: &str) -> Result<(), LeaseError> {
         let mut leases = self.leases.lock().expect("the lease map is never poisoned");
+        if let Some(keeper) = &self.keeper {
+            keeper.remove(lease_key)?;
+        }
         leases.remove(lease_key);
         Ok(())
     }

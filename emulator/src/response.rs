@@ -1,4 +1,4 @@
-//! Reading a function's answer the way Lambda reads it (spec §A1).
+//! Reading a function's answer the way Lambda reads it (`docs/event-source-mapping.md` §1).
 //!
 //! Lambda parses the partial batch response leniently at the top and strictly inside: a missing
 //! or null `batchItemFailures` is success, but an item without a usable `itemIdentifier` fails

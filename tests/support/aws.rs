@@ -286,7 +286,7 @@ impl LocalAws {
 }
 
 /// A lease table item as DynamoDB holds it, read attribute by attribute under the KCL's names
-/// (spec §B1), so that a test checks the table a KCL application would read, not what the lease
+/// (`docs/lease-table.md` §1), so that a test checks the table a KCL application would read, not what the lease
 /// store makes of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawLease {

@@ -1,15 +1,15 @@
 //! [`DynamoLeaseStore`]: leases in a DynamoDB table, in the KCL's own format.
 //!
-//! One item per lease, keyed by `leaseKey` (S), with the KCL's attribute names (§B1 of the spec):
+//! One item per lease, keyed by `leaseKey` (S), with the KCL's attribute names (`docs/lease-table.md` §1):
 //! `leaseOwner` S, `leaseCounter` N, `checkpoint` S, `checkpointSubSequenceNumber` N,
 //! `ownerSwitchesSinceCheckpoint` N, `parentShardId` SS, `childShardIds` SS, `startingHashKey` S,
 //! `endingHashKey` S, plus `shardId` S as KCL multi-stream leases have. Empty sets and absent
 //! owners are left out, as DynamoDB has no empty sets. A KCL application can read the table.
 //!
-//! **Fencing.** Every write but the delete is conditional (§B3): a create on
+//! **Fencing.** Every write but the delete is conditional (`docs/lease-table.md` §3): a create on
 //! `attribute_not_exists(leaseKey)`, every other change on `leaseCounter = :expected`, the counter
 //! the writer last saw, and each change adds one to the counter. An instance whose lease was taken
-//! can therefore never move its checkpoint again (§B5): its write fails the condition and comes
+//! can therefore never move its checkpoint again (`docs/lease-table.md` §4): its write fails the condition and comes
 //! back as [`LeaseError::LeaseLost`]. Each call makes exactly one write; changes return the
 //! stored item (`ReturnValues = ALL_NEW`), so no read follows a successful write.
 //!

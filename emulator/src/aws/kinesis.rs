@@ -7,7 +7,7 @@
 //!   `NextToken`, since Kinesis refuses a stream name alongside it.
 //! - **Order.** Shards come back parents before children, whatever order the pages had.
 //! - **Read limits.** Kinesis allows five `GetRecords` calls per second per shard and 2 MiB/s per
-//!   shard, and refuses reads for five seconds after a 10 MiB answer (§C2 of the spec). Each shard
+//!   shard, and refuses reads for five seconds after a 10 MiB answer (`docs/kinesis.md` §2). Each shard
 //!   is paced accordingly ([`ReadPacing`]): a call waits until 200 ms after the previous one, and
 //!   after an answer of `n` bytes until `n / 2 MiB` seconds have passed (5 s for 10 MiB).
 //! - **Errors in Kinesis' terms.** `ExpiredIteratorException` is

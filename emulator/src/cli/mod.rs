@@ -10,6 +10,7 @@ macro_rules! say {
 }
 
 mod commands;
+mod port_owner;
 mod progress;
 mod run;
 
@@ -36,6 +37,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Runs the Kinesis event sources of a SAM template's functions.
+    #[command(after_help = RUN_AFTER_HELP)]
     Run(RunArgs),
     /// Publishes records to a stream, as a producer would (to `kinesis-esm run`'s endpoint by
     /// default).
@@ -48,6 +50,19 @@ enum Command {
     /// checkpoint, lease owner, held record and iterator age.
     Status(commands::StatusArgs),
 }
+
+/// How `run` stops and what its exit code says, for `run --help`.
+const RUN_AFTER_HELP: &str = "\
+Stopping:
+  Ctrl-C or SIGTERM stops gracefully: no new batch starts, the batches in flight finish, their
+  checkpoints are written, the leases are given up and the summary is printed. A second Ctrl-C
+  or SIGTERM stops at once.
+
+Exit codes:
+  0    every record read was settled (acked, dropped or discarded)
+  1    a shard is blocked on a held record
+  2    an error: the template, a function's build, an endpoint, the options
+  130  a second Ctrl-C or SIGTERM stopped the run before the batches in flight finished";
 
 /// How logs are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -67,6 +82,9 @@ pub enum Exit {
     Held,
     /// The run could not start or failed: bad template, function that does not build, ...
     Error,
+    /// A second Ctrl-C or SIGTERM stopped the run at once, without waiting for the batches in
+    /// flight (130, as a shell reports a command stopped by Ctrl-C).
+    Interrupted,
 }
 
 impl From<Exit> for ExitCode {
@@ -75,6 +93,7 @@ impl From<Exit> for ExitCode {
             Exit::Settled => ExitCode::SUCCESS,
             Exit::Held => ExitCode::from(1),
             Exit::Error => ExitCode::from(2),
+            Exit::Interrupted => ExitCode::from(130),
         }
     }
 }

@@ -24,6 +24,7 @@ use crate::lease::{LeaseStore, MemoryLeaseStore};
 use crate::mapping::{EventSourceMapping, MappingOptions, MappingStatus, RunningMapping};
 use crate::records_file::{RecordToPut, put_records_batches, read_records};
 use crate::source::ShardSource;
+use crate::state::StateDir;
 use crate::summary;
 use crate::template::{FunctionResource, Template, TemplateOptions};
 
@@ -70,6 +71,12 @@ pub struct RunArgs {
     /// that a restarted run resumes where the last one stopped.
     #[arg(long, value_name = "NAME")]
     lease_table: Option<String>,
+    /// Keeps the embedded Kinesis (streams, shards, records) and the checkpoints in this
+    /// directory (created if missing), so that a restarted run finds its records and resumes at
+    /// its checkpoints. A `PutRecords` that answered and a checkpoint that was written survive
+    /// a crash. With `--lease-table`, the checkpoints stay in the table.
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
     /// The lease table's DynamoDB endpoint; by default the standard chain (which honours
     /// `AWS_ENDPOINT_URL_DYNAMODB`).
     #[arg(long, value_name = "URL", requires = "lease_table")]
@@ -92,7 +99,7 @@ pub struct RunArgs {
     invoke_name: InvokeName,
     /// Serves the mappings' status for `kinesis-esm status` on this address, and with the
     /// embedded Kinesis its Kinesis API too (for the aws CLI, SDKs, `kinesis-esm put`). By
-    /// default 127.0.0.1:4566, skipped with a warning if that port is taken.
+    /// default 127.0.0.1:4566; the run stops (exit 2) if that port is taken, naming what holds it.
     #[arg(long, value_name = "ADDR")]
     listen: Option<std::net::SocketAddr>,
     /// Serves neither the embedded Kinesis nor the status.
@@ -110,6 +117,9 @@ pub struct RunArgs {
 }
 
 pub(super) async fn run(args: RunArgs, progress: Option<Progress>) -> anyhow::Result<Exit> {
+    // Listened to from the start: a signal's default action would end the run with its function
+    // processes left behind. One that comes while the run starts stops it as soon as it runs.
+    let mut stop_signals = StopSignals::listen().context("listening for Ctrl-C and SIGTERM")?;
     let options = TemplateOptions {
         region: args.region.clone(),
         account_id: args.account_id.clone(),
@@ -139,7 +149,11 @@ pub(super) async fn run(args: RunArgs, progress: Option<Progress>) -> anyhow::Re
         );
     }
 
-    let streams = Streams::open(&args).await?;
+    let state = match &args.state_dir {
+        Some(dir) => Some(StateDir::open(dir)?),
+        None => None,
+    };
+    let streams = Streams::open(&args, state.as_ref()).await?;
     for stream in &template.streams {
         streams
             .ensure_stream(&stream.name, stream.shard_count, args.create_streams)
@@ -155,7 +169,17 @@ pub(super) async fn run(args: RunArgs, progress: Option<Progress>) -> anyhow::Re
     } else {
         serve(&streams, args.listen, &statuses).await?
     };
-    let leases = open_lease_store(&args).await?;
+    let leases = open_lease_store(&args, state.as_ref()).await?;
+    if let (Streams::Embedded(_), None, Some(table)) = (&streams, &state, &args.lease_table) {
+        tracing::warn!(
+            lease_table = %table,
+            "the embedded Kinesis lives in memory: its streams and records end with this run, \
+             but the checkpoints in the lease table stay; the next run starts fresh streams \
+             and reports each checkpoint it cannot resume at (pass --state-dir DIR to keep \
+             the streams too)"
+        );
+    }
+
     let mut mapping_options = MappingOptions {
         failover_time: args.failover_time,
         retry_backoff_initial: args.retry_pause,
@@ -172,6 +196,7 @@ pub(super) async fn run(args: RunArgs, progress: Option<Progress>) -> anyhow::Re
     }
 
     let mut invokers: Vec<Arc<dyn Invoker>> = Vec::new();
+    let mut invoke_apis: Vec<Arc<InvokeApi>> = Vec::new();
     let mut mappings: Vec<RunningMapping> = Vec::new();
     let source = streams.source();
     for function in functions {
@@ -182,6 +207,13 @@ pub(super) async fn run(args: RunArgs, progress: Option<Progress>) -> anyhow::Re
                 function.logical_id
             )
         })?;
+        let invoker: Arc<dyn Invoker> = match invoker {
+            FunctionInvoker::RuntimeApi(invoker) => invoker,
+            FunctionInvoker::InvokeApi(invoker) => {
+                invoke_apis.push(Arc::clone(&invoker));
+                invoker
+            }
+        };
         invokers.push(Arc::clone(&invoker));
         for config in &function.mappings {
             if !config.enabled {
@@ -214,31 +246,61 @@ pub(super) async fn run(args: RunArgs, progress: Option<Progress>) -> anyhow::Re
     let (stop_progress, progress_stopped) = watch::channel(false);
     let progress = progress
         .map(|progress| tokio::spawn(progress.show(Arc::clone(&statuses), progress_stopped)));
-    let interrupted = if args.until_idle {
-        tokio::select! {
-            () = wait_until_idle(&mappings) => false,
-            _ = tokio::signal::ctrl_c() => true,
+    let wait_for_idle = async {
+        if args.until_idle {
+            wait_until_idle(&mappings).await;
+        } else {
+            std::future::pending::<()>().await;
         }
-    } else {
-        let _ = tokio::signal::ctrl_c().await;
-        true
     };
-    if interrupted {
-        say!("kinesis-esm: stopping after the batches in flight");
+    let mut misconfigured = None;
+    let interrupted = tokio::select! {
+        () = wait_for_idle => None,
+        signal = stop_signals.next() => Some(signal),
+        message = missing_function(&invoke_apis) => {
+            misconfigured = Some(message);
+            None
+        }
+    };
+    if let Some(signal) = interrupted {
+        say!(
+            "kinesis-esm: {signal}: stopping after the batches in flight (send it again to stop at once)"
+        );
     }
-    let mut finals: Vec<MappingStatus> = Vec::new();
-    for mapping in mappings {
-        finals.push(mapping.stop().await);
-    }
-    stop_progress.send_replace(true);
-    if let Some(progress) = progress {
-        let _ = progress.await;
-    }
-    for invoker in invokers {
-        invoker.shutdown().await;
-    }
-    if let Some(server) = server {
-        server.stop().await;
+    let stopping = async {
+        let mut finals: Vec<MappingStatus> = Vec::new();
+        for mapping in mappings {
+            finals.push(mapping.stop().await);
+        }
+        stop_progress.send_replace(true);
+        if let Some(progress) = progress {
+            let _ = progress.await;
+        }
+        for invoker in &invokers {
+            invoker.shutdown().await;
+        }
+        if let Some(server) = server {
+            server.stop().await;
+        }
+        finals
+    };
+    let finals = tokio::select! {
+        finals = stopping => finals,
+        signal = stop_signals.next() => {
+            // Returning drops the mappings and invokers: the runtime's end kills the function
+            // processes (they are killed on drop), and no checkpoint is written past this point.
+            say!("kinesis-esm: {signal} again: stopping at once, without the batches in flight");
+            return Ok(Exit::Interrupted);
+        }
+    };
+    if let Some(message) = misconfigured {
+        let _ = finals;
+        bail!(
+            "{message}\n  the invoke target does not know the function by that name: pass \
+             --invoke-name binary for cargo lambda watch (it names functions by their binary), \
+             --invoke-name logical-id for sam local start-lambda, --invoke-name function-name \
+             for Lambda"
+        );
     }
     let mut held = false;
     for status in &finals {
@@ -246,6 +308,46 @@ pub(super) async fn run(args: RunArgs, progress: Option<Progress>) -> anyhow::Re
         held |= status.shards.values().any(|shard| shard.held.is_some());
     }
     Ok(if held { Exit::Held } else { Exit::Settled })
+}
+
+/// The signals that stop a run gracefully: Ctrl-C (SIGINT) and SIGTERM, which `docker stop`,
+/// `timeout`, systemd and CI runners send.
+struct StopSignals {
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    fn listen() -> std::io::Result<Self> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(Self {
+                interrupt: signal(SignalKind::interrupt())?,
+                terminate: signal(SignalKind::terminate())?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(Self {})
+    }
+
+    /// Waits for the next stop signal and names it.
+    async fn next(&mut self) -> &'static str {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.interrupt.recv() => "Ctrl-C",
+                _ = self.terminate.recv() => "SIGTERM",
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            "Ctrl-C"
+        }
+    }
 }
 
 /// Which of a function's names the Invoke API knows it by.
@@ -259,24 +361,43 @@ enum InvokeName {
     Binary,
 }
 
+/// Waits until one of the Invoke API invokers is told its function does not exist.
+async fn missing_function(invokers: &[Arc<InvokeApi>]) -> String {
+    if invokers.is_empty() {
+        return std::future::pending().await;
+    }
+    let waits = invokers
+        .iter()
+        .map(|invoker| Box::pin(invoker.missing_function()));
+    futures_util::future::select_all(waits).await.0
+}
+
+/// A function's invoker, by kind: the run watches Invoke API invokers for a missing function.
+enum FunctionInvoker {
+    RuntimeApi(Arc<RuntimeApi>),
+    InvokeApi(Arc<InvokeApi>),
+}
+
 /// How the run invokes `function`: its own binary through the Runtime API, or an Invoke API.
 async fn invoker_for(
     args: &RunArgs,
     function: &FunctionResource,
-) -> anyhow::Result<Arc<dyn Invoker>> {
+) -> anyhow::Result<FunctionInvoker> {
     let invoke_name = match args.invoke_name {
         InvokeName::FunctionName => &function.function_name,
         InvokeName::LogicalId => &function.logical_id,
         InvokeName::Binary => &function.binary,
     };
     if let Some(endpoint) = &args.invoke_endpoint {
-        let invoker = InvokeApi::new(endpoint, invoke_name, InvokeApiOptions::default())?;
-        return Ok(Arc::new(invoker));
+        // Only `cargo lambda watch` knows functions by their binary.
+        let invoker = InvokeApi::new(endpoint, invoke_name, InvokeApiOptions::default())?
+            .fallback_function_name(&function.binary);
+        return Ok(FunctionInvoker::InvokeApi(Arc::new(invoker)));
     }
     if args.invoke_lambda {
         let invoker =
             InvokeApi::aws_from_environment(invoke_name, InvokeApiOptions::default()).await?;
-        return Ok(Arc::new(invoker));
+        return Ok(FunctionInvoker::InvokeApi(Arc::new(invoker)));
     }
     tracing::info!(function = %function.function_name, crate_dir = %function.code_dir.display(), "building");
     let binary = build_function(&function.code_dir, &function.binary, args.release)?;
@@ -288,7 +409,9 @@ async fn invoker_for(
     definition.region.clone_from(&args.region);
     definition.account_id.clone_from(&args.account_id);
     definition.environment.clone_from(&function.environment);
-    Ok(Arc::new(RuntimeApi::new(definition)))
+    Ok(FunctionInvoker::RuntimeApi(Arc::new(RuntimeApi::new(
+        definition,
+    ))))
 }
 
 /// Serves the mappings' status on `listen`, beside the Kinesis API when the run reads the
@@ -329,13 +452,30 @@ async fn serve(
             }
             Ok(Some(server))
         }
-        // The default port may belong to another local stack: run without the endpoint.
-        Err(error) if listen.is_none() => {
-            tracing::warn!(%error, "not serving the status nor the embedded Kinesis (pass --listen ADDR to choose another address)");
-            Ok(None)
-        }
-        Err(error) => Err(error.into()),
+        // The default port may belong to another local stack (LocalStack's is 4566): carrying on
+        // without the endpoint would let `put`, `status` and `reshard` talk to it instead.
+        Err(error) => bail!("{}", listen_failure(&error, listen.is_none())),
     }
+}
+
+/// Why the endpoint could not listen, said once (the OS error is not repeated), with who holds
+/// the port when it can be told and how to choose another address.
+fn listen_failure(error: &crate::kinesis::http::ServeError, default_address: bool) -> String {
+    let addr = error.addr;
+    let mut message = format!("cannot serve the Kinesis API on {addr}: {}", error.source);
+    if error.source.kind() == std::io::ErrorKind::AddrInUse {
+        match super::port_owner::listening_process(addr.port()) {
+            Some(owner) => message.push_str(&format!("; {owner} listens on port {}", addr.port())),
+            None => message.push_str(&format!("; something else listens on port {}", addr.port())),
+        }
+    }
+    let option = if default_address {
+        "the default address is taken: pass --listen 127.0.0.1:PORT (127.0.0.1:0 for any free \
+         port), or --no-listen to run without the endpoint"
+    } else {
+        "pass another --listen address (127.0.0.1:0 for any free port), or --no-listen"
+    };
+    format!("{message}\n  {option}")
 }
 
 async fn wait_until_idle(mappings: &[RunningMapping]) {
@@ -344,9 +484,15 @@ async fn wait_until_idle(mappings: &[RunningMapping]) {
     }
 }
 
-async fn open_lease_store(args: &RunArgs) -> anyhow::Result<Arc<dyn LeaseStore>> {
+async fn open_lease_store(
+    args: &RunArgs,
+    state: Option<&StateDir>,
+) -> anyhow::Result<Arc<dyn LeaseStore>> {
     let Some(table) = &args.lease_table else {
-        return Ok(Arc::new(MemoryLeaseStore::new()));
+        return Ok(match state {
+            Some(state) => Arc::new(state.lease_store()?),
+            None => Arc::new(MemoryLeaseStore::new()),
+        });
     };
     let connection = match &args.dynamodb_endpoint {
         Some(endpoint) => connection_to(endpoint),
@@ -365,15 +511,18 @@ enum Streams {
 }
 
 impl Streams {
-    async fn open(args: &RunArgs) -> anyhow::Result<Self> {
+    async fn open(args: &RunArgs, state: Option<&StateDir>) -> anyhow::Result<Self> {
         let connection = match &args.kinesis_endpoint {
             Some(endpoint) => connection_to(endpoint).with_region(&args.region),
             None if args.aws => AwsConnection::from_environment(),
             None => {
-                let kinesis = EmbeddedKinesis::builder()
+                let builder = EmbeddedKinesis::builder()
                     .region(&args.region)
-                    .account_id(&args.account_id)
-                    .build();
+                    .account_id(&args.account_id);
+                let kinesis = match state {
+                    Some(state) => state.embedded_kinesis(builder)?,
+                    None => builder.build(),
+                };
                 return Ok(Self::Embedded(kinesis));
             }
         };
@@ -394,6 +543,10 @@ impl Streams {
         create: bool,
     ) -> anyhow::Result<()> {
         match self {
+            // A stream the state directory kept is the same stream: it keeps its records.
+            Self::Embedded(kinesis) if kinesis.list_streams().iter().any(|kept| kept == name) => {
+                Ok(())
+            }
             Self::Embedded(kinesis) => Ok(kinesis.create_stream(name, shard_count)?),
             Self::Sdk(kinesis) => {
                 if kinesis.describe_stream(name).await.is_ok() {

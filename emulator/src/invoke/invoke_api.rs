@@ -30,10 +30,17 @@
 //! | nothing by the invocation's deadline plus [`InvokeApiOptions::grace`] | [`InvokeOutcome::Timeout`] |
 //! | 429 (`TooManyRequestsException`) | [`InvokeError::Throttled`] |
 //! | no connection (refused, DNS, TLS, none within [`InvokeApiOptions::connect_timeout`]) | [`InvokeError::Unreachable`] |
-//! | 404 (no such function), any other 4xx, a 5xx that is not a function error (`ServiceException`, `cargo lambda watch`'s own failures), a connection closed before the answer | [`InvokeError::Unreachable`] |
+//! | 404 that says the function does not exist (`ResourceNotFoundException`, SAM's `ResourceNotFound`, `cargo lambda watch`'s `Missing function`) | [`InvokeError::NoSuchFunction`], also told by [`InvokeApi::missing_function`] |
+//! | any other 4xx, a 5xx that is not a function error (`ServiceException`, `cargo lambda watch`'s own failures), a connection closed before the answer | [`InvokeError::Unreachable`] |
 //!
 //! The invoke errors are Lambda's "errors before the function runs": the event source mapping
-//! retries them without charging a retry attempt.
+//! retries them without charging a retry attempt. A missing function is a configuration error
+//! that no retry mends: `kinesis-esm run` watches [`InvokeApi::missing_function`] and stops.
+//!
+//! `cargo lambda watch` knows a function by its binary's name. Given a
+//! [fallback name](InvokeApi::fallback_function_name) (the binary), an invoker whose function
+//! `cargo lambda watch` does not know tries the fallback once, says so in a warning, and keeps
+//! it when it is known.
 
 use std::borrow::Cow;
 use std::error::Error as StdError;
@@ -183,6 +190,12 @@ pub struct InvokeApi {
     signer: Option<Signer>,
     options: InvokeApiOptions,
     shut_down: AtomicBool,
+    /// The name (and its URI) to try when `cargo lambda watch` does not know `function_name`.
+    fallback: Option<(String, Uri)>,
+    /// Whether invocations now go to the fallback name.
+    fallen_back: AtomicBool,
+    /// Set once the target said it has no such function.
+    missing: tokio::sync::watch::Sender<Option<String>>,
 }
 
 impl fmt::Debug for InvokeApi {
@@ -313,7 +326,52 @@ impl InvokeApi {
             signer,
             options,
             shut_down: AtomicBool::new(false),
+            fallback: None,
+            fallen_back: AtomicBool::new(false),
+            missing: tokio::sync::watch::Sender::new(None),
         })
+    }
+
+    /// When `cargo lambda watch` answers that it does not know the function, invokes `name`
+    /// (the function's binary, which is how `cargo lambda watch` names functions) instead, and
+    /// keeps it if it is known. Ignored when `name` is the function name or is empty.
+    pub fn fallback_function_name(mut self, name: &str) -> Self {
+        if name.is_empty() || name == self.function_name {
+            return self;
+        }
+        let uri = self
+            .invocations_uri
+            .to_string()
+            .replacen(
+                &format!("/functions/{}/", encode_uri_component(&self.function_name)),
+                &format!("/functions/{}/", encode_uri_component(name)),
+                1,
+            )
+            .parse();
+        if let Ok(uri) = uri {
+            self.fallback = Some((name.to_owned(), uri));
+        }
+        self
+    }
+
+    /// Waits until the target has answered that it has no such function (after the fallback
+    /// name, if any, was tried too), and returns what it said.
+    pub async fn missing_function(&self) -> String {
+        let mut missing = self.missing.subscribe();
+        // The sender lives as long as `self`: the wait cannot fail.
+        let told = missing
+            .wait_for(Option::is_some)
+            .await
+            .map(|message| message.clone());
+        told.ok().flatten().unwrap_or_default()
+    }
+
+    /// The name invocations go to now, and its URI.
+    fn current_target(&self) -> (&str, &Uri) {
+        match &self.fallback {
+            Some((name, uri)) if self.fallen_back.load(Ordering::Acquire) => (name, uri),
+            _ => (&self.function_name, &self.invocations_uri),
+        }
     }
 
     /// The endpoint invocations go to, such as `https://lambda.eu-west-1.amazonaws.com`.
@@ -333,10 +391,8 @@ impl InvokeApi {
 
     /// The function and where it is, for messages.
     fn target(&self) -> String {
-        format!(
-            "function `{}` at {}",
-            self.function_name, self.invocations_uri
-        )
+        let (name, uri) = self.current_target();
+        format!("function `{name}` at {uri}")
     }
 
     fn unreachable(&self, what: impl fmt::Display) -> InvokeError {
@@ -348,7 +404,7 @@ impl InvokeApi {
     async fn request(&self, invocation: &Invocation) -> Result<Request<Full<Bytes>>, InvokeError> {
         let mut request = Request::builder()
             .method(Method::POST)
-            .uri(self.invocations_uri.clone())
+            .uri(self.current_target().1.clone())
             .header(HOST, self.host.clone())
             .header(CONTENT_TYPE, "application/json")
             .header(INVOCATION_TYPE, "RequestResponse")
@@ -403,12 +459,50 @@ impl InvokeApi {
         };
         classify(parts.status, &parts.headers, body).map_err(|rejection| {
             let message = format!("{}: {}", self.target(), rejection.summary);
-            if rejection.throttled {
-                InvokeError::Throttled { message }
-            } else {
-                InvokeError::Unreachable { message }
+            match rejection.kind {
+                RejectionKind::Throttled => InvokeError::Throttled { message },
+                RejectionKind::NoSuchFunction => InvokeError::NoSuchFunction { message },
+                RejectionKind::Other => InvokeError::Unreachable { message },
             }
         })
+    }
+
+    /// Sends the invocation; when the target does not know the function, tries the fallback
+    /// name once, then reports the function missing.
+    async fn exchange_or_fall_back(
+        &self,
+        invocation: &Invocation,
+    ) -> Result<InvokeOutcome, InvokeError> {
+        let outcome = self.exchange(self.request(invocation).await?).await;
+        let Err(InvokeError::NoSuchFunction { message }) = &outcome else {
+            return outcome;
+        };
+        if let Some((fallback, _)) = &self.fallback
+            && !self.fallen_back.swap(true, Ordering::AcqRel)
+        {
+            tracing::warn!(
+                function = %self.function_name,
+                endpoint = %self.endpoint,
+                "{message}; trying the binary's name `{fallback}`, as `cargo lambda watch` names \
+                 functions (pass --invoke-name binary to say so)"
+            );
+            let retried = self.exchange(self.request(invocation).await?).await;
+            match &retried {
+                Err(InvokeError::NoSuchFunction { .. }) => {
+                    // Neither name is known: report the one asked for.
+                    self.fallen_back.store(false, Ordering::Release);
+                }
+                _ => {
+                    tracing::warn!(
+                        function = %self.function_name,
+                        "invoking `{fallback}` from now on"
+                    );
+                    return retried;
+                }
+            }
+        }
+        self.missing.send_replace(Some(message.clone()));
+        outcome
     }
 }
 
@@ -418,7 +512,6 @@ impl Invoker for InvokeApi {
         if self.shut_down.load(Ordering::Acquire) {
             return Err(self.unreachable("the invoker was shut down"));
         }
-        let request = self.request(&invocation).await?;
         let remaining = invocation
             .deadline
             .duration_since(SystemTime::now())
@@ -427,7 +520,8 @@ impl Invoker for InvokeApi {
         // that long (plus the grace) lets it be reported as unreachable, never as a timeout.
         let patience = remaining.max(self.options.connect_timeout) + self.options.grace;
         let started = Instant::now();
-        let outcome = match tokio::time::timeout(patience, self.exchange(request)).await {
+        let exchange = self.exchange_or_fall_back(&invocation);
+        let outcome = match tokio::time::timeout(patience, exchange).await {
             Ok(outcome) => outcome,
             Err(_elapsed) => Ok(InvokeOutcome::Timeout),
         };
@@ -450,8 +544,7 @@ impl Invoker for InvokeApi {
 /// Why an answer did not come from the function.
 #[derive(Debug)]
 struct Rejection {
-    /// Whether the target throttled the call (429).
-    throttled: bool,
+    kind: RejectionKind,
     /// The status, the error's type and its message.
     summary: String,
 }
@@ -479,9 +572,50 @@ fn classify(
     {
         return Ok(function_error(&body, "Unhandled"));
     }
+    let kind = if status == StatusCode::TOO_MANY_REQUESTS {
+        RejectionKind::Throttled
+    } else if status == StatusCode::NOT_FOUND && says_no_such_function(headers, &body) {
+        RejectionKind::NoSuchFunction
+    } else {
+        RejectionKind::Other
+    };
     Err(Rejection {
-        throttled: status == StatusCode::TOO_MANY_REQUESTS,
+        kind,
         summary: describe_service_error(status, headers, &body),
+    })
+}
+
+/// What a rejection means for the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RejectionKind {
+    /// 429: try again later.
+    Throttled,
+    /// The target has no function by that name: a configuration error.
+    NoSuchFunction,
+    /// Anything else the target refused or failed at.
+    Other,
+}
+
+/// Whether a 404's answer says the function does not exist, rather than that the endpoint has
+/// no such path: Lambda's `ResourceNotFoundException`, SAM's `ResourceNotFound` (both in
+/// `X-Amzn-ErrorType`), `cargo lambda watch`'s problem document titled `Missing function`.
+fn says_no_such_function(headers: &HeaderMap, body: &[u8]) -> bool {
+    let named_type = headers
+        .get(ERROR_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .map(|value| value.split(':').next().unwrap_or(value));
+    if matches!(
+        named_type,
+        Some("ResourceNotFoundException" | "ResourceNotFound")
+    ) {
+        return true;
+    }
+    serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(body).is_ok_and(|object| {
+        object.get("title").and_then(serde_json::Value::as_str) == Some("Missing function")
+            || object
+                .get("__type")
+                .and_then(serde_json::Value::as_str)
+                .is_some_and(|kind| kind.rsplit('#').next() == Some("ResourceNotFoundException"))
     })
 }
 

@@ -30,6 +30,10 @@
 //!
 //! A discarded environment is replaced by a new process at the next invocation: the emulator
 //! restarts the function as Lambda does.
+//!
+//! At shutdown each process is killed as Lambda ends a runtime that has no extensions: the
+//! runtime's pending `next` is never answered (an answer without a request id would make
+//! `lambda_runtime` panic in its last moment, which would read as the function's crash).
 
 mod process;
 mod server;

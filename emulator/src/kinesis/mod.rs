@@ -44,6 +44,7 @@
 mod clock;
 mod hash_key;
 pub mod http;
+mod journal;
 mod numbering;
 mod stream;
 
@@ -59,6 +60,8 @@ use bytes::Bytes;
 
 pub use self::clock::{Clock, ManualClock, SystemClock};
 use self::clock::{duration_millis, millis_floor};
+use self::journal::Change;
+pub use self::journal::{Journal, JournalError, NoJournal};
 use self::numbering::IteratorToken;
 use self::stream::{ShardBudget, Stream};
 use crate::sequence::SequenceNumber;
@@ -104,6 +107,7 @@ struct Inner {
     retention: Duration,
     iterator_ttl: Duration,
     clock: Arc<dyn Clock>,
+    journal: Arc<dyn Journal>,
     budget: ShardBudget,
     streams: RwLock<BTreeMap<String, Arc<Stream>>>,
     generations: AtomicU64,
@@ -123,6 +127,7 @@ pub struct EmbeddedKinesisBuilder {
     iterator_ttl: Duration,
     shard_limit: usize,
     clock: Arc<dyn Clock>,
+    journal: Arc<dyn Journal>,
 }
 
 impl EmbeddedKinesisBuilder {
@@ -165,6 +170,13 @@ impl EmbeddedKinesisBuilder {
         self
     }
 
+    /// Where every change is written before it is applied (default [`NoJournal`]: nowhere).
+    /// Build, [`restore`](EmbeddedKinesis::restore) what the journal kept, then serve.
+    pub fn journal(mut self, journal: Arc<dyn Journal>) -> Self {
+        self.journal = journal;
+        self
+    }
+
     /// The embedded Kinesis, with no streams.
     pub fn build(self) -> EmbeddedKinesis {
         EmbeddedKinesis {
@@ -175,6 +187,7 @@ impl EmbeddedKinesisBuilder {
                 retention: self.retention,
                 iterator_ttl: self.iterator_ttl,
                 clock: self.clock,
+                journal: self.journal,
                 streams: RwLock::default(),
                 generations: AtomicU64::new(0),
                 creations: std::sync::Mutex::default(),
@@ -339,6 +352,7 @@ impl EmbeddedKinesis {
             iterator_ttl: DEFAULT_ITERATOR_TTL,
             shard_limit: DEFAULT_SHARD_LIMIT,
             clock: Arc::new(SystemClock),
+            journal: Arc::new(NoJournal),
         }
     }
 
@@ -446,27 +460,76 @@ impl EmbeddedKinesis {
             creations.insert(stream_name.to_owned(), created);
             created
         };
+        let generation = self.inner.generations.fetch_add(1, Ordering::Relaxed);
+        if self.inner.journal.is_enabled() {
+            let change = Change::CreateStream {
+                name: stream_name.to_owned(),
+                created: now,
+                generation,
+                shard_count,
+                retention: self.inner.retention,
+            };
+            if let Err(error) = self.inner.journal.append(&change.encode()) {
+                self.inner.budget.release(stream::at(shard_count));
+                return Err(not_kept("CreateStream", stream_name, &error));
+            }
+        }
+        self.insert_stream(
+            &mut streams,
+            stream_name,
+            now,
+            generation,
+            shard_count,
+            self.inner.retention,
+        );
+        Ok(())
+    }
+
+    fn insert_stream(
+        &self,
+        streams: &mut BTreeMap<String, Arc<Stream>>,
+        stream_name: &str,
+        created: SystemTime,
+        generation: u64,
+        shard_count: u32,
+        retention: Duration,
+    ) {
         let stream = Stream::new(
             stream_name,
             self.stream_arn(stream_name),
             &self.inner.account_id,
-            now,
-            self.inner.generations.fetch_add(1, Ordering::Relaxed),
+            created,
+            generation,
             shard_count,
-            self.inner.retention,
+            retention,
         );
         streams.insert(stream_name.to_owned(), Arc::new(stream));
-        Ok(())
     }
 
     /// `DeleteStream`: the stream, its shards and records are gone when this returns; readers
     /// waiting on it wake, and its iterators stop working (`ResourceNotFound`).
     pub fn delete_stream(&self, stream: &str) -> Result<(), SourceError> {
+        self.remove_stream(stream, &*self.inner.journal)
+    }
+
+    fn remove_stream(&self, stream: &str, journal: &dyn Journal) -> Result<(), SourceError> {
         let name = self.stream_name(stream)?;
-        let removed = self
-            .streams_mut()
-            .remove(name)
-            .ok_or_else(|| self.stream_not_found(name))?;
+        let mut streams = self.streams_mut();
+        let generation = streams
+            .get(name)
+            .ok_or_else(|| self.stream_not_found(name))?
+            .generation;
+        if journal.is_enabled() {
+            let change = Change::DeleteStream {
+                name: name.to_owned(),
+                generation,
+            };
+            journal
+                .append(&change.encode())
+                .map_err(|error| not_kept("DeleteStream", name, &error))?;
+        }
+        let removed = streams.remove(name).expect("the stream was just found");
+        drop(streams);
         self.inner.budget.release(removed.retire());
         Ok(())
     }
@@ -561,7 +624,7 @@ impl EmbeddedKinesis {
             .enumerate()
             .map(|(position, record)| hash_key_of(record, position, operation, &stream.name))
             .collect::<Result<Vec<u128>, SourceError>>()?;
-        Ok(stream.append(records, &hash_keys, self.now().1))
+        stream.append(records, &hash_keys, self.now().1, &*self.inner.journal)
     }
 
     /// `GetShardIterator`: an iterator on a shard that has not expired, open or closed. It is
@@ -641,6 +704,7 @@ impl EmbeddedKinesis {
             new_starting_hash_key,
             &self.inner.budget,
             self.now().1,
+            &*self.inner.journal,
         )
     }
 
@@ -661,6 +725,7 @@ impl EmbeddedKinesis {
             adjacent_shard_to_merge,
             &self.inner.budget,
             self.now().1,
+            &*self.inner.journal,
         )
     }
 
@@ -685,8 +750,12 @@ impl EmbeddedKinesis {
     ) -> Result<UpdateShardCountOutput, SourceError> {
         let ScalingType::UniformScaling = scaling_type;
         let stream = self.stream(stream)?;
-        let current_shard_count =
-            stream.scale_uniformly(target_shard_count, &self.inner.budget, self.now().1)?;
+        let current_shard_count = stream.scale_uniformly(
+            target_shard_count,
+            &self.inner.budget,
+            self.now().1,
+            &*self.inner.journal,
+        )?;
         Ok(UpdateShardCountOutput {
             stream_name: stream.name.to_string(),
             stream_arn: stream.arn.clone(),
@@ -701,7 +770,8 @@ impl EmbeddedKinesis {
         stream: &str,
         hours: u32,
     ) -> Result<(), SourceError> {
-        self.stream(stream)?.change_retention(hours, true)
+        self.stream(stream)?
+            .change_retention(hours, true, &*self.inner.journal)
     }
 
     /// `DecreaseStreamRetentionPeriod`: to `hours` (24 to 8,760), no longer than now. Records
@@ -711,7 +781,173 @@ impl EmbeddedKinesis {
         stream: &str,
         hours: u32,
     ) -> Result<(), SourceError> {
-        self.stream(stream)?.change_retention(hours, false)
+        self.stream(stream)?
+            .change_retention(hours, false, &*self.inner.journal)
+    }
+}
+
+impl EmbeddedKinesis {
+    /// Applies the changes a [`Journal`] kept, oldest first, to this (new, empty) Kinesis: the
+    /// streams, shards, records and sequence numbers come back as they were. Nothing is written
+    /// to the journal meanwhile. Returns how many changes were applied.
+    ///
+    /// A change that cannot be read or applied fails the whole restore: the journal was written
+    /// by something else, and carrying on would silently lose or reorder records.
+    pub fn restore<'a>(
+        &self,
+        changes: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Result<usize, RestoreError> {
+        let mut applied = 0;
+        for (position, bytes) in changes.into_iter().enumerate() {
+            let broken = |reason: String| RestoreError { position, reason };
+            let change = Change::decode(bytes).map_err(broken)?;
+            self.replay(change)
+                .map_err(|error| broken(error.to_string()))?;
+            applied += 1;
+        }
+        Ok(applied)
+    }
+
+    fn replay(&self, change: Change) -> Result<(), SourceError> {
+        // A change of a stream that was deleted (or created again) meanwhile was made on a
+        // stream nobody can read any more: it is skipped, as the deletion dropped it.
+        let current = |name: &str, generation: u64| {
+            self.streams()
+                .get(name)
+                .filter(|stream| stream.generation == generation)
+                .cloned()
+        };
+        let no_journal = &NoJournal;
+        match change {
+            Change::CreateStream {
+                name,
+                created,
+                generation,
+                shard_count,
+                retention,
+            } => {
+                let mut streams = self.streams_mut();
+                if streams.contains_key(&name) {
+                    return Err(SourceError::ResourceInUse {
+                        message: format!("stream {name} is created twice"),
+                    });
+                }
+                self.inner.budget.reserve(stream::at(shard_count))?;
+                self.inner
+                    .creations
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(name.clone(), created);
+                self.inner
+                    .generations
+                    .fetch_max(generation + 1, Ordering::Relaxed);
+                self.insert_stream(
+                    &mut streams,
+                    &name,
+                    created,
+                    generation,
+                    shard_count,
+                    retention,
+                );
+            }
+            Change::DeleteStream { name, generation } => {
+                if current(&name, generation).is_some() {
+                    self.remove_stream(&name, no_journal)?;
+                }
+            }
+            Change::Put {
+                stream,
+                generation,
+                now_ms,
+                records,
+            } => {
+                if let Some(stream) = current(&stream, generation) {
+                    let (hash_keys, entries): (Vec<u128>, Vec<PutRecordsEntry>) =
+                        records.into_iter().unzip();
+                    stream.append(entries, &hash_keys, now_ms, no_journal)?;
+                }
+            }
+            Change::Split {
+                stream,
+                generation,
+                now_ms,
+                shard_id,
+                new_starting_hash_key,
+            } => {
+                if let Some(stream) = current(&stream, generation) {
+                    stream.split(
+                        &shard_id,
+                        new_starting_hash_key,
+                        &self.inner.budget,
+                        now_ms,
+                        no_journal,
+                    )?;
+                }
+            }
+            Change::Merge {
+                stream,
+                generation,
+                now_ms,
+                shard_id,
+                adjacent_shard_id,
+            } => {
+                if let Some(stream) = current(&stream, generation) {
+                    stream.merge(
+                        &shard_id,
+                        &adjacent_shard_id,
+                        &self.inner.budget,
+                        now_ms,
+                        no_journal,
+                    )?;
+                }
+            }
+            Change::Scale {
+                stream,
+                generation,
+                now_ms,
+                target_shard_count,
+            } => {
+                if let Some(stream) = current(&stream, generation) {
+                    stream.scale_uniformly(
+                        target_shard_count,
+                        &self.inner.budget,
+                        now_ms,
+                        no_journal,
+                    )?;
+                }
+            }
+            Change::Retention {
+                stream,
+                generation,
+                hours,
+                increase,
+            } => {
+                if let Some(stream) = current(&stream, generation) {
+                    stream.change_retention(hours, increase, no_journal)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A journal that [`EmbeddedKinesis::restore`] could not apply.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("change {position} of the journal cannot be applied: {reason}")]
+pub struct RestoreError {
+    /// Which change (0 for the oldest).
+    pub position: usize,
+    /// Why not.
+    pub reason: String,
+}
+
+/// Why a change was refused: the journal could not keep it.
+fn not_kept(operation: &str, stream: &str, error: &JournalError) -> SourceError {
+    SourceError::Service {
+        message: format!(
+            "{operation} of stream {stream} was refused: the state directory could not keep it: \
+             {error}"
+        ),
     }
 }
 

@@ -16,6 +16,7 @@ use tokio::sync::watch;
 
 use super::clock::{duration_millis, from_millis, millis_ceil};
 use super::hash_key;
+use super::journal::{Change, Journal, JournalError, encode_put};
 use super::numbering::{Cursor, IteratorToken, SequenceLayout};
 use super::{
     MAX_GET_RECORDS_BYTES, MAX_RETENTION_HOURS, MAX_SHARDS_PER_STREAM, MIN_RETENTION_HOURS,
@@ -430,15 +431,23 @@ impl Stream {
     }
 
     /// Appends records, each with its hash key, to the open shards whose ranges hold them.
-    /// All records of one call share one arrival time.
+    /// All records of one call share one arrival time. The journal keeps them first, in one
+    /// write, or nothing is appended.
     pub(crate) fn append(
         &self,
         entries: Vec<PutRecordsEntry>,
         hash_keys: &[u128],
         now_ms: u64,
-    ) -> Vec<PutRecordOutput> {
+        journal: &dyn Journal,
+    ) -> Result<Vec<PutRecordOutput>, SourceError> {
         let mut state = self.lock();
         let state = &mut *state;
+        if journal.is_enabled() {
+            let change = encode_put(&self.name, self.generation, now_ms, &entries, hash_keys);
+            journal
+                .append(&change)
+                .map_err(|error| self.not_kept("PutRecords", &error))?;
+        }
         let horizon_ms = now_ms.saturating_sub(duration_millis(state.retention));
         let arrival_ms = now_ms.max(state.last_arrival_ms);
         state.last_arrival_ms = arrival_ms;
@@ -477,7 +486,33 @@ impl Stream {
                 shard.signal.send_modify(|()| ());
             }
         }
-        results
+        Ok(results)
+    }
+
+    /// Why a change was refused: the journal could not keep it.
+    fn not_kept(&self, operation: &str, error: &JournalError) -> SourceError {
+        SourceError::Service {
+            message: format!(
+                "{operation} on {} was refused: the state directory could not keep it: {error}",
+                self.described()
+            ),
+        }
+    }
+
+    /// Writes `change` to the journal (when it keeps changes), after the change was checked and
+    /// before it is applied.
+    fn keep(
+        &self,
+        journal: &dyn Journal,
+        operation: &str,
+        change: impl FnOnce() -> Change,
+    ) -> Result<(), SourceError> {
+        if !journal.is_enabled() {
+            return Ok(());
+        }
+        journal
+            .append(&change().encode())
+            .map_err(|error| self.not_kept(operation, &error))
     }
 
     /// A shard iterator at `position` on the shard called `shard_id`.
@@ -732,6 +767,7 @@ impl Stream {
         new_starting_hash_key: u128,
         budget: &ShardBudget,
         now_ms: u64,
+        journal: &dyn Journal,
     ) -> Result<(), SourceError> {
         let mut state = self.lock();
         let index = self.find_open_shard(&state, shard_to_split, now_ms)?;
@@ -751,6 +787,17 @@ impl Stream {
             });
         }
         budget.reserve(1)?;
+        let kept = self.keep(journal, "SplitShard", || Change::Split {
+            stream: self.name.to_string(),
+            generation: self.generation,
+            now_ms,
+            shard_id: shard_to_split.to_owned(),
+            new_starting_hash_key,
+        });
+        if let Err(error) = kept {
+            budget.release(1);
+            return Err(error);
+        }
         Self::split_at(&mut state, index, new_starting_hash_key, now_ms);
         Ok(())
     }
@@ -762,6 +809,7 @@ impl Stream {
         adjacent_shard_to_merge: &str,
         budget: &ShardBudget,
         now_ms: u64,
+        journal: &dyn Journal,
     ) -> Result<(), SourceError> {
         let mut state = self.lock();
         let parent = self.find_open_shard(&state, shard_to_merge, now_ms)?;
@@ -782,6 +830,13 @@ impl Stream {
                 ),
             });
         }
+        self.keep(journal, "MergeShards", || Change::Merge {
+            stream: self.name.to_string(),
+            generation: self.generation,
+            now_ms,
+            shard_id: shard_to_merge.to_owned(),
+            adjacent_shard_id: adjacent_shard_to_merge.to_owned(),
+        })?;
         Self::merge_pair(&mut state, parent, adjacent, now_ms);
         budget.release(1);
         Ok(())
@@ -797,6 +852,7 @@ impl Stream {
         target_shard_count: u32,
         budget: &ShardBudget,
         now_ms: u64,
+        journal: &dyn Journal,
     ) -> Result<u32, SourceError> {
         let mut state = self.lock();
         let current = u32::try_from(state.open.len()).expect("shard counts are limited");
@@ -832,7 +888,20 @@ impl Stream {
         }
         if target_shard_count > current {
             budget.reserve(at(target_shard_count - current))?;
-        } else {
+        }
+        let kept = self.keep(journal, "UpdateShardCount", || Change::Scale {
+            stream: self.name.to_string(),
+            generation: self.generation,
+            now_ms,
+            target_shard_count,
+        });
+        if let Err(error) = kept {
+            if target_shard_count > current {
+                budget.release(at(target_shard_count - current));
+            }
+            return Err(error);
+        }
+        if target_shard_count < current {
             budget.release(at(current - target_shard_count));
         }
 
@@ -864,7 +933,12 @@ impl Stream {
     }
 
     /// `IncreaseStreamRetentionPeriod` (`increase`) or `DecreaseStreamRetentionPeriod`.
-    pub(crate) fn change_retention(&self, hours: u32, increase: bool) -> Result<(), SourceError> {
+    pub(crate) fn change_retention(
+        &self,
+        hours: u32,
+        increase: bool,
+        journal: &dyn Journal,
+    ) -> Result<(), SourceError> {
         if !(MIN_RETENTION_HOURS..=MAX_RETENTION_HOURS).contains(&hours) {
             return Err(SourceError::InvalidArgument {
                 message: format!(
@@ -899,6 +973,17 @@ impl Stream {
                 ),
             });
         }
+        let operation = if increase {
+            "IncreaseStreamRetentionPeriod"
+        } else {
+            "DecreaseStreamRetentionPeriod"
+        };
+        self.keep(journal, operation, || Change::Retention {
+            stream: self.name.to_string(),
+            generation: self.generation,
+            hours,
+            increase,
+        })?;
         state.retention = requested;
         Ok(())
     }

@@ -2,11 +2,13 @@
 //!
 //! A coordinator lists the stream's shards, creates a lease for each, and starts a reader for
 //! every shard whose parents have all reached `SHARD_END`. Each reader keeps one batch in flight,
-//! invokes the function, reads its answer as Lambda does (§A1), retries as Lambda does (§A2) and
+//! invokes the function, reads its answer as Lambda does (`docs/event-source-mapping.md` §1), retries as Lambda does (§2) and
 //! writes one checkpoint per settled batch. At the end of a closed shard it creates its children's
 //! leases and checkpoints `SHARD_END`, which lets the coordinator start the children.
 
+mod lineage;
 mod reader;
+mod resume;
 mod status;
 
 use std::collections::{BTreeMap, HashMap};
@@ -18,7 +20,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::backoff::{Backoff, BackoffConfig, RetryKind};
-use crate::config::{MappingConfig, StartingPosition};
+use crate::config::MappingConfig;
 use crate::invoke::Invoker;
 use crate::lease::{Checkpoint, Lease, LeaseError, LeaseStore, MemoryLeaseStore};
 use crate::source::{Shard, ShardSource, SourceError, StreamDescription};
@@ -41,6 +43,9 @@ pub struct MappingOptions {
     pub poll_interval: Duration,
     /// How often the coordinator lists shards and leases again.
     pub shard_sync_interval: Duration,
+    /// How often the coordinator deletes the leases that nothing needs any more (finished
+    /// parents, shards aged out of the stream), at its next shard sync (the KCL: every minute).
+    pub lease_cleanup_interval: Duration,
     /// How long a lease may go unrenewed before another worker takes it (KCL: 10 s).
     pub failover_time: Duration,
     /// The first pause before retrying a failed batch.
@@ -57,6 +62,7 @@ impl Default for MappingOptions {
             worker_id: format!("kinesis-esm-{}", uuid::Uuid::new_v4()),
             poll_interval: Duration::from_secs(1),
             shard_sync_interval: Duration::from_secs(10),
+            lease_cleanup_interval: Duration::from_secs(10),
             failover_time: Duration::from_secs(10),
             retry_backoff_initial: Duration::from_millis(100),
             retry_backoff_max: Duration::from_secs(2),
@@ -272,6 +278,7 @@ async fn coordinate(shared: Arc<Shared>, mut stopping: watch::Receiver<bool>) {
     let (exits, mut exited) = mpsc::unbounded_channel::<(String, ReaderExit)>();
     let mut readers: HashMap<String, JoinHandle<()>> = HashMap::new();
     let mut expiry = LeaseExpiry::default();
+    let mut last_cleanup = None;
     let mut awaiting_expiry = false;
     loop {
         if *stopping.borrow() {
@@ -282,6 +289,7 @@ async fn coordinate(shared: Arc<Shared>, mut stopping: watch::Receiver<bool>) {
             &stream,
             &mut readers,
             &mut expiry,
+            &mut last_cleanup,
             &exits,
             &stopping,
         )
@@ -410,6 +418,7 @@ async fn sync(
     stream: &Arc<StreamDescription>,
     readers: &mut HashMap<String, JoinHandle<()>>,
     expiry: &mut LeaseExpiry,
+    last_cleanup: &mut Option<Instant>,
     exits: &mpsc::UnboundedSender<(String, ReaderExit)>,
     stopping: &watch::Receiver<bool>,
 ) -> Result<Undecided, String> {
@@ -460,12 +469,7 @@ async fn sync(
         if lease.checkpoint == Checkpoint::ShardEnd || readers.contains_key(&lease.shard_id) {
             continue;
         }
-        let parents_ended = lease.parent_shard_ids.iter().all(|parent| {
-            leases
-                .get(parent)
-                .is_none_or(|parent| parent.checkpoint == Checkpoint::ShardEnd)
-        });
-        if !parents_ended {
+        if !lineage::may_start(lease, &leases) {
             shared.update_shard(&lease.shard_id, |status| {
                 status.phase = ShardPhase::WaitingOnParents
             });
@@ -536,7 +540,10 @@ async fn sync(
     if let Some(error) = first_error {
         return Err(error);
     }
-    clean_up_finished_parents(shared, &leases).await;
+    if last_cleanup.is_none_or(|at| at.elapsed() >= shared.options.lease_cleanup_interval) {
+        *last_cleanup = Some(Instant::now());
+        clean_up_leases(shared, &shards, &leases).await;
+    }
     Ok(Undecided(undecided))
 }
 
@@ -555,43 +562,17 @@ async fn take<'a>(
     (lease, shard, sent, taken)
 }
 
-/// Creates a lease for every shard that should have one and has none. Returns whether any was
-/// created.
-///
-/// On an empty table (the mapping's first start), shards start where `StartingPosition` says;
-/// with `LATEST`, closed shards get no lease (their records are older than "now"). Shards that
-/// appear later are children of resharding and start at `TRIM_HORIZON`, as the KCL does.
+/// Creates the leases [`lineage::leases_to_create`] names. Returns whether any was created.
 async fn create_missing_leases(
     shared: &Shared,
     stream: &StreamDescription,
     shards: &[Shard],
     leases: &BTreeMap<String, Lease>,
 ) -> Result<bool, String> {
-    let first_start = leases.is_empty();
     let mut created = false;
-    for shard in shards {
-        if leases.contains_key(&shard.shard_id) {
-            continue;
-        }
-        // A shard whose child has a lease was finished (and its lease cleaned up) or skipped on
-        // purpose: reading it again would deliver old records twice.
-        let has_leased_child = shards.iter().any(|child| {
-            child.parents().any(|parent| parent == shard.shard_id)
-                && leases.contains_key(&child.shard_id)
-        });
-        if has_leased_child {
-            continue;
-        }
-        let checkpoint = if first_start {
-            match shared.config.starting_position {
-                StartingPosition::Latest if shard.is_closed() => continue,
-                StartingPosition::Latest => Checkpoint::Latest,
-                StartingPosition::TrimHorizon => Checkpoint::TrimHorizon,
-                StartingPosition::AtTimestamp(_) => Checkpoint::AtTimestamp,
-            }
-        } else {
-            Checkpoint::TrimHorizon
-        };
+    for (shard, checkpoint) in
+        lineage::leases_to_create(shards, leases, &shared.config.starting_position)
+    {
         let mut lease = Lease::new(
             lease_key(stream, &shard.shard_id),
             &shard.shard_id,
@@ -609,23 +590,13 @@ async fn create_missing_leases(
     Ok(created)
 }
 
-/// Deletes the leases of shards that ended and whose children have all started (spec §B7), so the
-/// table does not grow with every reshard. A parent's lease goes only after its own parents'.
-async fn clean_up_finished_parents(shared: &Shared, leases: &BTreeMap<String, Lease>) {
-    for lease in leases.values() {
-        let finished = lease.checkpoint == Checkpoint::ShardEnd
-            && !lease.child_shard_ids.is_empty()
-            && lease.child_shard_ids.iter().all(|child| {
-                leases
-                    .get(child)
-                    .is_some_and(|child| !child.checkpoint.is_initial())
-            })
-            && lease
-                .parent_shard_ids
-                .iter()
-                .all(|parent| !leases.contains_key(parent));
-        if finished && let Err(error) = shared.leases.delete_lease(&lease.lease_key).await {
-            tracing::warn!(shard_id = %lease.shard_id, %error, "could not delete a finished lease");
+/// Deletes the leases [`lineage::leases_to_delete`] names, so that the table does not grow with
+/// every reshard (`docs/resharding.md`).
+async fn clean_up_leases(shared: &Shared, shards: &[Shard], leases: &BTreeMap<String, Lease>) {
+    for (lease, why) in lineage::leases_to_delete(shards, leases) {
+        tracing::debug!(shard_id = %lease.shard_id, ?why, "deleting a lease");
+        if let Err(error) = shared.leases.delete_lease(&lease.lease_key).await {
+            tracing::warn!(shard_id = %lease.shard_id, %error, "could not delete a lease");
         }
     }
 }

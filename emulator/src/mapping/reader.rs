@@ -14,7 +14,7 @@
 //! waits for the write first, and a write that finds the lease lost stops the reader before it
 //! invokes anything more, as without the overlap.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant, SystemTime};
@@ -24,7 +24,8 @@ use serde_json::json;
 use tokio::sync::{Mutex, watch};
 use tokio::task::JoinHandle;
 
-use super::{MappingEvent, ShardPhase, ShardStatus, Shared, lease_key};
+use super::resume::Resume;
+use super::{MappingEvent, ShardPhase, ShardStatus, Shared, lease_key, lineage};
 use crate::backoff::{Backoff, RetryKind, Retryable as _};
 use crate::config::StartingPosition;
 use crate::invoke::{Invocation, InvokeOutcome};
@@ -98,6 +99,9 @@ pub(super) struct ShardReader {
     /// at `TRIM_HORIZON`), so that "any record" is what it waits for.
     started_at_oldest: bool,
     highest_delivered: Option<SequenceNumber>,
+    /// The last record read that the filters removed, when no record to deliver was read after
+    /// it: the checkpoint still owes it a write (`docs/filtering.md`, "Records that do not match").
+    filtered_tail: Option<SequenceNumber>,
     /// The size of the last event, to size the next one's buffer at once.
     last_payload_len: usize,
     /// Pauses between failed reads, growing while reads keep failing.
@@ -143,6 +147,7 @@ impl ShardReader {
             last_read: None,
             started_at_oldest: false,
             highest_delivered: None,
+            filtered_tail: None,
             last_payload_len: 0,
             read_backoff,
         }
@@ -198,9 +203,12 @@ impl ShardReader {
                 _ => IteratorPosition::TrimHorizon,
             },
             Checkpoint::SequenceNumber(last) => {
+                let position = self.resume_position(last).await?;
                 // New records are those after the checkpoint, not any record of the shard.
-                self.last_read = Some(last.clone());
-                IteratorPosition::AfterSequenceNumber(last.clone())
+                if matches!(position, IteratorPosition::AfterSequenceNumber(_)) {
+                    self.last_read = Some(last.clone());
+                }
+                position
             }
         };
         self.started_at_oldest = position == IteratorPosition::TrimHorizon;
@@ -232,6 +240,11 @@ impl ShardReader {
                 continue;
             }
             if self.buffer.is_empty() {
+                self.pass_filtered().await?;
+                // Records the filters removed are not a reason to wait: more may lie behind them.
+                if matches!(read, Read::Records) && !self.caught_up && self.iterator.is_some() {
+                    continue;
+                }
                 if self.iterator.is_none() {
                     return Err(self.end_shard().await);
                 }
@@ -303,6 +316,73 @@ impl ShardReader {
         self.check_running()
     }
 
+    /// Where to resume at checkpoint `checkpoint`: after it when the shard backs it, else at
+    /// the shard's oldest record, with a warning (see [`Resume`]).
+    async fn resume_position(
+        &mut self,
+        checkpoint: &SequenceNumber,
+    ) -> Result<IteratorPosition, ReaderExit> {
+        let at_checkpoint = self
+            .first_record_at(
+                IteratorPosition::AtSequenceNumber(checkpoint.clone()),
+                Some(checkpoint),
+            )
+            .await?;
+        let oldest = match at_checkpoint {
+            Some(_) => None,
+            None => {
+                self.first_record_at(IteratorPosition::TrimHorizon, None)
+                    .await?
+            }
+        };
+        let resume = Resume::decide(at_checkpoint.as_ref(), oldest.as_ref());
+        let stream = &self.shared.config.stream_name;
+        let shard_id = &self.shard.shard_id;
+        match &resume {
+            Resume::AfterCheckpoint => {}
+            Resume::OldestBelowCheckpoint { oldest } => tracing::warn!(
+                %stream,
+                %shard_id,
+                %checkpoint,
+                oldest_record = %oldest,
+                "the checkpoint lies beyond every record of the shard, so it does not belong to \
+                 this stream's records (a stream created again under the same name, or an \
+                 embedded Kinesis that did not keep its records: pass --state-dir DIR); reading \
+                 the shard from its oldest record instead of skipping the records below the \
+                 checkpoint"
+            ),
+            Resume::EmptyShard => tracing::info!(
+                %stream,
+                %shard_id,
+                %checkpoint,
+                "the shard holds no record at or after its checkpoint; reading from its oldest \
+                 record, so that no record below the checkpoint is skipped"
+            ),
+        }
+        Ok(resume.position(checkpoint))
+    }
+
+    /// The sequence number of the first record at `position`, if the shard holds one there;
+    /// `on_error` when the read fails (the reader then starts as it would without the check).
+    async fn first_record_at(
+        &mut self,
+        position: IteratorPosition,
+        on_error: Option<&SequenceNumber>,
+    ) -> Result<Option<SequenceNumber>, ReaderExit> {
+        let iterator = self.shard_iterator(position).await?;
+        match self.shared.source.get_records(&iterator, 1).await {
+            Ok(output) => Ok(output
+                .records
+                .into_iter()
+                .next()
+                .map(|record| record.sequence_number)),
+            Err(error) => {
+                tracing::debug!(shard_id = %self.shard.shard_id, %error, "could not look at the records after the checkpoint");
+                Ok(on_error.cloned())
+            }
+        }
+    }
+
     async fn shard_iterator(&mut self, position: IteratorPosition) -> Result<String, ReaderExit> {
         let mut backoff = self.shared.retry_backoff();
         loop {
@@ -342,7 +422,8 @@ impl ShardReader {
                 if let Some(last) = output.records.last() {
                     self.last_read = Some(last.sequence_number.clone());
                 }
-                self.buffer.extend(output.records);
+                let kept = self.keep_matching(output.records);
+                let filtered = count - kept;
                 self.iterator = output.next_shard_iterator;
                 if self.iterator.is_none() {
                     self.children = output.child_shards;
@@ -350,7 +431,8 @@ impl ShardReader {
                 let behind = output.millis_behind_latest;
                 self.caught_up = behind == 0;
                 self.shared.update_shard(&self.shard.shard_id, |status| {
-                    status.unsettled += count as u64;
+                    status.unsettled += kept as u64;
+                    status.filtered += filtered as u64;
                     status.millis_behind_latest = behind;
                     if count > 0 && status.held.is_none() {
                         status.phase = ShardPhase::Reading;
@@ -398,6 +480,40 @@ impl ShardReader {
         }
     }
 
+    /// Buffers the records that match the mapping's filters, and returns how many it kept. A
+    /// record that matches none is not delivered; the checkpoint passes it with the next batch,
+    /// or by itself when nothing to deliver follows it ([`Self::pass_filtered`]).
+    fn keep_matching(&mut self, records: Vec<Record>) -> usize {
+        let filter = &self.shared.config.filter_criteria;
+        if filter.is_empty() {
+            let count = records.len();
+            self.buffer.extend(records);
+            return count;
+        }
+        let before = self.buffer.len();
+        for record in records {
+            if filter.matches(&record) {
+                self.filtered_tail = None;
+                self.buffer.push_back(record);
+            } else {
+                self.filtered_tail = Some(record.sequence_number);
+            }
+        }
+        self.buffer.len() - before
+    }
+
+    /// Checkpoints past the records the filters removed after every buffered record, if any: a
+    /// read whose records all fail the filters invokes nothing but still moves the checkpoint.
+    async fn pass_filtered(&mut self) -> Result<(), ReaderExit> {
+        match self.filtered_tail.take() {
+            Some(last) => {
+                self.start_checkpoint(Checkpoint::SequenceNumber(last), |_| {})
+                    .await
+            }
+            None => Ok(()),
+        }
+    }
+
     /// Takes the next batch from the buffer: up to `batch_size` records and 6 MB of event.
     fn take_batch(&mut self, batch_size: usize) -> Vec<Record> {
         let mut payload = 0;
@@ -415,7 +531,7 @@ impl ShardReader {
         self.buffer.drain(..count).collect()
     }
 
-    /// Settles one batch as Lambda does (spec §A2): retries, bisection, partial responses.
+    /// Settles one batch as Lambda does (`docs/event-source-mapping.md` §2): retries, bisection, partial responses.
     async fn process(&mut self, batch: Vec<Record>) -> Result<(), ReaderExit> {
         let config = self.shared.config.clone();
         let sequence_numbers: Vec<SequenceNumber> = batch
@@ -488,7 +604,7 @@ impl ShardReader {
                                 .count();
                             self.settle(&records[..settled_until], dropped).await?;
                             start += settled_until;
-                            // Progress starts the remainder's retry budget afresh (spec §A1.7).
+                            // Progress starts the remainder's retry budget afresh (`docs/event-source-mapping.md` §1.5).
                             attempts = 0;
                             invoke_count = 0;
                             backoff.reset();
@@ -774,6 +890,9 @@ impl ShardReader {
             return exit;
         }
         let children = std::mem::take(&mut self.children);
+        if let Err(exit) = self.wait_for_merge_parents(&children).await {
+            return exit;
+        }
         for child in &children {
             let mut lease = Lease::new(
                 lease_key(&self.stream, &child.shard_id),
@@ -822,6 +941,44 @@ impl ShardReader {
             child_shard_ids,
         });
         ReaderExit::Ended
+    }
+
+    /// Waits until the other parent of each merge child has a lease, so that the child's lease
+    /// never exists before its parents' (`docs/resharding.md`).
+    async fn wait_for_merge_parents(&mut self, children: &[ChildShard]) -> Result<(), ReaderExit> {
+        let prefix = lease_key(&self.stream, "");
+        let mut stopping = self.stopping.clone();
+        for child in children {
+            loop {
+                let missing = match self.shared.leases.list_leases().await {
+                    Ok(leases) => {
+                        let leases: BTreeMap<String, Lease> = leases
+                            .into_iter()
+                            .filter(|lease| lease.lease_key.starts_with(&prefix))
+                            .map(|lease| (lease.shard_id.clone(), lease))
+                            .collect();
+                        lineage::merge_parent_without_lease(
+                            self.shard_id(),
+                            &child.parent_shards,
+                            &leases,
+                        )
+                        .map(str::to_owned)
+                    }
+                    Err(error) => Some(format!("(listing leases failed: {error})")),
+                };
+                let Some(missing) = missing else { break };
+                tracing::debug!(
+                    shard_id = %self.shard.shard_id,
+                    child = %child.shard_id,
+                    "the merge's other parent {missing} has no lease yet: waiting for it"
+                );
+                tokio::select! {
+                    () = tokio::time::sleep(self.shared.options.poll_interval) => {}
+                    _ = stopping.wait_for(|stop| *stop) => return Err(ReaderExit::Stopped),
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Runs a lease-store write until it succeeds, pausing after failures the store may recover

@@ -81,6 +81,10 @@ pub struct ShardStatus {
     /// Records the mapping discarded: retries exhausted or too old (sent to the on-failure
     /// destination).
     pub discarded: u64,
+    /// Records no filter of `FilterCriteria` matched: read, never delivered, passed by the
+    /// checkpoint.
+    #[serde(default)]
+    pub filtered: u64,
     /// Invocations of the function.
     pub invocations: u64,
     /// Invocations that delivered a record again.
@@ -146,6 +150,7 @@ impl MappingStatus {
             total.acked += shard.acked;
             total.dropped += shard.dropped;
             total.discarded += shard.discarded;
+            total.filtered += shard.filtered;
             total.invocations += shard.invocations;
             total.retries += shard.retries;
             total.unsettled += shard.unsettled;

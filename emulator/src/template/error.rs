@@ -150,6 +150,14 @@ pub enum Problem {
         /// Why not.
         reason: String,
     },
+    /// A `FilterCriteria` pattern Lambda would refuse.
+    #[error("= {value} is not a valid filter pattern: {reason}")]
+    FilterPattern {
+        /// The pattern as written.
+        value: String,
+        /// What is wrong, and where in the pattern.
+        reason: String,
+    },
     /// The property contradicts another part of the template.
     #[error("= {value} {reason}")]
     Conflict {

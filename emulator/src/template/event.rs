@@ -10,6 +10,7 @@ use super::fields::{Fault, Fields};
 use super::intrinsic::{Resolver, intrinsic, render};
 use super::stream::is_stream_name;
 use crate::config::{MappingConfig, StartingPosition};
+use crate::filter::{FilterCriteria, MAX_FILTERS, Pattern};
 
 const PROPERTIES: &[&str] = &[
     "Stream",
@@ -57,14 +58,6 @@ pub(super) fn read(
         Some(event.to_owned()),
     );
     fields.check_names(PROPERTIES)?;
-    fields.refuse(
-        "FilterCriteria",
-        "no event filtering: every record reaches the function",
-    )?;
-    fields.refuse(
-        "KmsKeyArn",
-        "it encrypts FilterCriteria, which kinesis-esm does not reproduce",
-    )?;
     reproduced_only(
         &fields,
         resolver,
@@ -117,6 +110,8 @@ pub(super) fn read(
     if let Some(enabled) = fields.boolean(resolver, "Enabled")? {
         mapping.enabled = enabled;
     }
+    mapping.filter_criteria = filter_criteria(&fields, resolver)?;
+    check_kms_key_arn(&fields, resolver)?;
     Ok(mapping)
 }
 
@@ -329,4 +324,96 @@ fn on_failure_destination(
         return Ok(Some(logical_id.to_owned()));
     }
     on_failure.text(resolver, "Destination")
+}
+
+/// `FilterCriteria.Filters`: each filter's `Pattern`, a JSON text, parsed as Lambda parses it
+/// (`docs/filtering.md`). `FilterCriteria: {}` is no filter at all, as on Lambda.
+fn filter_criteria(fields: &Fields<'_>, resolver: &Resolver<'_>) -> Result<FilterCriteria, Fault> {
+    if fields.get("FilterCriteria").is_none() {
+        return Ok(FilterCriteria::default());
+    }
+    let criteria = fields.nested("FilterCriteria")?;
+    criteria.check_names(&["Filters"])?;
+    let filters = match criteria.get("Filters") {
+        None => return Ok(FilterCriteria::default()),
+        Some(Value::Sequence(filters)) => filters,
+        Some(_) => {
+            return Err(criteria.not_allowed("Filters", "a list of filters, each {Pattern: '...'}"));
+        }
+    };
+    if filters.len() > MAX_FILTERS {
+        return Err(criteria.fault(
+            "Filters",
+            Problem::OutOfRange {
+                value: format!("{} filters", filters.len()),
+                allowed: format!(
+                    "at most {MAX_FILTERS}; Lambda allows 5 unless the account's quota is raised"
+                ),
+            },
+        ));
+    }
+    let mut patterns = Vec::with_capacity(filters.len());
+    for index in 0..filters.len() {
+        let filter = criteria.element("Filters", index)?;
+        filter.check_names(&["Pattern"])?;
+        let Some(value) = filter.get("Pattern") else {
+            return Err(filter.missing(
+                "Pattern",
+                r#" (the filter as JSON text, such as '{"data": {"carrier": ["dhl"]}}')"#,
+            ));
+        };
+        if matches!(value, Value::Mapping(_) | Value::Sequence(_)) && intrinsic(value).is_none() {
+            return Err(filter.not_allowed(
+                "Pattern",
+                r#"a JSON text in a string: quote it, as in Pattern: '{"data": {"carrier": ["dhl"]}}'"#,
+            ));
+        }
+        let text = filter.text(resolver, "Pattern")?.unwrap_or_default();
+        let pattern = Pattern::parse(&text).map_err(|error| {
+            filter.fault(
+                "Pattern",
+                Problem::FilterPattern {
+                    value: text.clone(),
+                    reason: error.to_string(),
+                },
+            )
+        })?;
+        patterns.push(pattern);
+    }
+    Ok(FilterCriteria::new(patterns))
+}
+
+/// `KmsKeyArn`: Lambda encrypts the filter criteria at rest with this key, which changes nothing
+/// a function sees, so it is only checked for its form: a key of the template, an ARN, or empty
+/// for an AWS owned key.
+fn check_kms_key_arn(fields: &Fields<'_>, resolver: &Resolver<'_>) -> Result<(), Fault> {
+    let Some(value) = fields.get("KmsKeyArn") else {
+        return Ok(());
+    };
+    if referenced_resource(value).is_some_and(|id| resolver.resource_type(id).is_some()) {
+        return Ok(());
+    }
+    let arn = fields.text(resolver, "KmsKeyArn")?.unwrap_or_default();
+    if arn.is_empty() || is_arn(&arn) {
+        return Ok(());
+    }
+    Err(fields.not_allowed(
+        "KmsKeyArn",
+        "a KMS key ARN such as arn:aws:kms:us-east-1:123456789012:key/id, or '' for an AWS owned key",
+    ))
+}
+
+/// Whether the text has an ARN's form, `arn:partition:service:...`, as the Lambda API checks.
+fn is_arn(text: &str) -> bool {
+    let mut parts = text.splitn(4, ':');
+    let (Some("arn"), Some(partition), Some(service), Some(_)) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    (partition.is_empty() || partition.starts_with("aws"))
+        && !service.is_empty()
+        && service
+            .chars()
+            .all(|char| char.is_ascii_lowercase() || char.is_ascii_digit() || "-.".contains(char))
 }

@@ -63,6 +63,31 @@ impl<'a> Fields<'a> {
         })
     }
 
+    /// The map at `index` of the list under `name`, whose properties are named
+    /// `name[index].Property` in errors.
+    pub(super) fn element(&self, name: &str, index: usize) -> Result<Fields<'a>, Fault> {
+        let element = format!("{name}[{index}]");
+        let item = match self.map.get(name) {
+            Some(Value::Sequence(items)) => items.get(index),
+            _ => None,
+        };
+        match item {
+            Some(Value::Mapping(map)) => Ok(Fields {
+                map,
+                section: self.section.clone(),
+                event: self.event.clone(),
+                prefix: format!("{}{element}.", self.prefix),
+            }),
+            other => Err(self.fault(
+                &element,
+                Problem::NotAllowed {
+                    value: other.map_or_else(String::new, render),
+                    allowed: "a map of properties".to_owned(),
+                },
+            )),
+        }
+    }
+
     /// The raw value of a property.
     pub(super) fn get(&self, name: &str) -> Option<&'a Value> {
         self.map.get(name)

@@ -6,6 +6,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use super::*;
 use crate::config::StartingPosition;
+use crate::filter::{FilterCriteria, Pattern};
 
 /// The file every inline template pretends to be: absolute, so `CodeUri` folders are exact.
 const PATH: &str = "/work/app/template.yaml";
@@ -184,7 +185,9 @@ fn every_event_property_reaches_the_mapping() {
          MaximumRecordAgeInSeconds: 3600, BisectBatchOnFunctionError: true, \
          FunctionResponseTypes: [ReportBatchItemFailures], ParallelizationFactor: 1, \
          TumblingWindowInSeconds: 0, Enabled: false, MetricsConfig: {Metrics: [EventCount]}, \
-         DestinationConfig: {OnFailure: {Destination: 'arn:aws:sqs:us-east-1:123456789012:failures'}}",
+         DestinationConfig: {OnFailure: {Destination: 'arn:aws:sqs:us-east-1:123456789012:failures'}}, \
+         FilterCriteria: {Filters: [{Pattern: '{\"data\": {\"carrier\": [\"dhl\"]}}'}]}, \
+         KmsKeyArn: 'arn:aws:kms:us-east-1:123456789012:key/1'",
     ));
     let expected = MappingConfig {
         function_name: "ShippingFunction".into(),
@@ -201,6 +204,9 @@ fn every_event_property_reaches_the_mapping() {
         on_failure_destination: Some("arn:aws:sqs:us-east-1:123456789012:failures".into()),
         enabled: false,
         function_timeout: Duration::from_secs(3),
+        filter_criteria: FilterCriteria::new(vec![
+            Pattern::parse(r#"{"data": {"carrier": ["dhl"]}}"#).expect("a pattern"),
+        ]),
     };
     assert_eq!(only_mapping(&template), &expected);
 }
@@ -651,22 +657,109 @@ fn event_properties_that_are_not_reproduced_are_refused() {
         "event ShipmentsStream: property TumblingWindowInSeconds = 60 is not reproduced by kinesis-esm (only 0: no tumbling windows)",
     );
     check_error(
-        &with_event(
-            "FilterCriteria: {Filters: [{Pattern: '{\"data\": {\"carrier\": [\"dhl\"]}}'}]}",
-        ),
-        "property FilterCriteria = {Filters: [{Pattern: {\"data\": {\"carrier\": [\"dhl\"]}}}]} is not reproduced by kinesis-esm (no event filtering",
-    );
-    check_error(
-        &with_event("KmsKeyArn: 'arn:aws:kms:us-east-1:123456789012:key/1'"),
-        "property KmsKeyArn = arn:aws:kms:us-east-1:123456789012:key/1 is not reproduced by kinesis-esm",
-    );
-    check_error(
         &with_event("StartingPositionTimestamp: 1700000000"),
         "property StartingPositionTimestamp = 1700000000 is only read with StartingPosition AT_TIMESTAMP",
     );
     check_error(
         &with_event("ParallelisationFactor: 2"),
         "event ShipmentsStream: property ParallelisationFactor is not a property kinesis-esm knows here (known: Stream, StartingPosition,",
+    );
+}
+
+// FilterCriteria and KmsKeyArn (docs/filtering.md).
+
+/// The filters of the only mapping of a template whose event has `FilterCriteria: criteria`.
+#[track_caller]
+fn filters_of(criteria: &str) -> FilterCriteria {
+    let template = read(&with_event(&format!("FilterCriteria: {criteria}")));
+    only_mapping(&template).filter_criteria.clone()
+}
+
+#[test]
+fn filter_criteria_reach_the_mapping_as_parsed_patterns() {
+    let dhl = r#"{"data": {"carrier": ["dhl"]}}"#;
+    let heavy = r#"{"data": {"weight": [{"numeric": [">", 20]}]}}"#;
+    assert_eq!(
+        filters_of(&format!(
+            "{{Filters: [{{Pattern: '{dhl}'}}, {{Pattern: '{heavy}'}}]}}"
+        )),
+        FilterCriteria::new(vec![
+            Pattern::parse(dhl).expect("a pattern"),
+            Pattern::parse(heavy).expect("a pattern"),
+        ])
+    );
+    // Lambda's way to remove every filter, and an empty list: every record reaches the function.
+    assert!(filters_of("{}").is_empty());
+    assert!(filters_of("{Filters: []}").is_empty());
+    // A pattern may come from !Sub, as CloudFormation resolves it before Lambda reads it.
+    assert_eq!(
+        filters_of(r#"{Filters: [{Pattern: !Sub '{"data": {"region": ["${AWS::Region}"]}}'}]}"#),
+        FilterCriteria::new(vec![
+            Pattern::parse(r#"{"data": {"region": ["us-east-1"]}}"#).expect("a pattern"),
+        ])
+    );
+}
+
+#[test]
+fn invalid_filter_patterns_are_refused_with_the_file_resource_and_place() {
+    check_error(
+        &with_event(
+            r#"FilterCriteria: {Filters: [{Pattern: '{"data": {"carrier": ["dhl"]}}'}, {Pattern: '{"data": {"carrier": "ups"}}'}]}"#,
+        ),
+        r#"template.yaml: resource ShippingFunction, event ShipmentsStream: property FilterCriteria.Filters[1].Pattern = {"data": {"carrier": "ups"}} is not a valid filter pattern: at data.carrier: a field takes an array of values or rules, such as ["ups"], or an object of fields; not a string"#,
+    );
+    check_error(
+        &with_event("FilterCriteria: {Filters: [{Pattern: 'not json'}]}"),
+        "property FilterCriteria.Filters[0].Pattern = not json is not a valid filter pattern: at line 1, column 2: not valid JSON: expected ident",
+    );
+    check_error(
+        &with_event(
+            r#"FilterCriteria: {Filters: [{Pattern: '{"data": {"n": [{"NUMERIC": [">", 1]}]}}'}]}"#,
+        ),
+        r#"property FilterCriteria.Filters[0].Pattern = {"data": {"n": [{"NUMERIC": [">", 1]}]}} is not a valid filter pattern: at data.n[0].NUMERIC: unknown operator "NUMERIC""#,
+    );
+    check_error(
+        &with_event(r#"FilterCriteria: {Filters: [{Pattern: {data: {carrier: [dhl]}}}]}"#),
+        r#"property FilterCriteria.Filters[0].Pattern = {data: {carrier: [dhl]}} is not allowed (allowed: a JSON text in a string: quote it, as in Pattern: '{"data": {"carrier": ["dhl"]}}')"#,
+    );
+    check_error(
+        &with_event("FilterCriteria: {Filters: [{}]}"),
+        "property FilterCriteria.Filters[0].Pattern is required (the filter as JSON text",
+    );
+    check_error(
+        &with_event("FilterCriteria: {Filters: [{Patern: '{}'}]}"),
+        "property FilterCriteria.Filters[0].Patern is not a property kinesis-esm knows here (known: Pattern)",
+    );
+    check_error(
+        &with_event("FilterCriteria: {Filters: [x]}"),
+        "property FilterCriteria.Filters[0] = x is not allowed (allowed: a map of properties)",
+    );
+    check_error(
+        &with_event("FilterCriteria: {Filter: []}"),
+        "property FilterCriteria.Filter is not a property kinesis-esm knows here (known: Filters)",
+    );
+    let eleven = [r#"{Pattern: '{"data": {"k": ["v"]}}'}"#; 11].join(", ");
+    check_error(
+        &with_event(&format!("FilterCriteria: {{Filters: [{eleven}]}}")),
+        "property FilterCriteria.Filters = 11 filters is out of range (allowed: at most 10; Lambda allows 5 unless the account's quota is raised)",
+    );
+}
+
+#[test]
+fn a_kms_key_is_accepted_as_an_arn_a_key_of_the_template_or_empty() {
+    for key in [
+        "'arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab'",
+        "''",
+        "!Sub 'arn:${AWS::Partition}:kms:${AWS::Region}:${AWS::AccountId}:alias/filters'",
+    ] {
+        read(&with_event(&format!("KmsKeyArn: {key}")));
+    }
+    let template =
+        with_event("KmsKeyArn: !GetAtt FilterKey.Arn") + "  FilterKey:\n    Type: AWS::KMS::Key\n";
+    read(&template);
+    check_error(
+        &with_event("KmsKeyArn: my-key"),
+        "property KmsKeyArn = my-key is not allowed (allowed: a KMS key ARN such as arn:aws:kms:us-east-1:123456789012:key/id, or '' for an AWS owned key)",
     );
 }
 

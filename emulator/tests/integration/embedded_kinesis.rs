@@ -1,4 +1,4 @@
-//! The embedded Kinesis against the Kinesis semantics it promises (spec §C): routing, sequence
+//! The embedded Kinesis against the Kinesis semantics it promises (`docs/kinesis.md`): routing, sequence
 //! numbers, iterators, limits, retention, resharding lineage and waking readers.
 //!
 //! Run with `cargo test -p kinesis-esm --test integration embedded_kinesis`.

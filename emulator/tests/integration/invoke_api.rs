@@ -235,6 +235,7 @@ fn check_function_error(
 enum Kind {
     Unreachable,
     Throttled,
+    NoSuchFunction,
 }
 
 /// Checks that the invocation failed before the function with an error of `kind` whose message
@@ -244,6 +245,7 @@ fn check_invoke_error(result: Result<InvokeOutcome, InvokeError>, kind: Kind, fr
     let (actual_kind, message) = match result {
         Err(InvokeError::Unreachable { message }) => (Kind::Unreachable, message),
         Err(InvokeError::Throttled { message }) => (Kind::Throttled, message),
+        Err(InvokeError::NoSuchFunction { message }) => (Kind::NoSuchFunction, message),
         other => panic!("expected an invoke error ({kind:?}), got {other:?}"),
     };
     assert_eq!(actual_kind, kind, "{message}");
@@ -446,10 +448,10 @@ async fn cargo_lambdas_own_failure_is_not_a_function_error() {
 }
 
 #[tokio::test]
-async fn a_function_that_does_not_exist_is_unreachable() {
+async fn a_function_that_does_not_exist_is_a_missing_function() {
     check_invoke_error(
         invoke_stand_in("no-such-function", b"{}").await,
-        Kind::Unreachable,
+        Kind::NoSuchFunction,
         &[
             "`no-such-function`",
             "HTTP 404",
@@ -458,16 +460,80 @@ async fn a_function_that_does_not_exist_is_unreachable() {
     );
     check_invoke_error(
         invoke_stand_in("sam-missing", b"{}").await,
-        Kind::Unreachable,
+        Kind::NoSuchFunction,
         &["HTTP 404", "[ResourceNotFound]: Function not found"],
     );
     check_invoke_error(
         invoke_stand_in("cargo-lambda-missing", b"{}").await,
-        Kind::Unreachable,
+        Kind::NoSuchFunction,
         &[
             "HTTP 404",
             "[Missing function]: that function doesn't exist",
         ],
+    );
+}
+
+#[tokio::test]
+async fn a_missing_function_is_told_to_whoever_waits_for_it() {
+    let (endpoint, _recorder) = stand_in().await;
+    let api = InvokeApi::new(&endpoint, "cargo-lambda-missing", options()).unwrap();
+    let outcome = api
+        .invoke(Invocation::new(&b"{}"[..], FUNCTION_TIMEOUT))
+        .await;
+    assert!(
+        matches!(outcome, Err(InvokeError::NoSuchFunction { .. })),
+        "{outcome:?}"
+    );
+    let told = tokio::time::timeout(Duration::from_secs(1), api.missing_function())
+        .await
+        .expect("the missing function is told");
+    assert!(told.contains("[Missing function]"), "{told}");
+}
+
+#[tokio::test]
+async fn a_function_cargo_lambda_does_not_know_is_invoked_by_its_binary_instead() {
+    let (endpoint, recorder) = stand_in().await;
+    let api = InvokeApi::new(&endpoint, "cargo-lambda-missing", options())
+        .unwrap()
+        .fallback_function_name("echo");
+
+    for _ in 0..2 {
+        let outcome = api
+            .invoke(Invocation::new(&b"{\"n\":1}"[..], FUNCTION_TIMEOUT))
+            .await;
+        assert_eq!(
+            outcome,
+            Ok(InvokeOutcome::Response(Bytes::from_static(b"{\"n\":1}")))
+        );
+        assert_eq!(recorder.last().function_name, "echo");
+    }
+    let names: Vec<String> = recorder
+        .0
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .map(|received| received.function_name.clone())
+        .collect();
+    assert_eq!(
+        names,
+        ["cargo-lambda-missing", "echo", "echo"],
+        "the fallback is kept"
+    );
+    let told = tokio::time::timeout(Duration::from_millis(100), api.missing_function()).await;
+    assert!(told.is_err(), "the function was found: nothing is missing");
+}
+
+#[tokio::test]
+async fn when_neither_name_is_known_the_function_asked_for_is_missing() {
+    let (endpoint, _recorder) = stand_in().await;
+    let api = InvokeApi::new(&endpoint, "cargo-lambda-missing", options())
+        .unwrap()
+        .fallback_function_name("sam-missing");
+    check_invoke_error(
+        api.invoke(Invocation::new(&b"{}"[..], FUNCTION_TIMEOUT))
+            .await,
+        Kind::NoSuchFunction,
+        &["`cargo-lambda-missing`", "[Missing function]"],
     );
 }
 

@@ -23,12 +23,7 @@ const FUNCTION_TIMEOUT: Duration = Duration::from_secs(2);
 const PATIENCE: Duration = Duration::from_secs(10);
 
 fn init_logs() {
-    if std::env::var_os("RUST_LOG").is_some() {
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-            .with_test_writer()
-            .try_init();
-    }
+    crate::support::init_logging();
 }
 
 fn manifest_dir() -> &'static Path {
@@ -603,6 +598,42 @@ async fn shutdown_stops_every_process_and_refuses_invocations() {
     assert!(
         matches!(refused, Err(InvokeError::Unreachable { .. })),
         "{refused:?}"
+    );
+}
+
+/// Shutting down an environment whose runtime waits in `next` must not answer that poll with
+/// something `lambda_runtime` cannot read (it panicked on an answer without a request id): the
+/// process is stopped as Lambda stops it. The race is narrow, so many short runs are made, on a
+/// multi-threaded runtime as `run` uses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutting_down_many_short_runs_never_makes_the_function_panic() {
+    const RUNS: usize = 40;
+    const NAME: &str = "shipping-stopped-often";
+    init_logs();
+    let binary = shipping_binary().await;
+    for _ in 0..RUNS {
+        let api = RuntimeApi::new(definition(NAME, binary));
+        let event = TestEvent::new().json(&shipment(1, "1 Main St", "dhl"));
+        let response = json_response(invoke(&api, event.to_json()).await);
+        assert!(item_identifiers(&response).is_empty(), "{response}");
+        api.shutdown().await;
+    }
+
+    let log = crate::support::runtime_api_log(NAME);
+    let started = log
+        .iter()
+        .filter(|event| event.message == "started an execution environment")
+        .count();
+    assert_eq!(started, RUNS, "one environment per run: {log:#?}");
+    let panics: Vec<&str> = log
+        .iter()
+        .map(|event| event.message.as_str())
+        .filter(|line| line.contains("panicked") || line.contains("request-id header"))
+        .collect();
+    assert!(
+        panics.is_empty(),
+        "the function panicked at shutdown:\n{}",
+        panics.join("\n")
     );
 }
 

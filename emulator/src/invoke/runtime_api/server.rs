@@ -163,11 +163,13 @@ async fn next(exchange: &Exchange) -> Response<Body> {
         deliveries.recv().await
     };
     let Some(delivery) = delivery else {
-        return error_response(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "ServiceException",
-            "the execution environment is shutting down",
-        );
+        // The environment is being shut down and its process is about to be killed. Lambda
+        // never answers the pending `next` then: it stops the process (SIGKILL for a runtime
+        // without extensions; see the execution environment lifecycle's Shutdown phase). An
+        // error answer here would reach `lambda_runtime` as an event without a request id, and
+        // it would panic before it is killed. So the poll stays open until the process is gone
+        // and the endpoint, with this connection, is stopped.
+        return std::future::pending().await;
     };
     let picked_at = Instant::now();
     let deadline = SystemTime::now() + delivery.budget;
@@ -407,4 +409,48 @@ fn json_response(status: StatusCode, body: Bytes) -> Response<Body> {
         .headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    /// A runtime's poll on `next` when the environment is shut down (its deliveries closed):
+    /// no answer at all until the endpoint stops, then a closed connection, never an error
+    /// answer without a request id.
+    #[tokio::test]
+    async fn a_shut_down_environment_never_answers_the_pending_next() {
+        let listener = TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
+            .await
+            .expect("a loopback port");
+        let address = listener.local_addr().expect("an address");
+        let (exchange, deliveries) = Exchange::new("arn:aws:lambda:us-east-1:1:function:f");
+        let endpoint = tokio::spawn(serve(listener, exchange));
+        let mut runtime = tokio::net::TcpStream::connect(address)
+            .await
+            .expect("connects");
+        runtime
+            .write_all(b"GET /2018-06-01/runtime/invocation/next HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await
+            .expect("sends");
+
+        drop(deliveries);
+        let mut answer = Vec::new();
+        let read =
+            tokio::time::timeout(Duration::from_millis(300), runtime.read_to_end(&mut answer))
+                .await;
+        assert!(
+            read.is_err(),
+            "the poll was answered: {:?}",
+            String::from_utf8_lossy(&answer)
+        );
+
+        // The process is gone: the endpoint stops and the connection closes without a word.
+        endpoint.abort();
+        let read = tokio::time::timeout(Duration::from_secs(5), runtime.read_to_end(&mut answer))
+            .await
+            .expect("the connection closes");
+        assert!(read.is_ok_and(|_| answer.is_empty()), "{answer:?}");
+    }
 }
