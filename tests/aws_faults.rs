@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use end_to_end::aws::fault_proxy::{Fault, FaultProxy, SeenCall};
 use end_to_end::aws::{
-    Gate, LeaseChange, LocalAws, Observed, REGION, RecordingLeaseStore, dynamodb_endpoint,
-    kinesis_endpoint, ship_after_gate, shipment, within,
+    Gate, LeaseChange, LocalAws, Observed, REGION, dynamodb_endpoint, kinesis_endpoint,
+    recording_lease_store, ship_after_gate, shipment, within,
 };
 use kinesis_esm::aws::{AwsConnection, ReadPacing, SdkKinesis};
 use kinesis_esm::config::{MappingConfig, StartingPosition};
@@ -58,7 +58,7 @@ async fn a_running_mapping_rides_out_faults_and_loses_nothing() {
         .await
         .unwrap()
         .with_read_pacing(ReadPacing::UNLIMITED);
-    let leases = Arc::new(RecordingLeaseStore::new(Arc::new(
+    let leases = Arc::new(recording_lease_store(Arc::new(
         aws.lease_store_at(&through(&dynamodb_proxy), &table).await,
     )));
 

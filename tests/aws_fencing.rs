@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use end_to_end::aws::fault_proxy::FaultProxy;
 use end_to_end::aws::{
-    Delivery, Gate, LeaseChange, LocalAws, Observed, REGION, RecordingLeaseStore,
-    dynamodb_endpoint, ship_after_gate, shipment, shipment_id, within,
+    Delivery, Gate, LeaseChange, LocalAws, Observed, REGION, dynamodb_endpoint,
+    recording_lease_store, ship_after_gate, shipment, shipment_id, within,
 };
 use kinesis_esm::aws::{AwsConnection, ReadPacing};
 use kinesis_esm::config::{MappingConfig, StartingPosition};
@@ -60,10 +60,10 @@ async fn a_worker_whose_lease_was_taken_can_no_longer_checkpoint() {
     let through_proxy = AwsConnection::local(proxy.endpoint())
         .with_region(REGION)
         .with_timeouts(Duration::from_secs(1), Duration::from_secs(2));
-    let leases_a = Arc::new(RecordingLeaseStore::new(Arc::new(
+    let leases_a = Arc::new(recording_lease_store(Arc::new(
         aws.lease_store_at(&through_proxy, &table).await,
     )));
-    let leases_b = Arc::new(RecordingLeaseStore::new(Arc::new(
+    let leases_b = Arc::new(recording_lease_store(Arc::new(
         aws.lease_store(&table).await,
     )));
     let mut config = MappingConfig::new("shipping", &stream, StartingPosition::TrimHorizon);

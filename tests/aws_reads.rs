@@ -5,17 +5,14 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use end_to_end::aws::{LocalAws, shipment, within};
 use kinesis_esm::aws::ReadPacing;
 use kinesis_esm::config::{MappingConfig, StartingPosition};
-use kinesis_esm::invoke::{InProcess, Invocation, InvokeError, InvokeOutcome, Invoker};
+use kinesis_esm::invoke::{InProcess, Invocation};
 use kinesis_esm::mapping::{EventSourceMapping, MappingOptions};
-use kinesis_esm::sequence::SequenceNumber;
-use kinesis_esm::source::{
-    GetRecordsOutput, IteratorPosition, Shard, ShardSource, SourceError, StreamDescription,
-};
+use kinesis_esm::source::{GetRecordsOutput, SourceError};
 use shipping::Shipment;
+use test_support::intercept::{Intercepted, InvokerHooks, SourceHooks};
 
 /// A read or an invocation, with how many records it held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,68 +23,27 @@ enum Step {
 
 type Steps = Arc<Mutex<Vec<Step>>>;
 
-struct LoggedSource {
-    inner: Arc<dyn ShardSource>,
-    steps: Steps,
-}
+/// Notes each `GetRecords` answer and each invocation, in one list.
+struct LogSteps(Steps);
 
-#[async_trait]
-impl ShardSource for LoggedSource {
-    async fn describe_stream(&self, stream: &str) -> Result<StreamDescription, SourceError> {
-        self.inner.describe_stream(stream).await
-    }
-
-    async fn list_shards(&self, stream: &str) -> Result<Vec<Shard>, SourceError> {
-        self.inner.list_shards(stream).await
-    }
-
-    async fn shard_iterator(
-        &self,
-        stream: &str,
-        shard_id: &str,
-        position: &IteratorPosition,
-    ) -> Result<String, SourceError> {
-        self.inner.shard_iterator(stream, shard_id, position).await
-    }
-
-    async fn get_records(
-        &self,
-        shard_iterator: &str,
-        limit: usize,
-    ) -> Result<GetRecordsOutput, SourceError> {
-        let output = self.inner.get_records(shard_iterator, limit).await?;
-        self.steps
-            .lock()
-            .unwrap()
-            .push(Step::Read(output.records.len()));
-        Ok(output)
-    }
-
-    async fn wait_for_records(
-        &self,
-        stream: &str,
-        shard_id: &str,
-        after: Option<&SequenceNumber>,
-        timeout: Duration,
-    ) {
-        self.inner
-            .wait_for_records(stream, shard_id, after, timeout)
-            .await;
+impl SourceHooks for LogSteps {
+    fn after_get_records(&self, output: &Result<GetRecordsOutput, SourceError>) {
+        if let Ok(output) = output {
+            self.0
+                .lock()
+                .unwrap()
+                .push(Step::Read(output.records.len()));
+        }
     }
 }
 
-struct LoggedInvoker {
-    inner: InProcess,
-    steps: Steps,
-}
+impl InvokerHooks for LogSteps {
+    type Note = ();
 
-#[async_trait]
-impl Invoker for LoggedInvoker {
-    async fn invoke(&self, invocation: Invocation) -> Result<InvokeOutcome, InvokeError> {
+    fn before_invoke(&self, invocation: &Invocation) {
         let event: serde_json::Value = serde_json::from_slice(&invocation.payload).unwrap();
         let records = event["Records"].as_array().map_or(0, Vec::len);
-        self.steps.lock().unwrap().push(Step::Invoke(records));
-        self.inner.invoke(invocation).await
+        self.0.lock().unwrap().push(Step::Invoke(records));
     }
 }
 
@@ -103,14 +59,14 @@ async fn records_read_up_to_the_tip_are_invoked_without_reading_again() {
     config.report_batch_item_failures = true;
     let mapping = EventSourceMapping::new(
         config,
-        Arc::new(LoggedSource {
-            inner: aws.source(ReadPacing::KINESIS_LIMITS).await,
-            steps: steps.clone(),
-        }),
-        Arc::new(LoggedInvoker {
-            inner: InProcess::service(shipping::function()),
-            steps: steps.clone(),
-        }),
+        Arc::new(Intercepted::new(
+            aws.source(ReadPacing::KINESIS_LIMITS).await,
+            LogSteps(steps.clone()),
+        )),
+        Arc::new(Intercepted::new(
+            Arc::new(InProcess::service(shipping::function())),
+            LogSteps(steps.clone()),
+        )),
     )
     .options(MappingOptions {
         poll_interval: Duration::from_millis(100),

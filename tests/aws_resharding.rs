@@ -10,14 +10,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use end_to_end::aws::{
-    LeaseChange, LeaseWrite, LocalAws, Observed, Published, RawLease, RecordingLeaseStore,
-    shipment, within,
+    LeaseChange, LeaseRecorder, LeaseWrite, LocalAws, Observed, Published, RawLease, shipment,
+    within,
 };
 use kinesis_esm::aws::ReadPacing;
 use kinesis_esm::config::{MappingConfig, StartingPosition};
 use kinesis_esm::invoke::InProcess;
+use kinesis_esm::lease::LeaseStore;
 use kinesis_esm::mapping::{EventSourceMapping, MappingEvent, MappingOptions};
 use kinesis_esm::source::ShardSource as _;
+use test_support::intercept::Intercepted;
 use tokio::sync::watch;
 
 const KEYS: usize = 10;
@@ -171,10 +173,10 @@ async fn a_split_and_a_merge_while_records_flow_keep_order_and_lose_nothing() {
     let aws = Arc::new(LocalAws::connect().await);
     let stream = aws.create_stream("reshard", 2).await;
     let table = aws.lease_table("reshard").await;
-    let leases = Arc::new(
-        RecordingLeaseStore::new(Arc::new(aws.lease_store(&table).await))
-            .snapshot_before_deletes(aws.dynamodb().clone(), &table),
-    );
+    let leases = Arc::new(Intercepted::new(
+        Arc::new(aws.lease_store(&table).await) as Arc<dyn LeaseStore>,
+        LeaseRecorder::default().snapshot_before_deletes(aws.dynamodb().clone(), &table),
+    ));
     let mut config = MappingConfig::new("shipping", &stream, StartingPosition::TrimHorizon);
     config.batch_size = 10;
     config.report_batch_item_failures = true;

@@ -6,33 +6,42 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use end_to_end::aws::{LeaseChange, RecordingLeaseStore};
+use end_to_end::aws::{LeaseChange, RecordingLeaseStore, recording_lease_store};
 use end_to_end::{Observed, TestStream, at, config, shard, shipment, within};
 use kinesis_esm::config::StartingPosition;
 use kinesis_esm::invoke::InProcess;
-use kinesis_esm::lease::{Checkpoint, Lease, LeaseError, LeaseStore, MemoryLeaseStore};
+use kinesis_esm::lease::{Checkpoint, LeaseStore as _, MemoryLeaseStore};
 use kinesis_esm::sequence::SequenceNumber;
+use test_support::intercept::{Intercepted, LeaseHooks};
 use tokio::sync::{Semaphore, watch};
 
 const BATCH_SIZE: usize = 10;
 
 /// A memory lease store whose checkpoint writes each wait for a permit from the test.
-struct GatedCheckpoints {
-    inner: RecordingLeaseStore,
+type GatedCheckpoints = Intercepted<RecordingLeaseStore, Gate>;
+
+fn gated_checkpoints() -> GatedCheckpoints {
+    let recorded = Arc::new(recording_lease_store(Arc::new(MemoryLeaseStore::new())));
+    Intercepted::new(
+        Arc::clone(&recorded),
+        Gate {
+            recorded,
+            permits: Semaphore::new(0),
+            asked: watch::Sender::new(Vec::new()),
+        },
+    )
+}
+
+/// Holds each checkpoint write until the test lets it through.
+struct Gate {
+    /// The store the writes go to, read for what landed.
+    recorded: Arc<RecordingLeaseStore>,
     permits: Semaphore,
     /// The checkpoint writes asked for so far (landed or not), in order.
     asked: watch::Sender<Vec<Checkpoint>>,
 }
 
-impl GatedCheckpoints {
-    fn new() -> Self {
-        Self {
-            inner: RecordingLeaseStore::new(Arc::new(MemoryLeaseStore::new())),
-            permits: Semaphore::new(0),
-            asked: watch::Sender::new(Vec::new()),
-        }
-    }
-
+impl Gate {
     /// Lets `writes` more checkpoint writes through.
     fn let_through(&self, writes: usize) {
         self.permits.add_permits(writes);
@@ -51,7 +60,7 @@ impl GatedCheckpoints {
 
     /// The changes that reached the store, in order.
     fn landed(&self) -> Vec<LeaseChange> {
-        self.inner
+        self.recorded
             .writes()
             .into_iter()
             .filter(|write| write.error.is_none())
@@ -61,56 +70,19 @@ impl GatedCheckpoints {
 }
 
 #[async_trait]
-impl LeaseStore for GatedCheckpoints {
-    async fn list_leases(&self) -> Result<Vec<Lease>, LeaseError> {
-        self.inner.list_leases().await
-    }
+impl LeaseHooks for Gate {
+    type Note = ();
 
-    async fn get_lease(&self, lease_key: &str) -> Result<Option<Lease>, LeaseError> {
-        self.inner.get_lease(lease_key).await
-    }
-
-    async fn create_lease_if_absent(&self, lease: &Lease) -> Result<bool, LeaseError> {
-        self.inner.create_lease_if_absent(lease).await
-    }
-
-    async fn take_lease(&self, lease: &Lease, owner: &str) -> Result<Lease, LeaseError> {
-        self.inner.take_lease(lease, owner).await
-    }
-
-    async fn renew_lease(&self, lease: &Lease) -> Result<Lease, LeaseError> {
-        self.inner.renew_lease(lease).await
-    }
-
-    async fn update_checkpoint(
-        &self,
-        lease: &Lease,
-        checkpoint: Checkpoint,
-    ) -> Result<Lease, LeaseError> {
-        self.asked
-            .send_modify(|asked| asked.push(checkpoint.clone()));
-        self.permits
-            .acquire()
-            .await
-            .expect("the semaphore stays open")
-            .forget();
-        self.inner.update_checkpoint(lease, checkpoint).await
-    }
-
-    async fn set_child_shard_ids(
-        &self,
-        lease: &Lease,
-        child_shard_ids: &[String],
-    ) -> Result<Lease, LeaseError> {
-        self.inner.set_child_shard_ids(lease, child_shard_ids).await
-    }
-
-    async fn evict_lease(&self, lease: &Lease) -> Result<Lease, LeaseError> {
-        self.inner.evict_lease(lease).await
-    }
-
-    async fn delete_lease(&self, lease_key: &str) -> Result<(), LeaseError> {
-        self.inner.delete_lease(lease_key).await
+    async fn before_write(&self, _: &str, change: &LeaseChange) {
+        if let LeaseChange::Checkpoint(checkpoint) = change {
+            self.asked
+                .send_modify(|asked| asked.push(checkpoint.clone()));
+            self.permits
+                .acquire()
+                .await
+                .expect("the semaphore stays open")
+                .forget();
+        }
     }
 }
 
@@ -150,7 +122,7 @@ fn start(stream: &TestStream, leases: Arc<GatedCheckpoints>) -> Observed {
 async fn the_next_batch_is_invoked_while_the_last_checkpoint_is_written() {
     let (stream, batch_ends) = stream_of_batches("overlapping-checkpoints", 3);
     let shard_id = stream.open_shards()[0].shard_id.clone();
-    let leases = Arc::new(GatedCheckpoints::new());
+    let leases = Arc::new(gated_checkpoints());
     let observed = start(&stream, Arc::clone(&leases));
 
     // The first batch's checkpoint is asked for and held; the second batch is invoked meanwhile.
@@ -218,7 +190,7 @@ async fn the_next_batch_is_invoked_while_the_last_checkpoint_is_written() {
 #[tokio::test]
 async fn a_stopping_reader_lands_its_checkpoints_before_giving_the_lease_up() {
     let (stream, batch_ends) = stream_of_batches("checkpoints-at-stop", 3);
-    let leases = Arc::new(GatedCheckpoints::new());
+    let leases = Arc::new(gated_checkpoints());
     let observed = start(&stream, Arc::clone(&leases));
 
     // The first write is held while the second batch is settled; then the mapping is told to stop.

@@ -101,10 +101,17 @@ fn records() -> std::path::PathBuf {
     fixture("records/shipments.jsonl")
 }
 
+/// A template under `tests/templates/refused/`.
+fn refused_template(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("templates/refused")
+        .join(name)
+}
+
 /// Runs a template that kinesis-esm must refuse, and checks that it ends with exit code 2, no
 /// summary, and a message holding every one of `fragments`.
 async fn check_refused(template: &str, fragments: &[&str]) {
-    let run = kinesis_esm(&fixture(template), &records()).await;
+    let run = kinesis_esm(&refused_template(template), &records()).await;
     assert_eq!(run.code, Some(2), "{template}: {run:#?}");
     assert_eq!(run.stdout, "", "{template}: no summary");
     for fragment in fragments {
@@ -134,8 +141,8 @@ fn check_row(run: &Run, expected: &[(&str, &str)]) {
 #[tokio::test]
 async fn invalid_yaml_is_reported_with_its_file_line_and_column() {
     check_refused(
-        "templates/broken-yaml.yaml",
-        &["templates/broken-yaml.yaml:7:6: invalid YAML"],
+        "broken-yaml.yaml",
+        &["templates/refused/broken-yaml.yaml:7:6: invalid YAML"],
     )
     .await;
 }
@@ -143,17 +150,17 @@ async fn invalid_yaml_is_reported_with_its_file_line_and_column() {
 #[tokio::test]
 async fn an_unknown_or_unsupported_property_is_reported_with_its_resource() {
     check_refused(
-        "templates/unknown-property.yaml",
+        "unknown-property.yaml",
         &[
-            "templates/unknown-property.yaml: resource ShippingFunction, event ShipmentsStream: \
-             property BatchSizes is not a property kinesis-esm knows here",
+            "templates/refused/unknown-property.yaml: resource ShippingFunction, event \
+             ShipmentsStream: property BatchSizes is not a property kinesis-esm knows here",
         ],
     )
     .await;
     check_refused(
-        "templates/unsupported-property.yaml",
+        "unsupported-property.yaml",
         &[
-            "templates/unsupported-property.yaml: resource ShippingFunction, event \
+            "templates/refused/unsupported-property.yaml: resource ShippingFunction, event \
              ShipmentsStream: property ParallelizationFactor = 4 is not reproduced by kinesis-esm",
         ],
     )
@@ -163,9 +170,9 @@ async fn an_unknown_or_unsupported_property_is_reported_with_its_resource() {
 #[tokio::test]
 async fn a_function_that_does_not_compile_is_reported_with_its_crate() {
     check_refused(
-        "templates/does-not-compile.yaml",
+        "does-not-compile.yaml",
         &[
-            "templates/does-not-compile.yaml: resource BrokenFunction: building binary \
+            "templates/refused/does-not-compile.yaml: resource BrokenFunction: building binary \
              `bootstrap` of the crate in ",
             "tests/fixtures/functions/does-not-compile failed",
             "could not compile `does-not-compile`",
@@ -205,7 +212,7 @@ fn check_held_with_nothing_lost(run: &Run, reason: &str) {
 #[tokio::test]
 async fn a_function_that_exits_at_once_is_retried_and_loses_nothing() {
     canned_answer_bootstrap().await;
-    let run = kinesis_esm(&fixture("templates/exits-at-once.yaml"), &records()).await;
+    let run = kinesis_esm(&refused_template("exits-at-once.yaml"), &records()).await;
     check_held_with_nothing_lost(&run, "Runtime.ExitError");
     assert!(run.stdout.contains("exit status 3"), "{}", run.stdout);
 }
@@ -213,7 +220,7 @@ async fn a_function_that_exits_at_once_is_retried_and_loses_nothing() {
 #[tokio::test]
 async fn a_function_that_answers_garbage_is_retried_and_loses_nothing() {
     canned_answer_bootstrap().await;
-    let run = kinesis_esm(&fixture("templates/answers-garbage.yaml"), &records()).await;
+    let run = kinesis_esm(&refused_template("answers-garbage.yaml"), &records()).await;
     check_held_with_nothing_lost(&run, "bad response: the response is not JSON");
 }
 

@@ -47,18 +47,15 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
 use kinesis_esm::aws::{AwsConnection, DynamoLeaseStore, ReadPacing, SdkKinesis};
 use kinesis_esm::config::{MappingConfig, StartingPosition};
 use kinesis_esm::invoke::InProcess;
 use kinesis_esm::lease::{Checkpoint, Lease, LeaseStore, MemoryLeaseStore};
 use kinesis_esm::mapping::{EventSourceMapping, MappingOptions};
-use kinesis_esm::sequence::SequenceNumber;
-use kinesis_esm::source::{
-    GetRecordsOutput, IteratorPosition, Shard, ShardSource, SourceError, StreamDescription,
-};
+use kinesis_esm::source::{GetRecordsOutput, SourceError};
 use lambda_kinesis::HandlerOutcome;
 use shipping::Shipment;
+use test_support::intercept::{Intercepted, SourceHooks};
 use test_support::{dynamodb_endpoint, kinesis_endpoint};
 
 const SHARDS: i32 = 8;
@@ -438,54 +435,24 @@ impl Reads {
     }
 }
 
-/// The emulator's source, noting its `GetRecords` calls.
-struct TimedSource {
-    inner: SdkKinesis,
+/// Notes the emulator's `GetRecords` calls.
+#[derive(Default)]
+struct TimeReads {
     reads: Mutex<Reads>,
 }
 
-#[async_trait]
-impl ShardSource for TimedSource {
-    async fn describe_stream(&self, stream: &str) -> Result<StreamDescription, SourceError> {
-        self.inner.describe_stream(stream).await
-    }
-
-    async fn list_shards(&self, stream: &str) -> Result<Vec<Shard>, SourceError> {
-        self.inner.list_shards(stream).await
-    }
-
-    async fn shard_iterator(
-        &self,
-        stream: &str,
-        shard_id: &str,
-        position: &IteratorPosition,
-    ) -> Result<String, SourceError> {
-        self.inner.shard_iterator(stream, shard_id, position).await
-    }
-
-    async fn get_records(
-        &self,
-        shard_iterator: &str,
-        limit: usize,
-    ) -> Result<GetRecordsOutput, SourceError> {
+impl SourceHooks for TimeReads {
+    fn before_get_records(&self) {
         self.reads.lock().unwrap().call_starts();
-        let output = self.inner.get_records(shard_iterator, limit).await?;
-        if !output.records.is_empty() {
+    }
+
+    fn after_get_records(&self, output: &Result<GetRecordsOutput, SourceError>) {
+        if output
+            .as_ref()
+            .is_ok_and(|output| !output.records.is_empty())
+        {
             self.reads.lock().unwrap().last_with_records = Some(Instant::now());
         }
-        Ok(output)
-    }
-
-    async fn wait_for_records(
-        &self,
-        stream: &str,
-        shard_id: &str,
-        after: Option<&SequenceNumber>,
-        timeout: Duration,
-    ) {
-        self.inner
-            .wait_for_records(stream, shard_id, after, timeout)
-            .await;
     }
 }
 
@@ -564,11 +531,11 @@ async fn emulator(
     } else {
         ReadPacing::UNLIMITED
     };
-    let source = Arc::new(TimedSource {
+    let source = Arc::new(Intercepted::new(
         // The plain loop's client, so that both read through the same warm connections.
-        inner: SdkKinesis::from_client(producer.client().clone()).with_read_pacing(pacing),
-        reads: Mutex::default(),
-    });
+        Arc::new(SdkKinesis::from_client(producer.client().clone()).with_read_pacing(pacing)),
+        TimeReads::default(),
+    ));
     let dynamo = match &table {
         Some(table) => {
             // One client for every run, so that lease writes go through warm connections too.

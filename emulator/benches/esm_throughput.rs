@@ -40,7 +40,6 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
 use bytes::Bytes;
 use kinesis_esm::config::{MappingConfig, StartingPosition};
 use kinesis_esm::function::build_function;
@@ -53,6 +52,7 @@ use kinesis_esm::sequence::SequenceNumber;
 use lambda_kinesis::HandlerOutcome;
 use lambda_kinesis::testing::TestEvent;
 use shipping::Shipment;
+use test_support::intercept::{Intercepted, InvokerHooks};
 use tokio::sync::mpsc;
 use tracing_subscriber::layer::SubscriberExt as _;
 
@@ -416,19 +416,21 @@ async fn ship_and_tell(shipment: &Shipment) -> HandlerOutcome {
     shipping::ship(&shipping::Carriers, shipment).await
 }
 
-/// An invoker that tells when each invocation was handed over and when its answer came back.
+/// Tells when each invocation was handed over and when its answer came back.
 struct Timed {
-    inner: Arc<dyn Invoker>,
     tell: mpsc::UnboundedSender<(Instant, Instant)>,
 }
 
-#[async_trait]
-impl Invoker for Timed {
-    async fn invoke(&self, invocation: Invocation) -> Result<InvokeOutcome, InvokeError> {
-        let invoked = Instant::now();
-        let outcome = self.inner.invoke(invocation).await;
+impl InvokerHooks for Timed {
+    type Note = Option<Instant>;
+
+    fn before_invoke(&self, _: &Invocation) -> Option<Instant> {
+        Some(Instant::now())
+    }
+
+    fn after_invoke(&self, invoked: Option<Instant>, _: &Result<InvokeOutcome, InvokeError>) {
+        let invoked = invoked.expect("before_invoke notes the instant");
         let _ = self.tell.send((invoked, Instant::now()));
-        outcome
     }
 }
 
@@ -497,10 +499,7 @@ async fn measure_latency(
         .create_stream(stream, 1)
         .unwrap_or_else(|error| panic!("creating stream {stream}: {error}"));
     let (tell, mut calls) = mpsc::unbounded_channel();
-    let invoker = Arc::new(Timed {
-        inner: invoker,
-        tell,
-    });
+    let invoker = Arc::new(Intercepted::new(invoker, Timed { tell }));
     let mut config = MappingConfig::new(FUNCTION, stream, StartingPosition::TrimHorizon);
     config.report_batch_item_failures = true;
     config.function_timeout = FUNCTION_TIMEOUT;

@@ -1,11 +1,12 @@
 //! What the workspace's tests against local servers share: the endpoints of the servers
 //! `scripts/local-stack` starts, names no other test uses, logs shown only when `RUST_LOG` is
-//! set, waits that fail a test instead of hanging, and a fault-injecting proxy
-//! ([`fault_proxy`]).
+//! set, waits that fail a test instead of hanging, a fault-injecting proxy ([`fault_proxy`]),
+//! and one interception wrapper for each seam of kinesis-esm ([`intercept`]).
 //!
 //! A dev-dependency of the crates whose tests or benchmarks talk to kinesis-local and dynalite.
 
 pub mod fault_proxy;
+pub mod intercept;
 
 use std::time::Duration;
 

@@ -9,6 +9,7 @@
 //! they fail with a message that says so; they are never skipped.
 
 pub use test_support::fault_proxy;
+pub use test_support::intercept::LeaseChange;
 pub use test_support::{dynamodb_endpoint, kinesis_endpoint, unique_name};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -22,10 +23,11 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::types::AttributeValue;
 use kinesis_esm::aws::{AwsConnection, DynamoLeaseStore, ReadPacing, SdkKinesis};
 use kinesis_esm::function::build_function;
-use kinesis_esm::lease::{Checkpoint, Lease, LeaseError, LeaseStore};
+use kinesis_esm::lease::{LeaseError, LeaseStore};
 use kinesis_esm::mapping::MappingEvent;
 use kinesis_esm::sequence::SequenceNumber;
 use shipping::Shipment;
+use test_support::intercept::{Intercepted, LeaseHooks};
 use tokio::sync::{mpsc, watch};
 
 /// How long any one step of a test may take before the test fails. kinesis-local answers about
@@ -395,25 +397,6 @@ pub fn leases_by_shard(leases: &[RawLease]) -> BTreeMap<String, RawLease> {
         .collect()
 }
 
-/// A change a [`RecordingLeaseStore`] passed on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LeaseChange {
-    /// `create_lease_if_absent`.
-    Create,
-    /// `take_lease` by this owner.
-    Take(String),
-    /// `renew_lease`.
-    Renew,
-    /// `update_checkpoint` to this checkpoint.
-    Checkpoint(Checkpoint),
-    /// `set_child_shard_ids`.
-    ChildShardIds(Vec<String>),
-    /// `evict_lease`.
-    Evict,
-    /// `delete_lease`.
-    Delete,
-}
-
 /// One write a [`RecordingLeaseStore`] passed on, and how it ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeaseWrite {
@@ -435,32 +418,31 @@ impl LeaseWrite {
 }
 
 /// A lease store that passes every call to another and writes down every write it passed on,
-/// with its answer, for tests to read and wait on. Reads are passed on without a note.
-pub struct RecordingLeaseStore {
-    inner: Arc<dyn LeaseStore>,
+/// with its answer, for tests to read and wait on (through [`LeaseRecorder`]'s methods).
+pub type RecordingLeaseStore = Intercepted<dyn LeaseStore, LeaseRecorder>;
+
+/// Records the writes passed on to `inner`.
+pub fn recording_lease_store(inner: Arc<dyn LeaseStore>) -> RecordingLeaseStore {
+    Intercepted::new(inner, LeaseRecorder::default())
+}
+
+/// The hooks of a [`RecordingLeaseStore`]: every write with its answer. Reads go unnoted.
+#[derive(Default)]
+pub struct LeaseRecorder {
     writes: watch::Sender<Vec<LeaseWrite>>,
     /// A table to read raw before each delete: the item a delete removes is gone afterwards.
     snapshot: Option<(aws_sdk_dynamodb::Client, String)>,
 }
 
-impl fmt::Debug for RecordingLeaseStore {
+impl fmt::Debug for LeaseRecorder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RecordingLeaseStore")
+        f.debug_struct("LeaseRecorder")
             .field("writes", &self.writes.borrow().len())
             .finish_non_exhaustive()
     }
 }
 
-impl RecordingLeaseStore {
-    /// Records the writes passed on to `inner`.
-    pub fn new(inner: Arc<dyn LeaseStore>) -> Self {
-        Self {
-            inner,
-            writes: watch::Sender::new(Vec::new()),
-            snapshot: None,
-        }
-    }
-
+impl LeaseRecorder {
     /// Reads `table` raw before each delete, into [`LeaseWrite::table_before`].
     pub fn snapshot_before_deletes(
         mut self,
@@ -488,92 +470,34 @@ impl RecordingLeaseStore {
             .expect("the store outlives the wait")
             .clone()
     }
+}
 
-    fn note<T>(
+#[async_trait]
+impl LeaseHooks for LeaseRecorder {
+    /// The table before a delete, when snapshotting.
+    type Note = Vec<RawLease>;
+
+    async fn before_write(&self, _: &str, change: &LeaseChange) -> Vec<RawLease> {
+        match (&self.snapshot, change) {
+            (Some((client, table)), LeaseChange::Delete) => raw_leases(client, table).await,
+            _ => Vec::new(),
+        }
+    }
+
+    fn after_write(
         &self,
+        table_before: Vec<RawLease>,
         lease_key: &str,
         change: LeaseChange,
-        result: &Result<T, LeaseError>,
-        table_before: Vec<RawLease>,
+        error: Option<&LeaseError>,
     ) {
         let write = LeaseWrite {
             lease_key: lease_key.to_owned(),
             change,
-            error: result.as_ref().err().cloned(),
+            error: error.cloned(),
             table_before,
         };
         self.writes.send_modify(|writes| writes.push(write));
-    }
-}
-
-#[async_trait]
-impl LeaseStore for RecordingLeaseStore {
-    async fn list_leases(&self) -> Result<Vec<Lease>, LeaseError> {
-        self.inner.list_leases().await
-    }
-
-    async fn get_lease(&self, lease_key: &str) -> Result<Option<Lease>, LeaseError> {
-        self.inner.get_lease(lease_key).await
-    }
-
-    async fn create_lease_if_absent(&self, lease: &Lease) -> Result<bool, LeaseError> {
-        let result = self.inner.create_lease_if_absent(lease).await;
-        self.note(&lease.lease_key, LeaseChange::Create, &result, Vec::new());
-        result
-    }
-
-    async fn take_lease(&self, lease: &Lease, owner: &str) -> Result<Lease, LeaseError> {
-        let result = self.inner.take_lease(lease, owner).await;
-        let change = LeaseChange::Take(owner.to_owned());
-        self.note(&lease.lease_key, change, &result, Vec::new());
-        result
-    }
-
-    async fn renew_lease(&self, lease: &Lease) -> Result<Lease, LeaseError> {
-        let result = self.inner.renew_lease(lease).await;
-        self.note(&lease.lease_key, LeaseChange::Renew, &result, Vec::new());
-        result
-    }
-
-    async fn update_checkpoint(
-        &self,
-        lease: &Lease,
-        checkpoint: Checkpoint,
-    ) -> Result<Lease, LeaseError> {
-        let result = self
-            .inner
-            .update_checkpoint(lease, checkpoint.clone())
-            .await;
-        let change = LeaseChange::Checkpoint(checkpoint);
-        self.note(&lease.lease_key, change, &result, Vec::new());
-        result
-    }
-
-    async fn set_child_shard_ids(
-        &self,
-        lease: &Lease,
-        child_shard_ids: &[String],
-    ) -> Result<Lease, LeaseError> {
-        let result = self.inner.set_child_shard_ids(lease, child_shard_ids).await;
-        let change = LeaseChange::ChildShardIds(child_shard_ids.to_vec());
-        self.note(&lease.lease_key, change, &result, Vec::new());
-        result
-    }
-
-    async fn evict_lease(&self, lease: &Lease) -> Result<Lease, LeaseError> {
-        let result = self.inner.evict_lease(lease).await;
-        self.note(&lease.lease_key, LeaseChange::Evict, &result, Vec::new());
-        result
-    }
-
-    async fn delete_lease(&self, lease_key: &str) -> Result<(), LeaseError> {
-        let table_before = match &self.snapshot {
-            Some((client, table)) => raw_leases(client, table).await,
-            None => Vec::new(),
-        };
-        let result = self.inner.delete_lease(lease_key).await;
-        self.note(lease_key, LeaseChange::Delete, &result, table_before);
-        result
     }
 }
 

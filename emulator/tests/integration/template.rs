@@ -1,4 +1,4 @@
-//! Reading template files from disk: the fixtures under `tests/templates/`.
+//! Reading template files from disk: the workspace's fixtures under `tests/templates/reader/`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -10,9 +10,7 @@ use kinesis_esm::template::{
 };
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/templates")
-        .join(name)
+    workspace_root().join("tests/templates/reader").join(name)
 }
 
 fn workspace_root() -> PathBuf {
