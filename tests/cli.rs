@@ -101,17 +101,17 @@ fn records() -> std::path::PathBuf {
     fixture("records/shipments.jsonl")
 }
 
-/// A template under `tests/templates/refused/`.
-fn refused_template(name: &str) -> std::path::PathBuf {
+/// A template under `tests/templates/cli/`.
+fn cli_template(name: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("templates/refused")
+        .join("templates/cli")
         .join(name)
 }
 
 /// Runs a template that kinesis-esm must refuse, and checks that it ends with exit code 2, no
 /// summary, and a message holding every one of `fragments`.
 async fn check_refused(template: &str, fragments: &[&str]) {
-    let run = kinesis_esm(&refused_template(template), &records()).await;
+    let run = kinesis_esm(&cli_template(template), &records()).await;
     assert_eq!(run.code, Some(2), "{template}: {run:#?}");
     assert_eq!(run.stdout, "", "{template}: no summary");
     for fragment in fragments {
@@ -142,7 +142,7 @@ fn check_row(run: &Run, expected: &[(&str, &str)]) {
 async fn invalid_yaml_is_reported_with_its_file_line_and_column() {
     check_refused(
         "broken-yaml.yaml",
-        &["templates/refused/broken-yaml.yaml:7:6: invalid YAML"],
+        &["templates/cli/broken-yaml.yaml:7:6: invalid YAML"],
     )
     .await;
 }
@@ -152,7 +152,7 @@ async fn an_unknown_or_unsupported_property_is_reported_with_its_resource() {
     check_refused(
         "unknown-property.yaml",
         &[
-            "templates/refused/unknown-property.yaml: resource ShippingFunction, event \
+            "templates/cli/unknown-property.yaml: resource ShippingFunction, event \
              ShipmentsStream: property BatchSizes is not a property kinesis-esm knows here",
         ],
     )
@@ -160,7 +160,7 @@ async fn an_unknown_or_unsupported_property_is_reported_with_its_resource() {
     check_refused(
         "unsupported-property.yaml",
         &[
-            "templates/refused/unsupported-property.yaml: resource ShippingFunction, event \
+            "templates/cli/unsupported-property.yaml: resource ShippingFunction, event \
              ShipmentsStream: property ParallelizationFactor = 4 is not reproduced by kinesis-esm",
         ],
     )
@@ -172,7 +172,7 @@ async fn a_function_that_does_not_compile_is_reported_with_its_crate() {
     check_refused(
         "does-not-compile.yaml",
         &[
-            "templates/refused/does-not-compile.yaml: resource BrokenFunction: building binary \
+            "templates/cli/does-not-compile.yaml: resource BrokenFunction: building binary \
              `bootstrap` of the crate in ",
             "tests/fixtures/functions/does-not-compile failed",
             "could not compile `does-not-compile`",
@@ -212,7 +212,7 @@ fn check_held_with_nothing_lost(run: &Run, reason: &str) {
 #[tokio::test]
 async fn a_function_that_exits_at_once_is_retried_and_loses_nothing() {
     canned_answer_bootstrap().await;
-    let run = kinesis_esm(&refused_template("exits-at-once.yaml"), &records()).await;
+    let run = kinesis_esm(&cli_template("exits-at-once.yaml"), &records()).await;
     check_held_with_nothing_lost(&run, "Runtime.ExitError");
     assert!(run.stdout.contains("exit status 3"), "{}", run.stdout);
 }
@@ -220,7 +220,7 @@ async fn a_function_that_exits_at_once_is_retried_and_loses_nothing() {
 #[tokio::test]
 async fn a_function_that_answers_garbage_is_retried_and_loses_nothing() {
     canned_answer_bootstrap().await;
-    let run = kinesis_esm(&refused_template("answers-garbage.yaml"), &records()).await;
+    let run = kinesis_esm(&cli_template("answers-garbage.yaml"), &records()).await;
     check_held_with_nothing_lost(&run, "bad response: the response is not JSON");
 }
 
@@ -470,7 +470,7 @@ impl Running {
 #[tokio::test]
 async fn sigterm_lets_the_batch_in_flight_finish_and_prints_the_summary() {
     canned_answer_bootstrap().await;
-    let mut run = Running::start(&fixture("templates/slow-answer.yaml"), &records()).await;
+    let mut run = Running::start(&cli_template("slow-answer.yaml"), &records()).await;
     run.wait_for_line("canned-answer: invocation taken").await;
 
     run.send_sigterm();
@@ -504,7 +504,7 @@ async fn sigterm_lets_the_batch_in_flight_finish_and_prints_the_summary() {
 #[tokio::test]
 async fn a_second_sigterm_stops_at_once_and_leaves_no_function_process() {
     canned_answer_bootstrap().await;
-    let mut run = Running::start(&fixture("templates/hanging-answer.yaml"), &records()).await;
+    let mut run = Running::start(&cli_template("hanging-answer.yaml"), &records()).await;
     let taken = run.wait_for_line("canned-answer: invocation taken").await;
     let function_pid: u32 = taken
         .split_once("(pid ")

@@ -78,7 +78,7 @@ async fn only_matching_records_reach_the_function_and_the_checkpoint_passes_all(
     let mut observed = Observed::start(
         config,
         &stream,
-        Arc::new(InProcess::handler(shipping::ship)),
+        Arc::new(InProcess::service(shipping::function())),
     );
     observed.wait_for_checkpoint(SHARD, &at(&not_json)).await;
     let status = observed
@@ -115,7 +115,7 @@ async fn a_read_whose_records_all_fail_the_filter_invokes_nothing_and_still_chec
     let mut observed = Observed::start(
         config,
         &stream,
-        Arc::new(InProcess::handler(shipping::ship)),
+        Arc::new(InProcess::service(shipping::function())),
     );
     let status = observed.wait_for_checkpoint(SHARD, &at(&last)).await;
     assert_eq!(shard(&status, SHARD).filtered, 7);

@@ -186,7 +186,7 @@ async fn run_once(
     if let Some(criteria) = criteria {
         config.filter_criteria = criteria;
     }
-    let invoker = Arc::new(InProcess::handler(shipping::ship));
+    let invoker = Arc::new(InProcess::service(shipping::function()));
     let started = Instant::now();
     let mapping = EventSourceMapping::new(config, Arc::new(kinesis.clone()), invoker).start();
     let checkpoint = Checkpoint::SequenceNumber(last.clone());
