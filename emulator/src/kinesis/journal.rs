@@ -22,9 +22,9 @@ pub trait Journal: Send + Sync + fmt::Debug {
     /// Whether changes are kept at all; when not, they are not even encoded.
     fn is_enabled(&self) -> bool;
 
-    /// Keeps one encoded [`Change`]. When this returns `Ok`, the change must survive a crash of
-    /// the process (and, as far as the disk honours `fsync`, of the machine): the caller
-    /// acknowledges it next.
+    /// Keeps one encoded change (a stream operation, as the embedded Kinesis encodes it). When
+    /// this returns `Ok`, the change must survive a crash of the process (and, as far as the disk
+    /// honours `fsync`, of the machine): the caller acknowledges it next.
     fn append(&self, change: &[u8]) -> Result<(), JournalError>;
 }
 
