@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, HashSet};
 
 use end_to_end::aws::{
     Delivery, LedgerTemplate, LocalAws, Published, ScratchDir, build_ledger_function, by_shard,
-    dynamodb_endpoint, kinesis_endpoint, kinesis_esm_run, leases_by_shard, read_ledger,
-    run_kinesis_esm, shipment, within,
+    dynamodb_endpoint, kill_after_ledger_batches, kinesis_endpoint, kinesis_esm_run,
+    leases_by_shard, read_ledger, run_kinesis_esm, shipment, within,
 };
 use kinesis_esm::sequence::SequenceNumber;
 use shipping::Shipment;
@@ -68,6 +68,8 @@ async fn a_killed_emulator_loses_nothing_and_repeats_only_what_followed_its_chec
             worker,
             "--failover-time",
             "2s",
+            // Tests run side by side: none may take the default port.
+            "--no-listen",
         ]
         .map(str::to_owned)
         .to_vec()
@@ -81,22 +83,7 @@ async fn a_killed_emulator_loses_nothing_and_repeats_only_what_followed_its_chec
         .spawn()
         .expect("kinesis-esm starts");
     let mut log = BufReader::new(first.stderr.take().expect("a piped log")).lines();
-    within("the first run's batches", async {
-        let mut batches = 0;
-        while batches < BATCHES_BEFORE_THE_KILL {
-            match log.next_line().await.expect("the log can be read") {
-                Some(line) if line.contains("ledger: ") => batches += 1,
-                Some(_) => {}
-                None => panic!("kinesis-esm ended after {batches} batches, before the kill"),
-            }
-        }
-    })
-    .await;
-    first.start_kill().expect("SIGKILL is sent");
-    let status = within("the killed process to end", first.wait())
-        .await
-        .expect("its status");
-    assert_eq!(status.code(), None, "ended by a signal: {status}");
+    kill_after_ledger_batches(&mut first, &mut log, BATCHES_BEFORE_THE_KILL).await;
 
     let at_the_kill = leases_by_shard(&aws.raw_leases(&table).await);
     assert_eq!(at_the_kill.len(), SHARDS as usize, "{at_the_kill:#?}");

@@ -237,6 +237,8 @@ async fn restart_through_the_binary(
             &template,
             "--kinesis-endpoint",
             &kinesis,
+            // Tests run side by side: none may take the default port.
+            "--no-listen",
             "--until-idle",
         ];
         if let Some(table) = &table {
