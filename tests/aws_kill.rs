@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashSet};
 use end_to_end::aws::{
     Delivery, LedgerTemplate, LocalAws, Published, ScratchDir, build_ledger_function, by_shard,
     dynamodb_endpoint, kill_after_ledger_batches, kinesis_endpoint, kinesis_esm_run,
-    leases_by_shard, read_ledger, run_kinesis_esm, shipment, within,
+    leases_by_shard, read_ledger, run_kinesis_esm, shipment,
 };
 use kinesis_esm::sequence::SequenceNumber;
 use shipping::Shipment;

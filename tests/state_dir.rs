@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use end_to_end::aws::{
-    Delivery, LedgerTemplate, ScratchDir, build_ledger_function, kinesis_esm_run, partition_key,
-    read_ledger, run_kinesis_esm, shipment, within,
+    Delivery, LedgerTemplate, ScratchDir, build_ledger_function, kill_after_ledger_batches,
+    kinesis_esm_run, partition_key, read_ledger, run_kinesis_esm, shipment, within,
 };
 use kinesis_esm::aws::{AwsConnection, SdkKinesis};
 use kinesis_esm::lease::{Checkpoint, LeaseStore as _};
@@ -132,22 +132,7 @@ async fn a_killed_run_over_a_state_dir_loses_no_acknowledged_record_and_resumes_
             unreachable!()
         }
     });
-    within("the first run's batches", async {
-        let mut batches = 0;
-        while batches < BATCHES_BEFORE_THE_KILL {
-            match log.next_line().await.expect("the log can be read") {
-                Some(line) if line.contains("ledger: ") => batches += 1,
-                Some(_) => {}
-                None => panic!("kinesis-esm ended after {batches} batches, before the kill"),
-            }
-        }
-    })
-    .await;
-    first.start_kill().expect("SIGKILL is sent");
-    let status = within("the killed process to end", first.wait())
-        .await
-        .expect("its status");
-    assert_eq!(status.code(), None, "ended by a signal: {status}");
+    kill_after_ledger_batches(&mut first, &mut log, BATCHES_BEFORE_THE_KILL).await;
     let calls = within("the producer to see the kill", producer)
         .await
         .expect("the producer ends");

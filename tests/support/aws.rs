@@ -745,6 +745,31 @@ pub async fn kinesis_esm_run(args: &[&str]) -> tokio::process::Command {
     command
 }
 
+/// Reads a running `kinesis-esm`'s log until the ledger function has reported `batches`
+/// batches, then kills the process with SIGKILL (`kill -9`) and checks a signal ended it.
+pub async fn kill_after_ledger_batches(
+    run: &mut tokio::process::Child,
+    log: &mut tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStderr>>,
+    batches: usize,
+) {
+    within("the first run's batches", async {
+        let mut seen = 0;
+        while seen < batches {
+            match log.next_line().await.expect("the log can be read") {
+                Some(line) if line.contains("ledger: ") => seen += 1,
+                Some(_) => {}
+                None => panic!("kinesis-esm ended after {seen} batches, before the kill"),
+            }
+        }
+    })
+    .await;
+    run.start_kill().expect("SIGKILL is sent");
+    let status = within("the killed process to end", run.wait())
+        .await
+        .expect("its status");
+    assert_eq!(status.code(), None, "ended by a signal: {status}");
+}
+
 /// What a finished `kinesis-esm` run printed, and how it exited.
 #[derive(Debug)]
 pub struct RunOutput {
