@@ -2,9 +2,10 @@
 //!
 //! A coordinator lists the stream's shards, creates a lease for each, and starts a reader for
 //! every shard whose parents have all reached `SHARD_END`. Each reader keeps one batch in flight,
-//! invokes the function, reads its answer as Lambda does (`docs/event-source-mapping.md` §1), retries as Lambda does (§2) and
-//! writes one checkpoint per settled batch. At the end of a closed shard it creates its children's
-//! leases and checkpoints `SHARD_END`, which lets the coordinator start the children.
+//! invokes the function, reads its answer and retries as Lambda does
+//! (`docs/event-source-mapping.md` §1-§2) and writes one checkpoint per settled batch. At the end
+//! of a closed shard it creates its children's leases and checkpoints `SHARD_END`, which lets the
+//! coordinator start the children (`docs/resharding.md`).
 
 mod lineage;
 mod reader;
