@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use end_to_end::aws::{
     Delivery, LedgerTemplate, LocalAws, Observed, Published, ScratchDir, UNKNOWN_CARRIER,
-    build_ledger_function, dynamodb_endpoint, held_shipment, kinesis_endpoint, read_ledger,
-    run_kinesis_esm, shipment, shipment_id, within,
+    build_ledger_function, dynamodb_endpoint, kinesis_endpoint, read_ledger, run_kinesis_esm,
+    shipment_id, shipments_held_at, within,
 };
 use kinesis_esm::aws::ReadPacing;
 use kinesis_esm::config::{MappingConfig, StartingPosition};
@@ -37,15 +37,7 @@ enum Store {
 /// Shipments 1 to 30 on a one-shard stream; the 14th is for a carrier the service does not know.
 async fn stream_with_a_held_shipment(aws: &LocalAws, prefix: &str) -> (String, Vec<Published>) {
     let stream = aws.create_stream(prefix, 1).await;
-    let shipments: Vec<Shipment> = (1..=SHIPMENTS)
-        .map(|id| {
-            if id == HELD {
-                held_shipment(id)
-            } else {
-                shipment(id)
-            }
-        })
-        .collect();
+    let shipments = shipments_held_at(SHIPMENTS, HELD);
     let published = aws.publish_shipments(&stream, &shipments).await;
     (stream, published)
 }

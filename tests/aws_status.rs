@@ -6,8 +6,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use end_to_end::aws::{
-    LedgerTemplate, LocalAws, ScratchDir, build_ledger_function, held_shipment, kinesis_endpoint,
-    kinesis_esm_binary, kinesis_esm_run, shipment, within,
+    LedgerTemplate, LocalAws, ScratchDir, build_ledger_function, kinesis_endpoint,
+    kinesis_esm_binary, kinesis_esm_run, shipments_held_at, within,
 };
 use kinesis_esm::mapping::MappingStatus;
 use tokio::io::{AsyncBufReadExt as _, BufReader};
@@ -39,15 +39,7 @@ async fn kinesis_esm(args: &[&str]) -> (Option<i32>, String, String) {
 async fn status_reads_a_run_over_kinesis_local() {
     let aws = LocalAws::connect().await;
     let stream = aws.create_stream("status", 1).await;
-    let shipments: Vec<_> = (1..=5)
-        .map(|id| {
-            if id == HELD {
-                held_shipment(id)
-            } else {
-                shipment(id)
-            }
-        })
-        .collect();
+    let shipments = shipments_held_at(5, HELD);
     let published = aws.publish_shipments(&stream, &shipments).await;
     let held_at = published[(HELD - 1) as usize].sequence_number.to_string();
 

@@ -63,6 +63,19 @@ pub fn held_shipment(id: u64) -> Shipment {
     }
 }
 
+/// Shipments 1 to `count`, of which shipment `held` is one `shipping::ship` holds.
+pub fn shipments_held_at(count: u64, held: u64) -> Vec<Shipment> {
+    (1..=count)
+        .map(|id| {
+            if id == held {
+                held_shipment(id)
+            } else {
+                shipment(id)
+            }
+        })
+        .collect()
+}
+
 /// The partition key a shipment is published under: its id, so that a delivery names its
 /// shipment wherever it is observed (observer events, the ledger fixture).
 pub fn partition_key(id: u64) -> String {
