@@ -24,6 +24,7 @@ mod cli;
 mod commands;
 mod contract;
 mod filtering;
+mod function_logs;
 mod kpl;
 mod resharding;
 mod resharding_twice;
