@@ -31,3 +31,4 @@ mod resharding_twice;
 mod responses;
 mod restart;
 mod state_dir;
+mod state_dir_restart;
