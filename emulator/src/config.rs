@@ -74,3 +74,28 @@ impl MappingConfig {
         }
     }
 }
+
+/// A function's `LoggingConfig`, as Lambda applies it (`docs/function-logs.md`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LoggingConfig {
+    /// `LogFormat: JSON`; plain text (`Text`, the default) otherwise.
+    pub json: bool,
+    /// `ApplicationLogLevel` (`TRACE` to `FATAL`), upper case; `INFO` by default with JSON.
+    /// Lambda filters the function's lines by it, and names it to the function in
+    /// `AWS_LAMBDA_LOG_LEVEL`. Only with JSON.
+    pub application_log_level: Option<String>,
+    /// `SystemLogLevel` (`DEBUG`, `INFO`, `WARN`): the level of Lambda's own lines about the
+    /// function. Only with JSON.
+    pub system_log_level: Option<String>,
+}
+
+impl LoggingConfig {
+    /// The application log level in force: the one set, or `INFO` with JSON; none with text.
+    pub fn application_level(&self) -> Option<&str> {
+        match (&self.application_log_level, self.json) {
+            (Some(level), _) => Some(level),
+            (None, true) => Some("INFO"),
+            (None, false) => None,
+        }
+    }
+}

@@ -184,6 +184,8 @@ pub struct FunctionResource {
     pub memory_size: u32,
     /// `Environment.Variables`, resolved.
     pub environment: BTreeMap<String, String>,
+    /// `LoggingConfig`.
+    pub logging: crate::config::LoggingConfig,
     /// One mapping per Kinesis event, in the template's order.
     pub mappings: Vec<MappingConfig>,
 }

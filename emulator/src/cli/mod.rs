@@ -18,7 +18,7 @@ pub use commands::STATUS_PATH;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use run::RunArgs;
 
@@ -32,8 +32,70 @@ pub struct Cli {
     /// How to write logs (to standard error).
     #[arg(long, value_enum, default_value_t = LogFormat::Text, global = true)]
     log_format: LogFormat,
+    #[command(flatten)]
+    logs: LogOptions,
 }
 
+/// Which log lines are written, and how much of a function's lines (`docs/function-logs.md`).
+#[derive(Debug, Clone, Args)]
+struct LogOptions {
+    /// The least severe lines written, the function's and the emulator's: trace, debug, info,
+    /// warn, error. `KINESIS_ESM_LOG` (a `tracing` filter), when set, decides instead.
+    #[arg(long, value_name = "LEVEL", default_value = "info", global = true)]
+    log_level: LogLevel,
+    /// The least severe of the function's lines written (by default, --log-level).
+    #[arg(long, value_name = "LEVEL", global = true)]
+    function_log_level: Option<LogLevel>,
+    /// Writes the function's lines whole: the request id, the trace id and every span.
+    #[arg(short, long, global = true, conflicts_with = "quiet")]
+    verbose: bool,
+    /// Writes no log line and no progress: the summary alone (and errors).
+    #[arg(short, long, global = true)]
+    quiet: bool,
+}
+
+/// A log level, as `--log-level` takes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum LogLevel {
+    Trace,
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+impl LogLevel {
+    fn directive(self) -> &'static str {
+        match self {
+            Self::Trace => "trace",
+            Self::Debug => "debug",
+            Self::Info => "info",
+            Self::Warn => "warn",
+            Self::Error => "error",
+        }
+    }
+}
+
+impl LogOptions {
+    /// The `tracing` filter these options give.
+    fn filter(&self) -> String {
+        if self.quiet {
+            return "off".to_owned();
+        }
+        let mut filter = self.log_level.directive().to_owned();
+        if let Some(level) = self.function_log_level {
+            filter.push_str(&format!(
+                ",{}={}",
+                crate::invoke::runtime_api::FUNCTION_LOG_TARGET,
+                level.directive()
+            ));
+        }
+        filter
+    }
+}
+
+// The command line is parsed once: a large `run` variant costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Runs the Kinesis event sources of a SAM template's functions.
@@ -103,12 +165,18 @@ impl Cli {
     pub async fn run(self) -> Exit {
         // While `run` works in a terminal, a line per shard stays at the bottom of the screen.
         let progress = match (&self.command, self.log_format) {
+            _ if self.logs.quiet => None,
             (Command::Run(_), LogFormat::Text) => progress::Progress::for_terminal(),
             _ => None,
         };
-        init_logging(self.log_format, progress.as_ref());
+        init_logging(self.log_format, &self.logs, progress.as_ref());
+        let function_logs = run::FunctionLogs {
+            full: self.logs.verbose,
+            json: self.log_format == LogFormat::Json,
+            quiet: self.logs.quiet,
+        };
         let result = match self.command {
-            Command::Run(args) => run::run(args, progress).await,
+            Command::Run(args) => run::run(args, progress, function_logs).await,
             Command::Put(args) => commands::put(args).await.map(|()| Exit::Settled),
             Command::Reshard(args) => commands::reshard(args).await.map(|()| Exit::Settled),
             Command::Events(args) => commands::events(args).map(|()| Exit::Settled),
@@ -124,10 +192,10 @@ impl Cli {
     }
 }
 
-fn init_logging(format: LogFormat, progress: Option<&progress::Progress>) {
+fn init_logging(format: LogFormat, options: &LogOptions, progress: Option<&progress::Progress>) {
     use tracing_subscriber::EnvFilter;
-    let filter =
-        EnvFilter::try_from_env("KINESIS_ESM_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = EnvFilter::try_from_env("KINESIS_ESM_LOG")
+        .unwrap_or_else(|_| EnvFilter::new(options.filter()));
     // Colours only on a terminal: piped into a file or a CI log, escape codes are noise.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -111,12 +111,40 @@ pub struct RunArgs {
     /// The longest pause between retries of a failed batch.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "2s")]
     max_retry_pause: Duration,
+    /// Sets a variable in the functions' environment, over the template's (repeatable). The
+    /// emulator's own environment does not pass to a function, but for `PATH` and AWS
+    /// credentials: `--function-env RUST_BACKTRACE=1` is how to give it a backtrace.
+    #[arg(long = "function-env", value_name = "KEY=VALUE", value_parser = parse_variable)]
+    function_env: Vec<(String, String)>,
     /// How long another worker's lease may go unrenewed before this one takes it.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
     failover_time: Duration,
 }
 
-pub(super) async fn run(args: RunArgs, progress: Option<Progress>) -> anyhow::Result<Exit> {
+/// How the functions' own lines are written (`docs/function-logs.md`).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct FunctionLogs {
+    /// Whole, with the request id and every span (`--verbose`), rather than compact.
+    pub(super) full: bool,
+    /// The emulator's log is JSON.
+    pub(super) json: bool,
+    /// `--quiet`: the summary alone.
+    pub(super) quiet: bool,
+}
+
+/// Reads `KEY=VALUE`.
+fn parse_variable(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
+        _ => Err(format!("`{text}` is not KEY=VALUE")),
+    }
+}
+
+pub(super) async fn run(
+    args: RunArgs,
+    progress: Option<Progress>,
+    logs: FunctionLogs,
+) -> anyhow::Result<Exit> {
     // Listened to from the start: a signal's default action would end the run with its function
     // processes left behind. One that comes while the run starts stops it as soon as it runs.
     let mut stop_signals = StopSignals::listen().context("listening for Ctrl-C and SIGTERM")?;
@@ -167,7 +195,7 @@ pub(super) async fn run(args: RunArgs, progress: Option<Progress>) -> anyhow::Re
     let server = if args.no_listen {
         None
     } else {
-        serve(&streams, args.listen, &statuses).await?
+        serve(&streams, args.listen, &statuses, logs.quiet).await?
     };
     let leases = open_lease_store(&args, state.as_ref()).await?;
     if let (Streams::Embedded(_), None, Some(table)) = (&streams, &state, &args.lease_table) {
@@ -200,7 +228,7 @@ pub(super) async fn run(args: RunArgs, progress: Option<Progress>) -> anyhow::Re
     let mut mappings: Vec<RunningMapping> = Vec::new();
     let source = streams.source();
     for function in functions {
-        let invoker = invoker_for(&args, function).await.with_context(|| {
+        let invoker = invoker_for(&args, function, logs).await.with_context(|| {
             format!(
                 "{}: resource {}",
                 args.template.display(),
@@ -382,6 +410,7 @@ enum FunctionInvoker {
 async fn invoker_for(
     args: &RunArgs,
     function: &FunctionResource,
+    logs: FunctionLogs,
 ) -> anyhow::Result<FunctionInvoker> {
     let invoke_name = match args.invoke_name {
         InvokeName::FunctionName => &function.function_name,
@@ -409,9 +438,13 @@ async fn invoker_for(
     definition.region.clone_from(&args.region);
     definition.account_id.clone_from(&args.account_id);
     definition.environment.clone_from(&function.environment);
-    Ok(FunctionInvoker::RuntimeApi(Arc::new(RuntimeApi::new(
-        definition,
-    ))))
+    definition
+        .environment
+        .extend(args.function_env.iter().cloned());
+    definition.logging.clone_from(&function.logging);
+    Ok(FunctionInvoker::RuntimeApi(Arc::new(
+        RuntimeApi::new(definition).function_logs(logs.full, logs.json),
+    )))
 }
 
 /// Serves the mappings' status on `listen`, beside the Kinesis API when the run reads the
@@ -420,6 +453,7 @@ async fn serve(
     streams: &Streams,
     listen: Option<SocketAddr>,
     statuses: &Arc<Mutex<Vec<watch::Receiver<MappingStatus>>>>,
+    quiet: bool,
 ) -> anyhow::Result<Option<ServerHandle>> {
     let statuses = Arc::clone(statuses);
     let document: SideDocument = Arc::new(move || {
@@ -439,6 +473,7 @@ async fn serve(
         Streams::Sdk(_) => serve_document(addr, STATUS_PATH, document).await,
     };
     match served {
+        Ok(server) if quiet => Ok(Some(server)),
         Ok(server) => {
             match streams {
                 Streams::Embedded(_) => say!(

@@ -35,6 +35,7 @@
 //! runtime's pending `next` is never answered (an answer without a request id would make
 //! `lambda_runtime` panic in its last moment, which would read as the function's crash).
 
+mod function_log;
 mod process;
 mod server;
 
@@ -52,13 +53,16 @@ use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
+pub(crate) use self::process::FUNCTION_LOG_TARGET;
 use self::process::{ExitReport, Label, Process};
 use self::server::{Delivery, Exchange};
 use super::{Invocation, InvokeError, InvokeOutcome, Invoker};
 
 /// Variables passed from the emulator's environment to the function's, before its own
-/// configuration: the function may set them itself.
-const PASSED_THROUGH: [&str; 3] = ["PATH", "RUST_LOG", "RUST_BACKTRACE"];
+/// configuration: the function may set them itself. Nothing else of the host's environment
+/// passes (`RUST_LOG`, `RUST_BACKTRACE` included): the template or `--function-env` sets them
+/// (`docs/function-logs.md`).
+const PASSED_THROUGH: [&str; 1] = ["PATH"];
 
 /// Credentials passed from the emulator's environment. On Lambda they come from the execution
 /// role and are reserved: the function's configuration cannot set them.
@@ -123,6 +127,10 @@ pub struct FunctionDefinition {
     /// The template's `Environment.Variables`. Names Lambda reserves are ignored, with a
     /// warning, as Lambda refuses them.
     pub environment: BTreeMap<String, String>,
+    /// The template's `LoggingConfig`: with JSON, the function is told the format and level in
+    /// `AWS_LAMBDA_LOG_FORMAT` and `AWS_LAMBDA_LOG_LEVEL`, and its lines are filtered by the
+    /// level, as Lambda does.
+    pub logging: crate::config::LoggingConfig,
 }
 
 impl FunctionDefinition {
@@ -139,6 +147,7 @@ impl FunctionDefinition {
             region: "us-east-1".to_owned(),
             account_id: "123456789012".to_owned(),
             environment: BTreeMap::new(),
+            logging: crate::config::LoggingConfig::default(),
         }
     }
 
@@ -216,6 +225,7 @@ pub struct RuntimeApi {
     live: Mutex<Vec<watch::Receiver<Option<Arc<ExitReport>>>>>,
     numbers: AtomicU64,
     started: AtomicU64,
+    line_style: process::LineStyle,
     /// Turns true at shutdown; dropping it (dropping the invoker) also stops every process.
     shutdown: watch::Sender<bool>,
 }
@@ -241,8 +251,8 @@ impl RuntimeApi {
     /// An invoker that runs `function`. No process starts until the first invocation.
     ///
     /// The environment given to each process is read now: Lambda's variables (see
-    /// [`FunctionDefinition`]), then `PATH`, `RUST_LOG`, `RUST_BACKTRACE` and the `AWS_*`
-    /// credentials from the emulator's own environment, and nothing else of it.
+    /// [`FunctionDefinition`]), then `PATH` and the `AWS_*` credentials from the emulator's own
+    /// environment, and nothing else of it.
     pub fn new(mut function: FunctionDefinition) -> Self {
         // The process runs in its binary's folder (Lambda's task root); a relative path would
         // then name another file.
@@ -265,6 +275,14 @@ impl RuntimeApi {
             live: Mutex::new(Vec::new()),
             numbers: AtomicU64::new(0),
             started: AtomicU64::new(0),
+            line_style: process::LineStyle {
+                detail: function_log::Detail::Compact,
+                json: false,
+                application_level: function
+                    .logging
+                    .application_level()
+                    .and_then(function_log::Level::from_name),
+            },
             shutdown: watch::Sender::new(false),
             function,
         }
@@ -282,6 +300,19 @@ impl RuntimeApi {
     /// times out and the process is killed.
     pub fn init_timeout(mut self, limit: Duration) -> Self {
         self.init_timeout = limit;
+        self
+    }
+
+    /// How the function's lines are logged: `full` with every span (the request id, the trace
+    /// id, the adapter's record span) rather than compact, and `json` when the emulator's log
+    /// is JSON, so that their fields stay fields of their own (`docs/function-logs.md`).
+    pub fn function_logs(mut self, full: bool, json: bool) -> Self {
+        self.line_style.detail = if full {
+            function_log::Detail::Full
+        } else {
+            function_log::Detail::Compact
+        };
+        self.line_style.json = json;
         self
     }
 
@@ -344,6 +375,7 @@ impl RuntimeApi {
         let label = Label {
             function: self.function.name.as_str().into(),
             number,
+            style: self.line_style,
         };
         let process = process::start(
             &self.function.binary,
@@ -661,6 +693,13 @@ fn base_environment(
             set(name, value.into());
         }
     }
+    // Lambda names the log format and level to a runtime under `LogFormat: JSON`.
+    if function.logging.json {
+        set("AWS_LAMBDA_LOG_FORMAT", "JSON".into());
+        if let Some(level) = function.logging.application_level() {
+            set("AWS_LAMBDA_LOG_LEVEL", level.into());
+        }
+    }
     // Lambda's reserved variables.
     for name in CREDENTIALS {
         if let Some(value) = std::env::var_os(name) {
@@ -800,6 +839,49 @@ mod tests {
                 .get("AWS_EXECUTION_ENV")
                 .and_then(|value| value.to_str()),
             Some("AWS_Lambda_nodejs22.x")
+        );
+    }
+
+    #[test]
+    fn a_json_logging_config_names_its_format_and_level_to_the_function() {
+        let mut function = FunctionDefinition::new("ship", "/functions/ship/bootstrap");
+        let root = std::path::Path::new("/functions/ship");
+        let get = |environment: &BTreeMap<String, OsString>, name: &str| {
+            environment
+                .get(name)
+                .and_then(|value| value.to_str())
+                .map(str::to_owned)
+        };
+        let text = base_environment(&function, root);
+        assert_eq!(get(&text, "AWS_LAMBDA_LOG_FORMAT"), None);
+        assert_eq!(get(&text, "AWS_LAMBDA_LOG_LEVEL"), None);
+
+        function.logging.json = true;
+        let json = base_environment(&function, root);
+        assert_eq!(get(&json, "AWS_LAMBDA_LOG_FORMAT").as_deref(), Some("JSON"));
+        assert_eq!(get(&json, "AWS_LAMBDA_LOG_LEVEL").as_deref(), Some("INFO"));
+
+        function.logging.application_log_level = Some("WARN".to_owned());
+        let warn = base_environment(&function, root);
+        assert_eq!(get(&warn, "AWS_LAMBDA_LOG_LEVEL").as_deref(), Some("WARN"));
+    }
+
+    #[test]
+    fn only_path_and_credentials_pass_from_the_host() {
+        let function = FunctionDefinition::new("ship", "/functions/ship/bootstrap");
+        let environment = base_environment(&function, std::path::Path::new("/functions/ship"));
+        let from_host: Vec<&str> = environment
+            .keys()
+            .map(String::as_str)
+            .filter(|name| {
+                !name.starts_with("AWS_LAMBDA_")
+                    && !RESERVED.contains(name)
+                    && !["LANG", "TZ"].contains(name)
+            })
+            .collect();
+        assert!(
+            from_host.iter().all(|name| PASSED_THROUGH.contains(name)),
+            "{from_host:?}"
         );
     }
 }

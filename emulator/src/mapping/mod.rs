@@ -252,6 +252,34 @@ fn lease_key(stream: &StreamDescription, shard_id: &str) -> String {
     format!("{account}:{}:{created}:{shard_id}", stream.name)
 }
 
+/// Warns, once at start, of each lease left by a stream of the same name created at another
+/// time: its checkpoint is not this stream's, and the reader does not resume at it
+/// (`docs/checkpoints.md`).
+async fn report_leases_of_another_creation(shared: &Shared, stream: &StreamDescription) {
+    let Ok(leases) = shared.leases.list_leases().await else {
+        // The first sync lists the leases again and reports the error.
+        return;
+    };
+    let account = stream.arn.split(':').nth(4).unwrap_or("000000000000");
+    let this_key = lease_key(stream, "");
+    let created = this_key.split(':').nth(2).unwrap_or_default();
+    for (lease, other_created) in
+        resume::leases_of_another_creation(&leases, account, &stream.name, created)
+    {
+        tracing::warn!(
+            stream = %stream.name,
+            shard_id = %lease.shard_id,
+            lease_key = %lease.lease_key,
+            checkpoint = %lease.checkpoint,
+            lease_stream_created = other_created,
+            stream_created = created,
+            "a lease is for a stream of this name created at another time (epoch seconds): its \
+             checkpoint is not this stream's, so the reader does not resume at it; the shard \
+             starts at the mapping's StartingPosition and the old lease is left as it is"
+        );
+    }
+}
+
 /// The coordinator's loop: sync shards and leases, start the readers that may run, clean up.
 async fn coordinate(shared: Arc<Shared>, mut stopping: watch::Receiver<bool>) {
     let mut backoff = shared.retry_backoff();
@@ -276,6 +304,7 @@ async fn coordinate(shared: Arc<Shared>, mut stopping: watch::Receiver<bool>) {
         }
     };
     let stream = Arc::new(stream);
+    report_leases_of_another_creation(&shared, &stream).await;
     let (exits, mut exited) = mpsc::unbounded_channel::<(String, ReaderExit)>();
     let mut readers: HashMap<String, JoinHandle<()>> = HashMap::new();
     let mut expiry = LeaseExpiry::default();

@@ -16,8 +16,34 @@
 //! older record behind). The reader then reads the shard from its oldest record, and warns when
 //! such records exist, naming the stream, the shard, the checkpoint and the oldest record.
 
+use crate::lease::Lease;
 use crate::sequence::SequenceNumber;
 use crate::source::IteratorPosition;
+
+/// The leases of a stream of the same account and name but another creation time (the third
+/// part of `account:stream:created:shard`): an older stream's checkpoints, which the reader of
+/// this stream never resumes at. They are reported, never passed over silently
+/// (`docs/checkpoints.md`). Returns each lease with the creation time its key holds.
+pub(super) fn leases_of_another_creation<'a>(
+    leases: &'a [Lease],
+    account: &str,
+    stream: &str,
+    created: &str,
+) -> Vec<(&'a Lease, &'a str)> {
+    leases
+        .iter()
+        .filter_map(|lease| {
+            let mut parts = lease.lease_key.splitn(4, ':');
+            let (Some(key_account), Some(key_stream), Some(key_created), Some(_shard)) =
+                (parts.next(), parts.next(), parts.next(), parts.next())
+            else {
+                return None;
+            };
+            (key_account == account && key_stream == stream && key_created != created)
+                .then_some((lease, key_created))
+        })
+        .collect()
+}
 
 /// Where a reader whose checkpoint is `checkpoint` starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,6 +89,37 @@ impl Resume {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn leases_of_the_same_stream_name_created_at_another_time_are_found() {
+        let lease = |key: &str| {
+            Lease::new(
+                key,
+                key.rsplit(':').next().unwrap(),
+                crate::lease::Checkpoint::TrimHorizon,
+            )
+        };
+        let leases = [
+            lease("123456789012:shipments:1700000000:shardId-000000000000"),
+            lease("123456789012:shipments:1800000000:shardId-000000000000"),
+            lease("123456789012:shipments:1800000000:shardId-000000000001"),
+            lease("123456789012:shipments-eu:1700000000:shardId-000000000000"),
+            lease("999999999999:shipments:1700000000:shardId-000000000000"),
+            lease("not-a-kcl-key"),
+        ];
+        let found: Vec<(&str, &str)> =
+            leases_of_another_creation(&leases, "123456789012", "shipments", "1800000000")
+                .into_iter()
+                .map(|(lease, created)| (lease.lease_key.as_str(), created))
+                .collect();
+        assert_eq!(
+            found,
+            [(
+                "123456789012:shipments:1700000000:shardId-000000000000",
+                "1700000000"
+            )]
+        );
+    }
 
     fn number(digits: &str) -> SequenceNumber {
         digits.parse().unwrap()

@@ -253,6 +253,7 @@ fn read_merged(
         .integer(resolver, "MemorySize", 128..=10_240)?
         .unwrap_or(128);
     let environment = environment(fields, resolver)?;
+    let logging = logging_config(fields, resolver)?;
     let function_name = match fields.text(resolver, "FunctionName")? {
         Some(name) if is_function_name(&name) => name,
         Some(_) => {
@@ -309,6 +310,7 @@ fn read_merged(
         timeout,
         memory_size: memory_size as u32,
         environment,
+        logging,
         mappings: mappings.into_iter().map(|(_, mapping)| mapping).collect(),
     })
 }
@@ -549,6 +551,55 @@ fn environment(
         resolved.insert(name, text);
     }
     Ok(resolved)
+}
+
+/// `LoggingConfig`: the format and levels Lambda applies to the function's logs
+/// (`docs/function-logs.md`). Levels go with `LogFormat: JSON` only, as Lambda takes them.
+fn logging_config(
+    fields: &Fields<'_>,
+    resolver: &Resolver<'_>,
+) -> Result<crate::config::LoggingConfig, Fault> {
+    let logging = fields.nested("LoggingConfig")?;
+    logging.check_names(&[
+        "ApplicationLogLevel",
+        "LogFormat",
+        "LogGroup",
+        "SystemLogLevel",
+    ])?;
+    let json = match logging.text(resolver, "LogFormat")?.as_deref() {
+        None | Some("Text") => false,
+        Some("JSON") => true,
+        Some(_) => return Err(logging.not_allowed("LogFormat", "Text, JSON")),
+    };
+    let level = |name: &str, allowed: &[&str]| -> Result<Option<String>, Fault> {
+        let Some(value) = logging.text(resolver, name)? else {
+            return Ok(None);
+        };
+        if !allowed.contains(&value.as_str()) {
+            return Err(logging.not_allowed(name, &allowed.join(", ")));
+        }
+        if !json {
+            return Err(logging.fault(
+                name,
+                Problem::Conflict {
+                    value,
+                    reason: "needs LogFormat: JSON: Lambda filters by level only JSON logs"
+                        .to_owned(),
+                },
+            ));
+        }
+        Ok(Some(value))
+    };
+    let application_log_level = level(
+        "ApplicationLogLevel",
+        &["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL"],
+    )?;
+    let system_log_level = level("SystemLogLevel", &["DEBUG", "INFO", "WARN"])?;
+    Ok(crate::config::LoggingConfig {
+        json,
+        application_log_level,
+        system_log_level,
+    })
 }
 
 /// `Metadata.BuildMethod` and `Metadata.BuildProperties.Binary` (`bootstrap` when absent).

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::{Duration, UNIX_EPOCH};
 
 use super::*;
-use crate::config::StartingPosition;
+use crate::config::{LoggingConfig, StartingPosition};
 use crate::filter::{FilterCriteria, Pattern};
 
 /// The file every inline template pretends to be: absolute, so `CodeUri` folders are exact.
@@ -159,6 +159,7 @@ fn a_minimal_function_gets_lambda_and_sam_defaults() {
             timeout: Duration::from_secs(3),
             memory_size: 128,
             environment: BTreeMap::new(),
+            logging: crate::config::LoggingConfig::default(),
             mappings: vec![MappingConfig::new(
                 "ShippingFunction",
                 "shipments",
@@ -1287,4 +1288,55 @@ fn invalid_yaml_gives_the_file_line_and_column() {
         "a template is a map of sections, not [just, a list]",
     );
     check_error("Resources: {a: 1, a: 2}\n", "invalid YAML");
+}
+
+#[track_caller]
+fn check_logging(extra: &str, expected: LoggingConfig) {
+    let template = read(&with_function_extra(extra));
+    assert_eq!(template.functions[0].logging, expected);
+}
+
+#[test]
+fn logging_config_is_read_as_lambda_takes_it() {
+    check_logging("Timeout: 3", LoggingConfig::default());
+    check_logging("LoggingConfig: {LogFormat: Text}", LoggingConfig::default());
+    check_logging(
+        "LoggingConfig: {LogFormat: JSON}",
+        LoggingConfig {
+            json: true,
+            ..LoggingConfig::default()
+        },
+    );
+    check_logging(
+        "LoggingConfig: {LogFormat: JSON, ApplicationLogLevel: WARN, SystemLogLevel: DEBUG, LogGroup: /my/group}",
+        LoggingConfig {
+            json: true,
+            application_log_level: Some("WARN".to_owned()),
+            system_log_level: Some("DEBUG".to_owned()),
+        },
+    );
+}
+
+#[test]
+fn logging_config_refuses_what_lambda_refuses() {
+    check_error(
+        &with_function_extra("LoggingConfig: {LogFormat: json}"),
+        "property LoggingConfig.LogFormat = json is not allowed (allowed: Text, JSON)",
+    );
+    check_error(
+        &with_function_extra("LoggingConfig: {LogFormat: JSON, ApplicationLogLevel: VERBOSE}"),
+        "property LoggingConfig.ApplicationLogLevel = VERBOSE is not allowed (allowed: TRACE, DEBUG, INFO, WARN, ERROR, FATAL)",
+    );
+    check_error(
+        &with_function_extra("LoggingConfig: {LogFormat: JSON, SystemLogLevel: ERROR}"),
+        "property LoggingConfig.SystemLogLevel = ERROR is not allowed (allowed: DEBUG, INFO, WARN)",
+    );
+    check_error(
+        &with_function_extra("LoggingConfig: {ApplicationLogLevel: DEBUG}"),
+        "property LoggingConfig.ApplicationLogLevel = DEBUG needs LogFormat: JSON",
+    );
+    check_error(
+        &with_function_extra("LoggingConfig: {Format: JSON}"),
+        "property LoggingConfig.Format is not a property kinesis-esm knows here",
+    );
 }

@@ -351,10 +351,9 @@ async fn the_function_gets_lambdas_environment_and_nothing_else_of_the_emulators
     ]
     .map(str::to_owned)
     .into();
+    // `RUST_LOG` and `RUST_BACKTRACE` of the host do not pass (`docs/function-logs.md`).
     for passed in [
         "PATH",
-        "RUST_LOG",
-        "RUST_BACKTRACE",
         "AWS_ACCESS_KEY_ID",
         "AWS_SECRET_ACCESS_KEY",
         "AWS_SESSION_TOKEN",

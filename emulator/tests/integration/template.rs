@@ -64,6 +64,7 @@ fn the_shipping_fixture_reads_into_exact_configs() {
                 ("RUST_LOG".to_owned(), "info".to_owned()),
                 ("SHIPMENTS_STREAM".to_owned(), "shipments".to_owned()),
             ]),
+            logging: kinesis_esm::config::LoggingConfig::default(),
             mappings: vec![mapping],
         }]
     );

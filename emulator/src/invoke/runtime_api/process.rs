@@ -13,6 +13,7 @@ use tokio::process::{Child, Command};
 use tokio::sync::{oneshot, watch};
 
 use super::AbortOnDrop;
+use super::function_log::{self, Detail, Level};
 
 /// How many of the last lines of its standard error a process that exited is described with.
 const STDERR_TAIL_LINES: usize = 12;
@@ -24,11 +25,23 @@ const STDERR_TAIL_LINE_CHARS: usize = 500;
 /// inherited the pipe can keep it open for ever; its lines then simply miss the tail.
 const STDERR_DRAIN_WAIT: Duration = Duration::from_millis(500);
 
-/// Which environment a process belongs to, for its logs.
+/// Which environment a process belongs to, and how its lines are logged.
 #[derive(Debug, Clone)]
 pub(super) struct Label {
     pub(super) function: Arc<str>,
     pub(super) number: u64,
+    pub(super) style: LineStyle,
+}
+
+/// How a function's lines are written to the emulator's log (`docs/function-logs.md`).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct LineStyle {
+    pub(super) detail: Detail,
+    /// Whether the emulator writes JSON: the function's fields then go in fields of their own.
+    pub(super) json: bool,
+    /// Lines less severe than this are dropped, as Lambda drops them under `LogFormat: JSON`
+    /// and an `ApplicationLogLevel`.
+    pub(super) application_level: Option<Level>,
 }
 
 /// How a function's process ended.
@@ -216,12 +229,7 @@ async fn forward(
         }
         strip_ansi_escapes(&mut line);
         let text = String::from_utf8_lossy(&line);
-        tracing::info!(
-            function = %label.function,
-            environment = label.number,
-            stream,
-            "{text}"
-        );
+        log_line(&label, stream, &text);
         if let Some(tail) = &tail {
             tail.lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -230,10 +238,91 @@ async fn forward(
     }
 }
 
+/// The target of function lines, so that `--function-log-level` filters them apart.
+pub(crate) const FUNCTION_LOG_TARGET: &str = "function";
+
+/// Logs one line the function wrote, at its own level.
+fn log_line(label: &Label, stream: &'static str, text: &str) {
+    let line = function_log::parse(text);
+    if label
+        .style
+        .application_level
+        .is_some_and(|least| line.level < least)
+    {
+        return;
+    }
+    let (spans, body) = function_log::render(&line, label.style.detail);
+    let function = &*label.function;
+    let full = label.style.detail == Detail::Full;
+    macro_rules! emit {
+        ($level:expr) => {
+            match (label.style.json, full) {
+                (true, false) => tracing::event!(
+                    target: FUNCTION_LOG_TARGET,
+                    $level,
+                    function,
+                    fields = %render_fields(&line),
+                    "{}",
+                    line.message
+                ),
+                (true, true) => tracing::event!(
+                    target: FUNCTION_LOG_TARGET,
+                    $level,
+                    function,
+                    environment = label.number,
+                    stream,
+                    spans = %spans,
+                    fields = %event_fields(&line),
+                    "{}",
+                    line.message
+                ),
+                (false, false) => {
+                    tracing::event!(target: FUNCTION_LOG_TARGET, $level, "{function}: {body}")
+                }
+                (false, true) => tracing::event!(
+                    target: FUNCTION_LOG_TARGET,
+                    $level,
+                    environment = label.number,
+                    stream,
+                    "{function}: {spans}{}{body}",
+                    if spans.is_empty() { "" } else { ": " }
+                ),
+            }
+        };
+    }
+    match line.level {
+        Level::Trace => emit!(tracing::Level::TRACE),
+        Level::Debug => emit!(tracing::Level::DEBUG),
+        Level::Info => emit!(tracing::Level::INFO),
+        Level::Warn => emit!(tracing::Level::WARN),
+        Level::Error => emit!(tracing::Level::ERROR),
+    }
+}
+
+/// The fields of a line for the emulator's JSON log: the event's own after its span's, as in
+/// the compact text.
+fn render_fields(line: &function_log::FunctionLine) -> String {
+    let without_message = function_log::FunctionLine {
+        message: String::new(),
+        ..line.clone()
+    };
+    function_log::render(&without_message, Detail::Compact).1
+}
+
+/// The event's own fields, without those of its spans (which the full line shows apart).
+fn event_fields(line: &function_log::FunctionLine) -> String {
+    let event_only = function_log::FunctionLine {
+        message: String::new(),
+        spans: Vec::new(),
+        ..line.clone()
+    };
+    function_log::render(&event_only, Detail::Compact).1
+}
+
 /// Removes terminal colour codes (`ESC [ ... m` and the other CSI sequences) from a line: a
 /// function's logger colours its output when it believes it writes to a terminal, and the
 /// emulator's own log would show the codes as text.
-fn strip_ansi_escapes(line: &mut Vec<u8>) {
+pub(super) fn strip_ansi_escapes(line: &mut Vec<u8>) {
     let mut kept = 0;
     let mut index = 0;
     while index < line.len() {
