@@ -19,11 +19,15 @@
 //! to serde_json, so neither the batch nor an error ever depends on which way it was read.
 
 use super::{Aggregated, Span, Spans};
+use crate::aggregate::MAGIC_BASE64_PREFIX;
 
 /// The records of an event, as spans of `text` followed by `unescaped`.
 pub(super) struct Scanned {
     pub(super) records: Vec<Spans>,
     pub(super) unescaped: String,
+    /// Whether any record's data starts as a KPL aggregate's does in base64, so that the batch
+    /// must be deaggregated; looked at while each record's text is in cache.
+    pub(super) might_hold_aggregates: bool,
 }
 
 /// Reads the records of `text`, the JSON of an event's `Records` value, which serde_json has
@@ -35,6 +39,7 @@ pub(super) fn records(text: &str) -> Result<Scanned, String> {
     Ok(Scanned {
         records,
         unescaped: scanner.unescaped,
+        might_hold_aggregates: scanner.might_hold_aggregates,
     })
 }
 
@@ -65,6 +70,7 @@ pub(super) fn plain_event(json: &str) -> Option<(std::ops::Range<usize>, Scanned
         Scanned {
             records,
             unescaped: scanner.unescaped,
+            might_hold_aggregates: scanner.might_hold_aggregates,
         },
     ))
 }
@@ -77,6 +83,8 @@ struct Scanner<'t> {
     bytes: &'t [u8],
     at: usize,
     unescaped: String,
+    /// See [`Scanned::might_hold_aggregates`].
+    might_hold_aggregates: bool,
     /// Whether the text is unchecked, so that the scanner accepts only plain JSON (see
     /// [`plain_event`]) and fails on anything else.
     strict: bool,
@@ -199,6 +207,7 @@ impl<'t> Scanner<'t> {
             bytes: text.as_bytes(),
             at: 0,
             unescaped: String::new(),
+            might_hold_aggregates: false,
             strict,
         }
     }
@@ -212,6 +221,7 @@ impl<'t> Scanner<'t> {
                 let record = self
                     .record()
                     .map_err(|error| format!("record {}: {error}", records.len()))?;
+                let record = self.noted(record, records.last());
                 records.push(record);
                 if self.eat(b',') {
                     continue;
@@ -221,6 +231,26 @@ impl<'t> Scanner<'t> {
             }
         }
         Ok(records)
+    }
+
+    /// A record just read, with what the batch needs to know of it noted while its text is in
+    /// cache: whether its data might be a KPL aggregate, and whether its shard id and stream are
+    /// the previous record's. Those then share the previous record's spans (every record of an
+    /// event names the same shard and stream), so that the adapter checks that the event holds
+    /// one shard by comparing spans, without reading the text again.
+    fn noted(&mut self, mut record: Spans, previous: Option<&Spans>) -> Spans {
+        self.might_hold_aggregates |= self
+            .text_of(record.data_base64)
+            .starts_with(MAGIC_BASE64_PREFIX);
+        if let Some(previous) = previous {
+            if self.text_of(record.shard_id) == self.text_of(previous.shard_id) {
+                record.shard_id = previous.shard_id;
+            }
+            if self.text_of(record.event_source_arn) == self.text_of(previous.event_source_arn) {
+                record.event_source_arn = previous.event_source_arn;
+            }
+        }
+        record
     }
 
     /// The next byte that is not whitespace, left unread.
