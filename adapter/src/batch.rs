@@ -1,11 +1,11 @@
-//! The Kinesis event as the adapter reads it: the event's JSON text, kept whole, with where each
-//! record's fields lie in it.
+//! The Kinesis event as the adapter reads it: the text of the fields it uses, in one buffer, with
+//! where each record's fields lie in it.
 //!
 //! `aws_lambda_events::kinesis::KinesisEvent` allocates a `String` for every field of every
 //! record and decodes every record's data up front, whether or not the handler ever sees it.
-//! [`KinesisBatch`] keeps the text of the `Records` array as it came and records spans of it
-//! (see `scan`), and keeps the data in base64 until the record is handled, so a batch of 10,000
-//! records costs a few allocations rather than a hundred thousand.
+//! [`KinesisBatch`] copies the text of the fields it uses into one buffer, record after record,
+//! and records spans of it (see `scan`), and keeps the data in base64 until the record is
+//! handled, so a batch of 10,000 records costs a few allocations rather than a hundred thousand.
 
 mod scan;
 
@@ -20,8 +20,8 @@ use serde_json::value::RawValue;
 
 use crate::aggregate::{self, AggregateError, UserRecord};
 
-/// A Kinesis event, read once from its JSON: the text of its records, kept as it came, and where
-/// each record's fields lie in it. This is the payload type the adapter's [`tower::Service`]
+/// A Kinesis event, read once from its JSON: the text of its records' fields, and where each
+/// record's fields lie in it. This is the payload type the adapter's [`tower::Service`]
 /// takes; build one with [`KinesisBatch::from_json`], with `From` an `aws_lambda_events`
 /// [`KinesisEvent`], or with the [`testing`](crate::testing) kit.
 ///
@@ -94,9 +94,9 @@ impl KinesisBatch {
 
     /// Reads an event that [`scan::plain_event`] can read without serde_json.
     fn from_plain_json(json: &str) -> Option<Self> {
-        let (records_text, scanned) = scan::plain_event(json)?;
+        let scanned = scan::plain_event(json)?;
         let batch = Self {
-            text: json[records_text].to_owned(),
+            text: scanned.text,
             records: scanned.records,
             ..Self::default()
         };
@@ -129,31 +129,46 @@ impl KinesisBatch {
             return self;
         }
         let records = std::mem::take(&mut self.records);
-        let mut data = Vec::new();
+        self.records.reserve(records.len());
+        // Each aggregate is decoded straight into the buffer the batch keeps, and its user
+        // records' data are spans of it, in place: nothing is copied twice.
+        let mut user_data = std::mem::take(&mut self.user_data);
         for spans in records {
-            data.clear();
+            let start = user_data.len();
             let is_aggregate = might_be_aggregate(&self, &spans)
                 && base64::engine::general_purpose::STANDARD
-                    .decode_vec(self.slice(spans.data_base64), &mut data)
+                    .decode_vec(self.slice(spans.data_base64), &mut user_data)
                     .is_ok()
-                && aggregate::is_aggregate(&data);
+                && aggregate::is_aggregate(&user_data[start..]);
             if !is_aggregate {
                 // Bad base64 is reported when the record is decoded for the handler.
+                user_data.truncate(start);
                 self.records.push(spans);
                 continue;
             }
-            match aggregate::decode(&data) {
+            match aggregate::decode(&user_data[start..]) {
                 Ok(user_records) => {
+                    self.records.reserve(user_records.len());
+                    let base = user_data.as_ptr() as usize;
                     for (sub_sequence_number, user) in user_records.iter().enumerate() {
-                        self.push_user_record(spans, sub_sequence_number, user);
+                        let data_start = user.data.as_ptr() as usize - base;
+                        let data = Span {
+                            start: data_start,
+                            end: data_start + user.data.len(),
+                        };
+                        self.push_user_record(spans, sub_sequence_number, user, data);
                     }
                 }
-                Err(error) => self.records.push(Spans {
-                    aggregated: Aggregated::Corrupt(error),
-                    ..spans
-                }),
+                Err(error) => {
+                    user_data.truncate(start);
+                    self.records.push(Spans {
+                        aggregated: Aggregated::Corrupt(error),
+                        ..spans
+                    });
+                }
             }
         }
+        self.user_data = user_data;
         self
     }
 
@@ -162,20 +177,16 @@ impl KinesisBatch {
         aggregate: Spans,
         sub_sequence_number: usize,
         user: &UserRecord<'_>,
+        data: Span,
     ) {
         let partition_key = self.push_text(user.partition_key);
         let explicit_hash_key = user.explicit_hash_key.map(|key| self.push_text(key));
-        let start = self.user_data.len();
-        self.user_data.extend_from_slice(user.data);
         let index = u32::try_from(self.user_records.len())
             .expect("a batch holds fewer than 2^32 user records");
         self.user_records.push(UserSpans {
             sub_sequence_number: u32::try_from(sub_sequence_number)
                 .expect("an aggregate of at most 1 MiB holds fewer than 2^32 user records"),
-            data: Span {
-                start,
-                end: self.user_data.len(),
-            },
+            data,
             explicit_hash_key,
         });
         self.records.push(Spans {
@@ -228,13 +239,10 @@ impl KinesisBatch {
     }
 
     /// Reads the JSON text of an event's `Records` array.
-    fn from_records_json(records: Box<RawValue>) -> Result<Self, String> {
-        let text: Box<str> = records.into();
-        let scanned = scan::records(&text)?;
-        let mut text = String::from(text);
-        text.push_str(&scanned.unescaped);
+    fn from_records_json(records: &RawValue) -> Result<Self, String> {
+        let scanned = scan::records(records.get())?;
         let batch = Self {
-            text,
+            text: scanned.text,
             records: scanned.records,
             ..Self::default()
         };
@@ -550,7 +558,7 @@ impl<'de> DeserializeSeed<'de> for RecordsSeed {
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<KinesisBatch, D::Error> {
         let records = Box::<RawValue>::deserialize(deserializer)?;
-        KinesisBatch::from_records_json(records).map_err(de::Error::custom)
+        KinesisBatch::from_records_json(&records).map_err(de::Error::custom)
     }
 }
 
