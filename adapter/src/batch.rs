@@ -1,11 +1,11 @@
-//! The Kinesis event as the adapter reads it: the event's JSON text, kept whole, with where each
-//! record's fields lie in it.
+//! The Kinesis event as the adapter reads it: the text of the fields it uses, in one buffer, with
+//! where each record's fields lie in it.
 //!
 //! `aws_lambda_events::kinesis::KinesisEvent` allocates a `String` for every field of every
 //! record and decodes every record's data up front, whether or not the handler ever sees it.
-//! [`KinesisBatch`] keeps the text of the `Records` array as it came and records spans of it
-//! (see `scan`), and keeps the data in base64 until the record is handled, so a batch of 10,000
-//! records costs a few allocations rather than a hundred thousand.
+//! [`KinesisBatch`] copies the text of the fields it uses into one buffer, record after record,
+//! and records spans of it (see `scan`), and keeps the data in base64 until the record is
+//! handled, so a batch of 10,000 records costs a few allocations rather than a hundred thousand.
 
 mod scan;
 
@@ -20,8 +20,8 @@ use serde_json::value::RawValue;
 
 use crate::aggregate::{self, AggregateError, UserRecord};
 
-/// A Kinesis event, read once from its JSON: the text of its records, kept as it came, and where
-/// each record's fields lie in it. This is the payload type the adapter's [`tower::Service`]
+/// A Kinesis event, read once from its JSON: the text of its records' fields, and where each
+/// record's fields lie in it. This is the payload type the adapter's [`tower::Service`]
 /// takes; build one with [`KinesisBatch::from_json`], with `From` an `aws_lambda_events`
 /// [`KinesisEvent`], or with the [`testing`](crate::testing) kit.
 ///
@@ -94,13 +94,22 @@ impl KinesisBatch {
 
     /// Reads an event that [`scan::plain_event`] can read without serde_json.
     fn from_plain_json(json: &str) -> Option<Self> {
-        let (records_text, scanned) = scan::plain_event(json)?;
+        let scanned = scan::plain_event(json)?;
         let batch = Self {
-            text: json[records_text].to_owned(),
+            text: scanned.text,
             records: scanned.records,
             ..Self::default()
         };
-        Some(batch.deaggregate())
+        Some(batch.deaggregated_if(scanned.might_hold_aggregates))
+    }
+
+    /// The batch deaggregated, when the scanner saw a record that might be an aggregate; as it
+    /// is otherwise, without another pass over its records' text.
+    fn deaggregated_if(self, might_hold_aggregates: bool) -> Self {
+        match might_hold_aggregates {
+            true => self.deaggregate(),
+            false => self,
+        }
     }
 
     /// Replaces each KPL aggregate with its user records, in order; an aggregate that cannot be
@@ -120,31 +129,46 @@ impl KinesisBatch {
             return self;
         }
         let records = std::mem::take(&mut self.records);
-        let mut data = Vec::new();
+        self.records.reserve(records.len());
+        // Each aggregate is decoded straight into the buffer the batch keeps, and its user
+        // records' data are spans of it, in place: nothing is copied twice.
+        let mut user_data = std::mem::take(&mut self.user_data);
         for spans in records {
-            data.clear();
+            let start = user_data.len();
             let is_aggregate = might_be_aggregate(&self, &spans)
                 && base64::engine::general_purpose::STANDARD
-                    .decode_vec(self.slice(spans.data_base64), &mut data)
+                    .decode_vec(self.slice(spans.data_base64), &mut user_data)
                     .is_ok()
-                && aggregate::is_aggregate(&data);
+                && aggregate::is_aggregate(&user_data[start..]);
             if !is_aggregate {
                 // Bad base64 is reported when the record is decoded for the handler.
+                user_data.truncate(start);
                 self.records.push(spans);
                 continue;
             }
-            match aggregate::decode(&data) {
+            match aggregate::decode(&user_data[start..]) {
                 Ok(user_records) => {
+                    self.records.reserve(user_records.len());
+                    let base = user_data.as_ptr() as usize;
                     for (sub_sequence_number, user) in user_records.iter().enumerate() {
-                        self.push_user_record(spans, sub_sequence_number, user);
+                        let data_start = user.data.as_ptr() as usize - base;
+                        let data = Span {
+                            start: data_start,
+                            end: data_start + user.data.len(),
+                        };
+                        self.push_user_record(spans, sub_sequence_number, user, data);
                     }
                 }
-                Err(error) => self.records.push(Spans {
-                    aggregated: Aggregated::Corrupt(error),
-                    ..spans
-                }),
+                Err(error) => {
+                    user_data.truncate(start);
+                    self.records.push(Spans {
+                        aggregated: Aggregated::Corrupt(error),
+                        ..spans
+                    });
+                }
             }
         }
+        self.user_data = user_data;
         self
     }
 
@@ -153,20 +177,16 @@ impl KinesisBatch {
         aggregate: Spans,
         sub_sequence_number: usize,
         user: &UserRecord<'_>,
+        data: Span,
     ) {
         let partition_key = self.push_text(user.partition_key);
         let explicit_hash_key = user.explicit_hash_key.map(|key| self.push_text(key));
-        let start = self.user_data.len();
-        self.user_data.extend_from_slice(user.data);
         let index = u32::try_from(self.user_records.len())
             .expect("a batch holds fewer than 2^32 user records");
         self.user_records.push(UserSpans {
             sub_sequence_number: u32::try_from(sub_sequence_number)
                 .expect("an aggregate of at most 1 MiB holds fewer than 2^32 user records"),
-            data: Span {
-                start,
-                end: self.user_data.len(),
-            },
+            data,
             explicit_hash_key,
         });
         self.records.push(Spans {
@@ -191,35 +211,27 @@ impl KinesisBatch {
         self.records.iter().map(|spans| self.meta(spans))
     }
 
+    /// The shard ids of the first record and of the first record of another shard, when the
+    /// batch holds more than one shard's records. Records whose shard id has the same span
+    /// (as the scanner and [`push`](Self::push) make them) are of the same shard without a look
+    /// at the text.
+    pub(crate) fn mixed_shards(&self) -> Option<(&str, &str)> {
+        let first = self.records.first()?.shard_id;
+        let other = self
+            .records
+            .iter()
+            .map(|spans| spans.shard_id)
+            .find(|&shard_id| shard_id != first && self.slice(shard_id) != self.slice(first))?;
+        Some((self.slice(first), self.slice(other)))
+    }
+
     /// The record at `index`.
     pub fn record(&self, index: usize) -> Option<RecordMeta<'_>> {
         self.records.get(index).map(|spans| self.meta(spans))
     }
 
-    fn meta<'a>(&'a self, spans: &Spans) -> RecordMeta<'a> {
-        let data_base64 = self.slice(spans.data_base64);
-        let (data, user) = match spans.aggregated {
-            Aggregated::Plain => (RecordData::Base64(data_base64), None),
-            Aggregated::User(index) => {
-                let user = self.user_records[index as usize];
-                let data = &self.user_data[user.data.start..user.data.end];
-                (RecordData::Raw(data), Some(user))
-            }
-            Aggregated::Corrupt(error) => (RecordData::CorruptAggregate(error), None),
-        };
-        RecordMeta {
-            shard_id: self.slice(spans.shard_id),
-            sequence_number: self.slice(spans.sequence_number),
-            partition_key: self.slice(spans.partition_key),
-            data_base64,
-            data,
-            sub_sequence_number: user.map(|user| user.sub_sequence_number),
-            explicit_hash_key: user
-                .and_then(|user| user.explicit_hash_key)
-                .map(|span| self.slice(span)),
-            event_source_arn: self.slice(spans.event_source_arn),
-            arrival_millis: spans.arrival_millis,
-        }
+    fn meta<'a>(&'a self, spans: &'a Spans) -> RecordMeta<'a> {
+        RecordMeta { batch: self, spans }
     }
 
     fn slice(&self, span: Span) -> &str {
@@ -227,17 +239,14 @@ impl KinesisBatch {
     }
 
     /// Reads the JSON text of an event's `Records` array.
-    fn from_records_json(records: Box<RawValue>) -> Result<Self, String> {
-        let text: Box<str> = records.into();
-        let scanned = scan::records(&text)?;
-        let mut text = String::from(text);
-        text.push_str(&scanned.unescaped);
+    fn from_records_json(records: &RawValue) -> Result<Self, String> {
+        let scanned = scan::records(records.get())?;
         let batch = Self {
-            text,
+            text: scanned.text,
             records: scanned.records,
             ..Self::default()
         };
-        Ok(batch.deaggregate())
+        Ok(batch.deaggregated_if(scanned.might_hold_aggregates))
     }
 
     fn push_text(&mut self, text: &str) -> Span {
@@ -302,18 +311,15 @@ impl fmt::Debug for KinesisBatch {
 /// For a user record of a KPL aggregate (see [`aggregate`](crate::aggregate)) the partition key,
 /// explicit hash key and sub-sequence number are the user record's own; the sequence number,
 /// shard and arrival time are the aggregate's, which all its user records share.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 pub struct RecordMeta<'a> {
-    shard_id: &'a str,
-    sequence_number: &'a str,
-    partition_key: &'a str,
-    /// The Kinesis record's data, as the event carries it (for a user record, the aggregate's).
-    data_base64: &'a str,
-    data: RecordData<'a>,
-    sub_sequence_number: Option<u32>,
-    explicit_hash_key: Option<&'a str>,
-    event_source_arn: &'a str,
-    arrival_millis: i64,
+    // The record's spans, read through the batch only when a field is asked for. Slicing the
+    // batch's text reads the bytes at both ends of the slice, and the text of a large event
+    // does not stay in cache: a `RecordMeta` that sliced every field up front cost the adapter
+    // about a cache miss per field per record on every pass over the batch (checking the
+    // shard, settling, building the response), whichever fields the pass used.
+    batch: &'a KinesisBatch,
+    spans: &'a Spans,
 }
 
 /// Where the data the handler's type is decoded from lies.
@@ -330,24 +336,25 @@ pub(crate) enum RecordData<'a> {
 impl<'a> RecordMeta<'a> {
     /// The shard the record was read from, such as `shardId-000000000000`.
     pub fn shard_id(&self) -> &'a str {
-        self.shard_id
+        self.batch.slice(self.spans.shard_id)
     }
 
     /// The record's sequence number, a decimal string unique within its shard.
     pub fn sequence_number(&self) -> &'a str {
-        self.sequence_number
+        self.batch.slice(self.spans.sequence_number)
     }
 
     /// The partition key the producer gave the record (for a user record of an aggregate, the
     /// user record's own).
     pub fn partition_key(&self) -> &'a str {
-        self.partition_key
+        self.batch.slice(self.spans.partition_key)
     }
 
     /// The explicit hash key the producer gave a user record of an aggregate, if any. Lambda's
     /// event does not carry a plain record's explicit hash key: `None` for those.
     pub fn explicit_hash_key(&self) -> Option<&'a str> {
-        self.explicit_hash_key
+        let span = self.user()?.explicit_hash_key?;
+        Some(self.batch.slice(span))
     }
 
     /// The position of a user record in its KPL aggregate, from 0; 0 for a plain record, as in
@@ -355,23 +362,25 @@ impl<'a> RecordMeta<'a> {
     /// that names one user record (for idempotency) is the shard id, the sequence number and
     /// this number together.
     pub fn sub_sequence_number(&self) -> u64 {
-        self.sub_sequence_number.map_or(0, u64::from)
+        self.user()
+            .map_or(0, |user| u64::from(user.sub_sequence_number))
     }
 
     /// Whether the record is a user record of a KPL aggregate.
     pub fn is_aggregated(&self) -> bool {
-        self.sub_sequence_number.is_some()
+        self.user().is_some()
     }
 
     /// The ARN of the stream the record was read from.
     pub fn event_source_arn(&self) -> &'a str {
-        self.event_source_arn
+        self.batch.slice(self.spans.event_source_arn)
     }
 
     /// When Kinesis accepted the record (millisecond precision).
     pub fn approximate_arrival(&self) -> SystemTime {
-        let millis = Duration::from_millis(self.arrival_millis.unsigned_abs());
-        if self.arrival_millis >= 0 {
+        let arrival_millis = self.spans.arrival_millis;
+        let millis = Duration::from_millis(arrival_millis.unsigned_abs());
+        if arrival_millis >= 0 {
             SystemTime::UNIX_EPOCH + millis
         } else {
             SystemTime::UNIX_EPOCH - millis
@@ -382,14 +391,86 @@ impl<'a> RecordMeta<'a> {
     /// record, the whole aggregate's).
     #[cfg(test)]
     pub(crate) fn data_base64(&self) -> &'a str {
-        self.data_base64
+        self.batch.slice(self.spans.data_base64)
     }
 
     /// Where the data the handler's type is decoded from lies.
     pub(crate) fn data(&self) -> RecordData<'a> {
-        self.data
+        match self.spans.aggregated {
+            Aggregated::Plain => RecordData::Base64(self.batch.slice(self.spans.data_base64)),
+            Aggregated::User(_) => {
+                let span = self.user().expect("a user record has its spans").data;
+                RecordData::Raw(&self.batch.user_data[span.start..span.end])
+            }
+            Aggregated::Corrupt(error) => RecordData::CorruptAggregate(error),
+        }
+    }
+
+    /// What a user record of an aggregate has of its own; `None` for any other record.
+    fn user(&self) -> Option<&'a UserSpans> {
+        match self.spans.aggregated {
+            Aggregated::User(index) => Some(&self.batch.user_records[index as usize]),
+            Aggregated::Plain | Aggregated::Corrupt(_) => None,
+        }
+    }
+
+    /// Every field, for `PartialEq`.
+    #[allow(clippy::type_complexity)]
+    fn fields(
+        &self,
+    ) -> (
+        &'a str,
+        &'a str,
+        &'a str,
+        &'a str,
+        RecordData<'a>,
+        Option<u32>,
+        Option<&'a str>,
+        &'a str,
+        i64,
+    ) {
+        (
+            self.shard_id(),
+            self.sequence_number(),
+            self.partition_key(),
+            self.batch.slice(self.spans.data_base64),
+            self.data(),
+            self.user().map(|user| user.sub_sequence_number),
+            self.explicit_hash_key(),
+            self.event_source_arn(),
+            self.spans.arrival_millis,
+        )
     }
 }
+
+/// As a derived `Debug` of the record's fields would print them.
+impl fmt::Debug for RecordMeta<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecordMeta")
+            .field("shard_id", &self.shard_id())
+            .field("sequence_number", &self.sequence_number())
+            .field("partition_key", &self.partition_key())
+            .field("data_base64", &self.batch.slice(self.spans.data_base64))
+            .field("data", &self.data())
+            .field(
+                "sub_sequence_number",
+                &self.user().map(|user| user.sub_sequence_number),
+            )
+            .field("explicit_hash_key", &self.explicit_hash_key())
+            .field("event_source_arn", &self.event_source_arn())
+            .field("arrival_millis", &self.spans.arrival_millis)
+            .finish()
+    }
+}
+
+/// Two records are equal when every field is, in whichever batch they lie.
+impl PartialEq for RecordMeta<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.fields() == other.fields()
+    }
+}
+
+impl Eq for RecordMeta<'_> {}
 
 impl From<KinesisEvent> for KinesisBatch {
     fn from(event: KinesisEvent) -> Self {
@@ -477,7 +558,7 @@ impl<'de> DeserializeSeed<'de> for RecordsSeed {
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<KinesisBatch, D::Error> {
         let records = Box::<RawValue>::deserialize(deserializer)?;
-        KinesisBatch::from_records_json(records).map_err(de::Error::custom)
+        KinesisBatch::from_records_json(&records).map_err(de::Error::custom)
     }
 }
 
@@ -581,7 +662,7 @@ mod tests {
                     record.partition_key().to_owned(),
                     record.data_base64().to_owned(),
                     record.event_source_arn().to_owned(),
-                    record.arrival_millis,
+                    record.spans.arrival_millis,
                 )
             })
             .collect()

@@ -201,15 +201,11 @@ impl From<AdapterError> for Diagnostic {
 }
 
 fn check_one_shard(batch: &KinesisBatch) -> Result<(), AdapterError> {
-    let mut records = batch.records();
-    let Some(first) = records.next() else {
-        return Ok(());
-    };
-    match records.find(|record| record.shard_id() != first.shard_id()) {
+    match batch.mixed_shards() {
         None => Ok(()),
-        Some(other) => Err(AdapterError::MixedShards {
-            first: first.shard_id().to_owned(),
-            second: other.shard_id().to_owned(),
+        Some((first, second)) => Err(AdapterError::MixedShards {
+            first: first.to_owned(),
+            second: second.to_owned(),
         }),
     }
 }

@@ -266,18 +266,22 @@ impl Settlement {
     pub fn response(&self) -> BatchResponse {
         // A record dropped behind the cut is delivered again, so it is not retired yet: only
         // the drops the checkpoint passes are reported. An aggregate is reported once, when
-        // any of its user records was dropped.
-        let settled = self.redelivered_from();
+        // any of its user records was dropped. Only dropped records are read: reading every
+        // record's sequence number would cost a pass over the batch's text.
+        let cut = self.cut();
+        let settled = cut.map_or(self.outcomes.len(), |cut| cut.index);
         let mut dropped: Vec<String> = Vec::new();
         for (index, outcome) in self.outcomes[..settled].iter().enumerate() {
+            if !matches!(outcome, RecordOutcome::Dropped(_)) {
+                continue;
+            }
             let Some(record) = self.batch.record(index) else {
                 continue;
             };
-            let reported = dropped.last().map(String::as_str) == Some(record.sequence_number());
-            if matches!(outcome, RecordOutcome::Dropped(_)) && !reported {
+            if dropped.last().map(String::as_str) != Some(record.sequence_number()) {
                 dropped.push(record.sequence_number().to_owned());
             }
         }
-        BatchResponse::new(self.cut().map(|cut| cut.sequence_number), dropped)
+        BatchResponse::new(cut.map(|cut| cut.sequence_number), dropped)
     }
 }
