@@ -7,7 +7,10 @@
 //! of a closed shard it creates its children's leases and checkpoints `SHARD_END`, which lets the
 //! coordinator start the children (`docs/resharding.md`).
 
+mod checkpointer;
 mod lineage;
+mod on_failure;
+mod policy;
 mod reader;
 mod resume;
 mod status;
@@ -27,6 +30,7 @@ use crate::lease::{Checkpoint, Lease, LeaseError, LeaseStore, MemoryLeaseStore};
 use crate::source::{Shard, ShardSource, SourceError, StreamDescription};
 
 pub use status::{HeldRecord, MappingEvent, MappingStatus, ShardPhase, ShardStatus};
+use status::{Settled, ShardChange};
 
 use reader::{ReaderExit, ShardReader};
 
@@ -165,7 +169,8 @@ impl Shared {
         }
     }
 
-    fn update_shard(&self, shard_id: &str, change: impl FnOnce(&mut ShardStatus)) {
+    /// Records a change of a shard's status (`ShardStatus::apply` says what it changes).
+    fn update_shard(&self, shard_id: &str, change: ShardChange) {
         self.status.send_modify(|status| {
             let shard = status
                 .shards
@@ -174,7 +179,7 @@ impl Shared {
                     shard_id: shard_id.to_owned(),
                     ..ShardStatus::default()
                 });
-            change(shard);
+            shard.apply(change);
         });
     }
 
@@ -455,14 +460,14 @@ async fn sync(
         .map(|shard| (shard.shard_id.as_str(), shard))
         .collect();
     for lease in leases.values() {
-        shared.update_shard(&lease.shard_id, |status| {
-            status.parent_shard_ids.clone_from(&lease.parent_shard_ids);
-            status.checkpoint = Some(lease.checkpoint.clone());
-            status.lease_owner.clone_from(&lease.lease_owner);
-            if lease.checkpoint == Checkpoint::ShardEnd {
-                status.phase = ShardPhase::Ended;
-            }
-        });
+        shared.update_shard(
+            &lease.shard_id,
+            ShardChange::LeaseSeen {
+                parent_shard_ids: lease.parent_shard_ids.clone(),
+                checkpoint: lease.checkpoint.clone(),
+                lease_owner: lease.lease_owner.clone(),
+            },
+        );
     }
     let mut undecided = false;
     let mut to_take = Vec::new();
@@ -471,9 +476,7 @@ async fn sync(
             continue;
         }
         if !lineage::may_start(lease, &leases) {
-            shared.update_shard(&lease.shard_id, |status| {
-                status.phase = ShardPhase::WaitingOnParents
-            });
+            shared.update_shard(&lease.shard_id, ShardChange::WaitingOnParents);
             continue;
         }
         match expiry.availability(
@@ -484,9 +487,7 @@ async fn sync(
             Availability::Available => {}
             availability => {
                 undecided |= availability == Availability::Undecided;
-                shared.update_shard(&lease.shard_id, |status| {
-                    status.phase = ShardPhase::NotOwned
-                });
+                shared.update_shard(&lease.shard_id, ShardChange::NotOwned);
                 continue;
             }
         }
@@ -524,10 +525,12 @@ async fn sync(
             sent,
             stopping.clone(),
         );
-        shared.update_shard(&lease.shard_id, |status| {
-            status.phase = ShardPhase::Reading;
-            status.lease_owner = Some(shared.options.worker_id.clone());
-        });
+        shared.update_shard(
+            &lease.shard_id,
+            ShardChange::Taken {
+                worker_id: shared.options.worker_id.clone(),
+            },
+        );
         let exits = exits.clone();
         let shard_id = lease.shard_id.clone();
         readers.insert(

@@ -20,17 +20,18 @@ use std::task::Poll;
 use std::time::{Duration, Instant, SystemTime};
 
 use lambda_kinesis::wire::{EventRecord, EventSource, write_event};
-use serde_json::json;
 use tokio::sync::{Mutex, watch};
 use tokio::task::JoinHandle;
 
+use super::checkpointer::{Checkpointer, renew};
+use super::on_failure::{KinesisBatchInfo, OnFailureRecord, RequestContext, ResponseContext};
+use super::policy::{Action, BatchRetry, DiscardCondition, InvocationResult, Next, RetryRules};
 use super::resume::Resume;
-use super::{MappingEvent, ShardPhase, ShardStatus, Shared, lease_key, lineage};
+use super::{MappingEvent, Settled, ShardChange, Shared, lease_key, lineage};
 use crate::backoff::{Backoff, RetryKind, Retryable as _};
 use crate::config::StartingPosition;
 use crate::invoke::{Invocation, InvokeOutcome};
 use crate::lease::{Checkpoint, Lease, LeaseError, LeaseStore};
-use crate::mapping::status::HeldRecord;
 use crate::response::{Verdict, read_response};
 use crate::sequence::SequenceNumber;
 use crate::source::{ChildShard, IteratorPosition, Record, Shard, SourceError, StreamDescription};
@@ -168,19 +169,8 @@ impl ShardReader {
             exit = ReaderExit::LeaseLost;
         }
         renewer.abort();
-        self.shared.update_shard(&self.shard.shard_id, |status| {
-            status.phase = match exit {
-                ReaderExit::Ended => ShardPhase::Ended,
-                ReaderExit::LeaseLost => ShardPhase::NotOwned,
-                // A shard that was caught up or held when the mapping stopped is reported so.
-                ReaderExit::Stopped
-                    if matches!(status.phase, ShardPhase::CaughtUp | ShardPhase::Held) =>
-                {
-                    status.phase
-                }
-                ReaderExit::Stopped | ReaderExit::ShardGone => ShardPhase::Stopped,
-            };
-        });
+        self.shared
+            .update_shard(&self.shard.shard_id, ShardChange::Finished(exit));
         if exit == ReaderExit::Stopped {
             // Give the lease up so that the next instance takes the shard at once instead of
             // waiting for the lease to expire.
@@ -217,10 +207,8 @@ impl ShardReader {
             shard_id: shard_id.clone(),
             checkpoint: checkpoint.clone(),
         });
-        self.shared.update_shard(&shard_id, |status| {
-            status.phase = ShardPhase::Reading;
-            status.checkpoint = Some(checkpoint);
-        });
+        self.shared
+            .update_shard(&shard_id, ShardChange::Started { checkpoint });
         self.iterator = Some(self.shard_iterator(position).await?);
 
         let batch_size = self.shared.config.batch_size.max(1);
@@ -249,11 +237,7 @@ impl ShardReader {
                     return Err(self.end_shard().await);
                 }
                 self.finish_checkpoint().await?;
-                self.shared.update_shard(&shard_id, |status| {
-                    if status.held.is_none() {
-                        status.phase = ShardPhase::CaughtUp;
-                    }
-                });
+                self.shared.update_shard(&shard_id, ShardChange::CaughtUp);
                 self.wait_for_records(self.shared.options.poll_interval)
                     .await?;
                 window_start = Instant::now();
@@ -430,14 +414,14 @@ impl ShardReader {
                 }
                 let behind = output.millis_behind_latest;
                 self.caught_up = behind == 0;
-                self.shared.update_shard(&self.shard.shard_id, |status| {
-                    status.unsettled += kept as u64;
-                    status.filtered += filtered as u64;
-                    status.millis_behind_latest = behind;
-                    if count > 0 && status.held.is_none() {
-                        status.phase = ShardPhase::Reading;
-                    }
-                });
+                self.shared.update_shard(
+                    &self.shard.shard_id,
+                    ShardChange::Read {
+                        read: count,
+                        filtered,
+                        millis_behind_latest: behind,
+                    },
+                );
                 Ok(if count > 0 {
                     Read::Records
                 } else {
@@ -507,7 +491,7 @@ impl ShardReader {
     async fn pass_filtered(&mut self) -> Result<(), ReaderExit> {
         match self.filtered_tail.take() {
             Some(last) => {
-                self.start_checkpoint(Checkpoint::SequenceNumber(last), |_| {})
+                self.start_checkpoint(Checkpoint::SequenceNumber(last), Settled::Nothing)
                     .await
             }
             None => Ok(()),
@@ -531,141 +515,128 @@ impl ShardReader {
         self.buffer.drain(..count).collect()
     }
 
-    /// Settles one batch as Lambda does (`docs/event-source-mapping.md` §2): retries, bisection, partial responses.
+    /// Settles one batch as Lambda does (`docs/event-source-mapping.md` §1-2): the rules are
+    /// [`BatchRetry`]'s; this is the I/O around them.
     async fn process(&mut self, batch: Vec<Record>) -> Result<(), ReaderExit> {
         let config = self.shared.config.clone();
         let sequence_numbers: Vec<SequenceNumber> = batch
             .iter()
             .map(|record| record.sequence_number.clone())
             .collect();
-        // Ranges still to settle, the next on top: bisection pushes the two halves.
-        let mut ranges = vec![(0, batch.len())];
-        while let Some((mut start, end)) = ranges.pop() {
-            let mut attempts = 0u32;
-            let mut invoke_count = 0u32;
-            let mut backoff = self.shared.retry_backoff();
-            while start < end {
-                self.check_running()?;
-                if let Some(max_age) = config.maximum_record_age {
-                    let now = SystemTime::now();
-                    let expired = batch[start..end]
-                        .iter()
-                        .take_while(|record| {
-                            now.duration_since(record.approximate_arrival)
-                                .unwrap_or_default()
-                                > max_age
-                        })
-                        .count();
-                    if expired > 0 {
-                        self.discard(
-                            &batch[start..start + expired],
-                            "RecordAgeExceeded",
-                            invoke_count.max(1),
-                            None,
-                        )
+        let mut retry = BatchRetry::new(RetryRules::of(&config), batch.len());
+        let mut backoff = self.shared.retry_backoff();
+        let mut last_failure: Option<FailedAttempt> = None;
+        loop {
+            self.check_running()?;
+            let action = retry.next(SystemTime::now(), |index| batch[index].approximate_arrival);
+            let range = match action {
+                None => return Ok(()),
+                Some(Action::Discard {
+                    records,
+                    condition,
+                    invoke_count,
+                }) => {
+                    self.discard(&batch[records], condition, invoke_count, None)
                         .await?;
-                        start += expired;
-                        continue;
-                    }
+                    continue;
                 }
-                if !self.checkpointer.lease_is_certainly_held() {
-                    self.finish_checkpoint().await?;
-                }
-                let records = &batch[start..end];
-                let outcome = match self.invoke(records).await {
-                    Ok(outcome) => outcome,
-                    Err(error) => {
-                        // The batch never reached the function: no attempt is charged.
-                        tracing::warn!(shard_id = %self.shard.shard_id, %error, "invoking the function failed; trying again");
-                        self.finish_checkpoint().await?;
-                        let pause = backoff.next_pause(RetryKind::Error);
-                        self.pause(pause).await?;
-                        continue;
-                    }
-                };
-                invoke_count += 1;
-                let failed = match outcome {
-                    InvokeOutcome::Response(body) => {
-                        let read = read_response(
-                            &body,
-                            &sequence_numbers[start..end],
-                            config.report_batch_item_failures,
-                        );
-                        let settled_until = match read.verdict {
-                            Verdict::Success => end - start,
-                            Verdict::PartialFailure { first_failed } => first_failed,
-                            Verdict::Failure { .. } => 0,
-                        };
-                        if settled_until > 0 {
-                            let dropped = read
-                                .dropped
-                                .iter()
-                                .filter(|&&index| index < settled_until)
-                                .count();
-                            self.settle(&records[..settled_until], dropped).await?;
-                            start += settled_until;
-                            // Progress starts the remainder's retry budget afresh (`docs/event-source-mapping.md` §1.5).
-                            attempts = 0;
-                            invoke_count = 0;
-                            backoff.reset();
-                            continue;
-                        }
-                        FailedAttempt {
+                Some(Action::Invoke(range)) => range,
+            };
+            if !self.checkpointer.lease_is_certainly_held() {
+                self.finish_checkpoint().await?;
+            }
+            let records = &batch[range.clone()];
+            let (result, dropped) = match self.invoke(records).await {
+                Ok(InvokeOutcome::Response(body)) => {
+                    let read = read_response(
+                        &body,
+                        &sequence_numbers[range.clone()],
+                        config.report_batch_item_failures,
+                    );
+                    let settled = match &read.verdict {
+                        Verdict::Success => records.len(),
+                        Verdict::PartialFailure { first_failed } => *first_failed,
+                        Verdict::Failure { .. } => 0,
+                    };
+                    if settled == 0 {
+                        last_failure = Some(FailedAttempt {
                             reason: match read.verdict {
                                 Verdict::Failure { reason } => format!("bad response: {reason}"),
                                 _ => "the function reported it in batchItemFailures".to_owned(),
                             },
                             function_error: None,
-                        }
+                        });
                     }
-                    InvokeOutcome::FunctionError {
-                        error_type,
-                        message,
-                    } => FailedAttempt {
+                    let dropped = read
+                        .dropped
+                        .iter()
+                        .filter(|&&index| index < settled)
+                        .count();
+                    (InvocationResult::Returned { settled }, dropped)
+                }
+                Ok(InvokeOutcome::FunctionError {
+                    error_type,
+                    message,
+                }) => {
+                    last_failure = Some(FailedAttempt {
                         reason: format!("function error {error_type}: {message}"),
                         function_error: Some("Unhandled"),
-                    },
-                    InvokeOutcome::Timeout => FailedAttempt {
+                    });
+                    (InvocationResult::FunctionError, 0)
+                }
+                Ok(InvokeOutcome::Timeout) => {
+                    last_failure = Some(FailedAttempt {
                         reason: format!(
                             "the function timed out after {:?}",
                             config.function_timeout
                         ),
                         function_error: Some("Unhandled"),
-                    },
-                };
-                self.hold(&records[0].sequence_number, &failed.reason);
-                if failed.function_error.is_some()
-                    && config.bisect_batch_on_function_error
-                    && end - start > 1
-                {
-                    // Splitting does not count toward the retry quota.
-                    let middle = start + (end - start) / 2;
-                    ranges.push((middle, end));
-                    ranges.push((start, middle));
-                    start = end;
-                    continue;
+                    });
+                    (InvocationResult::Timeout, 0)
                 }
-                attempts += 1;
-                if config
-                    .maximum_retry_attempts
-                    .is_some_and(|max| attempts > max)
-                {
+                Err(error) => {
+                    // The batch never reached the function: no attempt is charged.
+                    tracing::warn!(shard_id = %self.shard.shard_id, %error, "invoking the function failed; trying again");
+                    (InvocationResult::NotInvoked, 0)
+                }
+            };
+            let reached_function = result != InvocationResult::NotInvoked;
+            if reached_function
+                && !matches!(result, InvocationResult::Returned { settled } if settled > 0)
+            {
+                let reason = last_failure
+                    .as_ref()
+                    .map_or("", |failed| failed.reason.as_str());
+                self.hold(&records[0].sequence_number, reason);
+            }
+            match retry.record(result) {
+                Next::Settle(settled) => {
+                    self.settle(&batch[settled], dropped).await?;
+                    backoff.reset();
+                }
+                // A range taken up afresh pauses afresh.
+                Next::Split => backoff.reset(),
+                Next::Discard {
+                    records,
+                    condition,
+                    invoke_count,
+                } => {
                     self.discard(
-                        records,
-                        "RetryAttemptsExhausted",
+                        &batch[records],
+                        condition,
                         invoke_count,
-                        Some(&failed),
+                        last_failure.as_ref(),
                     )
                     .await?;
-                    start = end;
-                    continue;
+                    backoff.reset();
                 }
-                self.finish_checkpoint().await?;
-                let pause = backoff.next_pause(RetryKind::Error);
-                self.pause(pause).await?;
+                Next::RetryAfterPause => {
+                    self.finish_checkpoint().await?;
+                    let pause = backoff.next_pause(RetryKind::Error);
+                    self.pause(pause).await?;
+                }
             }
         }
-        Ok(())
     }
 
     /// Invokes the function with `records`.
@@ -703,14 +674,13 @@ impl ShardReader {
             }),
         );
         let count = records.len() as u64;
-        self.shared.update_shard(&self.shard.shard_id, |status| {
-            status.delivered += count;
-            status.invocations += 1;
-            status.retries += u64::from(redelivery);
-            if status.held.is_none() {
-                status.phase = ShardPhase::Reading;
-            }
-        });
+        self.shared.update_shard(
+            &self.shard.shard_id,
+            ShardChange::Invoked {
+                records: count,
+                redelivery,
+            },
+        );
         self.shared.emit(|| MappingEvent::Invoked {
             shard_id: self.shard.shard_id.clone(),
             records: records
@@ -732,21 +702,14 @@ impl ShardReader {
     fn hold(&self, sequence_number: &SequenceNumber, reason: &str) {
         let retries_capped = self.shared.config.maximum_retry_attempts.is_some();
         tracing::debug!(shard_id = %self.shard.shard_id, %sequence_number, reason, "batch failed");
-        self.shared.update_shard(&self.shard.shard_id, |status| {
-            let failed_deliveries = match &status.held {
-                Some(held) if &held.sequence_number == sequence_number => {
-                    held.failed_deliveries + 1
-                }
-                _ => 1,
-            };
-            status.phase = ShardPhase::Held;
-            status.held = Some(HeldRecord {
+        self.shared.update_shard(
+            &self.shard.shard_id,
+            ShardChange::Failed {
                 sequence_number: sequence_number.clone(),
-                failed_deliveries,
                 reason: reason.to_owned(),
                 retries_capped,
-            });
-        });
+            },
+        );
     }
 
     /// Checkpoints past `records`, which the function settled (`dropped` of them by dropping).
@@ -756,20 +719,12 @@ impl ShardReader {
         // The counters change with the checkpoint, in one status update: every update wakes
         // whoever waits on the status, and a batch is settled thousands of times a second.
         let checkpoint = Checkpoint::SequenceNumber(last.clone());
-        self.start_checkpoint(checkpoint, move |status| {
-            status.acked += count - dropped as u64;
-            status.dropped += dropped as u64;
-            status.unsettled = status.unsettled.saturating_sub(count);
-            if status
-                .held
-                .as_ref()
-                .is_some_and(|held| held.sequence_number <= last)
-            {
-                status.held = None;
-                status.phase = ShardPhase::Reading;
-            }
-        })
-        .await
+        let settled = Settled::Handled {
+            records: count,
+            dropped: dropped as u64,
+            last,
+        };
+        self.start_checkpoint(checkpoint, settled).await
     }
 
     /// Gives `records` up: sends their invocation record to the on-failure destination and
@@ -777,41 +732,41 @@ impl ShardReader {
     async fn discard(
         &mut self,
         records: &[Record],
-        condition: &str,
+        condition: DiscardCondition,
         invoke_count: u32,
         failed: Option<&FailedAttempt>,
     ) -> Result<(), ReaderExit> {
         let first = &records[0];
         let last = &records[records.len() - 1];
-        let mut record = json!({
-            "requestContext": {
-                "requestId": uuid::Uuid::new_v4().to_string(),
-                "functionArn": format!(
+        let record = OnFailureRecord {
+            request_context: RequestContext {
+                request_id: uuid::Uuid::new_v4().to_string(),
+                function_arn: format!(
                     "arn:aws:lambda:{}:{}:function:{}",
                     self.region, self.account, self.shared.config.function_name
                 ),
-                "condition": condition,
-                "approximateInvokeCount": invoke_count,
+                condition: condition.as_str(),
+                approximate_invoke_count: invoke_count,
             },
-            "version": "1.0",
-            "timestamp": iso8601_millis(SystemTime::now()),
-            "KinesisBatchInfo": {
-                "shardId": self.shard.shard_id,
-                "startSequenceNumber": first.sequence_number.as_str(),
-                "endSequenceNumber": last.sequence_number.as_str(),
-                "approximateArrivalOfFirstRecord": iso8601_millis(first.approximate_arrival),
-                "approximateArrivalOfLastRecord": iso8601_millis(last.approximate_arrival),
-                "batchSize": records.len(),
-                "streamArn": self.stream.arn,
+            response_context: failed.map(|failed| ResponseContext {
+                status_code: 200,
+                executed_version: "$LATEST",
+                function_error: failed.function_error,
+            }),
+            version: "1.0",
+            timestamp: iso8601_millis(SystemTime::now()),
+            kinesis_batch_info: KinesisBatchInfo {
+                shard_id: self.shard.shard_id.clone(),
+                start_sequence_number: first.sequence_number.as_str().to_owned(),
+                end_sequence_number: last.sequence_number.as_str().to_owned(),
+                approximate_arrival_of_first_record: iso8601_millis(first.approximate_arrival),
+                approximate_arrival_of_last_record: iso8601_millis(last.approximate_arrival),
+                batch_size: records.len(),
+                stream_arn: self.stream.arn.clone(),
             },
-        });
-        if let Some(failed) = failed {
-            record["responseContext"] = json!({
-                "statusCode": 200,
-                "executedVersion": "$LATEST",
-                "functionError": failed.function_error,
-            });
-        }
+        };
+        let record = serde_json::to_value(&record).expect("an on-failure record serializes");
+        let condition = condition.as_str();
         tracing::warn!(
             shard_id = %self.shard.shard_id,
             first = %first.sequence_number,
@@ -828,18 +783,13 @@ impl ShardReader {
         self.shared
             .status
             .send_modify(|status| status.on_failure.push(Arc::clone(&record)));
-        self.shared.update_shard(&self.shard.shard_id, |status| {
-            status.discarded += count;
-            status.unsettled = status.unsettled.saturating_sub(count);
-            if status
-                .held
-                .as_ref()
-                .is_some_and(|held| held.sequence_number <= last_sequence_number)
-            {
-                status.held = None;
-                status.phase = ShardPhase::Reading;
-            }
-        });
+        self.shared.update_shard(
+            &self.shard.shard_id,
+            ShardChange::Discarded {
+                records: count,
+                last: last_sequence_number,
+            },
+        );
         let shard_id = self.shard.shard_id.clone();
         self.shared
             .emit(|| MappingEvent::Discarded { shard_id, record });
@@ -848,19 +798,19 @@ impl ShardReader {
 
     /// Writes a checkpoint, conditional on still holding the lease, and waits until it is written.
     async fn checkpoint(&mut self, checkpoint: Checkpoint) -> Result<(), ReaderExit> {
-        self.start_checkpoint(checkpoint, |_| {}).await?;
+        self.start_checkpoint(checkpoint, Settled::Nothing).await?;
         self.finish_checkpoint().await
     }
 
     /// Starts writing a checkpoint once the write before it has landed, and returns while it
-    /// runs. Once written, it is recorded in the shard's status together with `status_change`.
+    /// runs. Once written, it is recorded in the shard's status together with what it `settled`.
     async fn start_checkpoint(
         &mut self,
         checkpoint: Checkpoint,
-        status_change: impl FnOnce(&mut ShardStatus) + Send + 'static,
+        settled: Settled,
     ) -> Result<(), ReaderExit> {
         self.finish_checkpoint().await?;
-        let mut write = Box::pin(self.checkpointer.clone().write(checkpoint, status_change));
+        let mut write = Box::pin(self.checkpointer.clone().write(checkpoint, settled));
         // A store that answers at once (the memory store) is done on the first poll: only a
         // write that has to wait gets a task of its own.
         match std::future::poll_fn(|context| Poll::Ready(write.as_mut().poll(context))).await {
@@ -1001,110 +951,6 @@ impl ShardReader {
                     let pause = backoff.next_pause(RetryKind::Error);
                     self.pause(pause).await?;
                 }
-            }
-        }
-    }
-}
-
-/// A shard's lease as its reader holds it, and the writes that keep it: checkpoints, conditional
-/// on still holding it, and renewals.
-#[derive(Clone)]
-struct Checkpointer {
-    shared: Arc<Shared>,
-    shard_id: String,
-    lease: Arc<Mutex<Lease>>,
-    /// When the last lease write that succeeded (the take, a checkpoint, a renewal) was sent.
-    confirmed_at: Arc<std::sync::Mutex<Instant>>,
-    stopping: watch::Receiver<bool>,
-    lease_lost_signal: watch::Sender<bool>,
-}
-
-impl Checkpointer {
-    /// Whether no other worker can have taken the lease: a write of it succeeded less than half
-    /// the failover time ago (another worker waits the whole failover time without seeing one).
-    fn lease_is_certainly_held(&self) -> bool {
-        let confirmed_at = *self.confirmed_at.lock().unwrap();
-        confirmed_at.elapsed() < self.shared.options.failover_time / 2
-    }
-
-    fn confirm(&self, sent: Instant) {
-        *self.confirmed_at.lock().unwrap() = sent;
-    }
-
-    /// Writes `checkpoint`, retrying while the store is unavailable, and once it is written
-    /// records it in the shard's status together with `status_change`. A lost lease raises the
-    /// reader's lease-lost signal; a stopping mapping ends the retries.
-    async fn write(
-        self,
-        checkpoint: Checkpoint,
-        status_change: impl FnOnce(&mut ShardStatus),
-    ) -> Result<(), ReaderExit> {
-        let mut backoff = self.shared.retry_backoff();
-        loop {
-            let result = {
-                let mut lease = self.lease.lock().await;
-                let sent = Instant::now();
-                let result = self
-                    .shared
-                    .leases
-                    .update_checkpoint(&lease, checkpoint.clone())
-                    .await;
-                if let Ok(updated) = &result {
-                    *lease = updated.clone();
-                    self.confirm(sent);
-                }
-                result
-            };
-            match result {
-                Ok(_) => break,
-                Err(LeaseError::LeaseLost { .. }) => {
-                    tracing::warn!(shard_id = %self.shard_id, "the lease was taken by another worker: this reader stops");
-                    let _ = self.lease_lost_signal.send(true);
-                    return Err(ReaderExit::LeaseLost);
-                }
-                Err(error) => {
-                    tracing::warn!(shard_id = %self.shard_id, %error, "writing the checkpoint failed; trying again");
-                    let mut stopping = self.stopping.clone();
-                    let mut lease_lost = self.lease_lost_signal.subscribe();
-                    tokio::select! {
-                        () = tokio::time::sleep(backoff.next_pause(RetryKind::Error)) => {}
-                        _ = stopping.wait_for(|stop| *stop) => return Err(ReaderExit::Stopped),
-                        _ = lease_lost.wait_for(|lost| *lost) => return Err(ReaderExit::LeaseLost),
-                    }
-                }
-            }
-        }
-        self.shared.update_shard(&self.shard_id, |status| {
-            status.checkpoint = Some(checkpoint.clone());
-            status_change(status);
-        });
-        self.shared.emit(|| MappingEvent::Checkpointed {
-            shard_id: self.shard_id.clone(),
-            checkpoint,
-        });
-        Ok(())
-    }
-}
-
-/// Renews the lease every third of the failover time, as the KCL does, until the lease is lost.
-async fn renew(checkpointer: Checkpointer) {
-    let period = checkpointer.shared.options.failover_time / 3;
-    loop {
-        tokio::time::sleep(period).await;
-        let mut lease = checkpointer.lease.lock().await;
-        let sent = Instant::now();
-        match checkpointer.shared.leases.renew_lease(&lease).await {
-            Ok(renewed) => {
-                *lease = renewed;
-                checkpointer.confirm(sent);
-            }
-            Err(LeaseError::LeaseLost { .. }) => {
-                tracing::warn!(shard_id = %lease.shard_id, "the lease was lost: its reader stops");
-                let _ = checkpointer.lease_lost_signal.send(true);
-                return;
-            }
-            Err(error) => {
-                tracing::warn!(shard_id = %lease.shard_id, %error, "renewing the lease failed")
             }
         }
     }
