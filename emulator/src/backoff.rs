@@ -228,6 +228,39 @@ impl Backoff {
             tokio::time::sleep(pause).await;
         }
     }
+
+    /// The one pause-and-retry loop: calls `attempt` until it succeeds, or until `failed` (given
+    /// each failure and the time paused so far) gives up with the error to return, pausing as
+    /// the kind it answers says between attempts. A pause ends early when `stopped` resolves,
+    /// with the error it resolves to.
+    pub async fn retry_until_stopped<T, E, R, F, Fut, S, StopFut>(
+        &mut self,
+        mut attempt: F,
+        mut failed: impl FnMut(E, Duration) -> Result<RetryKind, R>,
+        mut stopped: S,
+    ) -> Result<T, R>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        S: FnMut() -> StopFut,
+        StopFut: Future<Output = R>,
+    {
+        loop {
+            let error = match attempt().await {
+                Ok(value) => {
+                    self.reset();
+                    return Ok(value);
+                }
+                Err(error) => error,
+            };
+            let kind = failed(error, self.waited)?;
+            let pause = self.next_pause(kind);
+            tokio::select! {
+                () = tokio::time::sleep(pause) => {}
+                stop = stopped() => return Err(stop),
+            }
+        }
+    }
 }
 
 #[cfg(test)]

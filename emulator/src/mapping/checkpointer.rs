@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use tokio::sync::{Mutex, watch};
 
-use super::reader::ReaderExit;
+use super::reader::{ReaderExit, stop_signal};
 use super::{MappingEvent, Settled, ShardChange, Shared};
 use crate::backoff::RetryKind;
 use crate::lease::{Checkpoint, Lease, LeaseError};
@@ -44,41 +44,34 @@ impl Checkpointer {
         checkpoint: Checkpoint,
         settled: Settled,
     ) -> Result<(), ReaderExit> {
-        let mut backoff = self.shared.retry_backoff();
-        loop {
-            let result = {
-                let mut lease = self.lease.lock().await;
-                let sent = Instant::now();
-                let result = self
-                    .shared
-                    .leases
-                    .update_checkpoint(&lease, checkpoint.clone())
-                    .await;
-                if let Ok(updated) = &result {
-                    *lease = updated.clone();
-                    self.confirm(sent);
-                }
-                result
-            };
-            match result {
-                Ok(_) => break,
-                Err(LeaseError::LeaseLost { .. }) => {
-                    tracing::warn!(shard_id = %self.shard_id, "the lease was taken by another worker: this reader stops");
-                    let _ = self.lease_lost_signal.send(true);
-                    return Err(ReaderExit::LeaseLost);
-                }
-                Err(error) => {
-                    tracing::warn!(shard_id = %self.shard_id, %error, "writing the checkpoint failed; trying again");
-                    let mut stopping = self.stopping.clone();
-                    let mut lease_lost = self.lease_lost_signal.subscribe();
-                    tokio::select! {
-                        () = tokio::time::sleep(backoff.next_pause(RetryKind::Error)) => {}
-                        _ = stopping.wait_for(|stop| *stop) => return Err(ReaderExit::Stopped),
-                        _ = lease_lost.wait_for(|lost| *lost) => return Err(ReaderExit::LeaseLost),
-                    }
-                }
+        let attempt = || async {
+            let mut lease = self.lease.lock().await;
+            let sent = Instant::now();
+            let updated = self
+                .shared
+                .leases
+                .update_checkpoint(&lease, checkpoint.clone())
+                .await?;
+            *lease = updated;
+            self.confirm(sent);
+            Ok(())
+        };
+        let failed = |error, _| match error {
+            LeaseError::LeaseLost { .. } => {
+                tracing::warn!(shard_id = %self.shard_id, "the lease was taken by another worker: this reader stops");
+                let _ = self.lease_lost_signal.send(true);
+                Err(ReaderExit::LeaseLost)
             }
-        }
+            error => {
+                tracing::warn!(shard_id = %self.shard_id, %error, "writing the checkpoint failed; trying again");
+                Ok(RetryKind::Error)
+            }
+        };
+        let stopped = stop_signal(&self.stopping, &self.lease_lost_signal.subscribe());
+        self.shared
+            .retry_backoff()
+            .retry_until_stopped(attempt, failed, stopped)
+            .await?;
         self.shared.update_shard(
             &self.shard_id,
             ShardChange::Checkpointed {

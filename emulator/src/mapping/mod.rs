@@ -9,6 +9,7 @@
 
 mod checkpointer;
 mod lineage;
+mod misconfiguration;
 mod on_failure;
 mod policy;
 mod reader;
@@ -139,6 +140,7 @@ impl EventSourceMapping {
             options: self.options,
             observer: self.observer,
             status,
+            ignored_item_failures_warning: misconfiguration::WarnOnce::default(),
         });
         let coordinator = tokio::spawn(coordinate(Arc::clone(&shared), stopping));
         RunningMapping {
@@ -159,6 +161,8 @@ struct Shared {
     options: MappingOptions,
     observer: Option<mpsc::UnboundedSender<MappingEvent>>,
     status: watch::Sender<MappingStatus>,
+    /// The misconfiguration warning, given once per mapping.
+    ignored_item_failures_warning: misconfiguration::WarnOnce,
 }
 
 impl Shared {
@@ -260,25 +264,22 @@ fn lease_key(stream: &StreamDescription, shard_id: &str) -> String {
 /// The coordinator's loop: sync shards and leases, start the readers that may run, clean up.
 async fn coordinate(shared: Arc<Shared>, mut stopping: watch::Receiver<bool>) {
     let mut backoff = shared.retry_backoff();
-    let stream = loop {
-        match shared
-            .source
-            .describe_stream(&shared.config.stream_name)
-            .await
-        {
-            Ok(stream) => break stream,
-            Err(error) => {
-                report_error(
-                    &shared,
-                    format!("describing stream {}: {error}", shared.config.stream_name),
-                );
-                let pause = backoff.next_pause(RetryKind::Error);
-                tokio::select! {
-                    () = tokio::time::sleep(pause) => continue,
-                    _ = stopping.wait_for(|stop| *stop) => return,
-                }
-            }
+    let describe = || shared.source.describe_stream(&shared.config.stream_name);
+    let failed = |error, _| {
+        report_error(
+            &shared,
+            format!("describing stream {}: {error}", shared.config.stream_name),
+        );
+        Ok::<_, ()>(RetryKind::Error)
+    };
+    let stopped = || {
+        let mut stopping = stopping.clone();
+        async move {
+            let _ = stopping.wait_for(|stop| *stop).await;
         }
+    };
+    let Ok(stream) = backoff.retry_until_stopped(describe, failed, stopped).await else {
+        return;
     };
     let stream = Arc::new(stream);
     let (exits, mut exited) = mpsc::unbounded_channel::<(String, ReaderExit)>();

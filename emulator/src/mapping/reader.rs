@@ -14,7 +14,7 @@
 //! waits for the write first, and a write that finds the lease lost stops the reader before it
 //! invokes anything more, as without the overlap.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant, SystemTime};
@@ -26,12 +26,15 @@ use tokio::task::JoinHandle;
 use super::checkpointer::{Checkpointer, renew};
 use super::on_failure::{KinesisBatchInfo, OnFailureRecord, RequestContext, ResponseContext};
 use super::policy::{Action, BatchRetry, DiscardCondition, InvocationResult, Next, RetryRules};
-use super::resume::Resume;
-use super::{MappingEvent, Settled, ShardChange, Shared, lease_key, lineage};
+
+mod position;
+mod shard_end;
+use super::misconfiguration::{TEMPLATE_LINE, ignored_item_failures};
+use super::{MappingEvent, Settled, ShardChange, Shared};
 use crate::backoff::{Backoff, RetryKind, Retryable as _};
 use crate::config::StartingPosition;
 use crate::invoke::{Invocation, InvokeOutcome};
-use crate::lease::{Checkpoint, Lease, LeaseError, LeaseStore};
+use crate::lease::{Checkpoint, Lease};
 use crate::response::{Verdict, read_response};
 use crate::sequence::SequenceNumber;
 use crate::source::{ChildShard, IteratorPosition, Record, Shard, SourceError, StreamDescription};
@@ -300,100 +303,6 @@ impl ShardReader {
         self.check_running()
     }
 
-    /// Where to resume at checkpoint `checkpoint`: after it when the shard backs it, else at
-    /// the shard's oldest record, with a warning (see [`Resume`]).
-    async fn resume_position(
-        &mut self,
-        checkpoint: &SequenceNumber,
-    ) -> Result<IteratorPosition, ReaderExit> {
-        let at_checkpoint = self
-            .first_record_at(
-                IteratorPosition::AtSequenceNumber(checkpoint.clone()),
-                Some(checkpoint),
-            )
-            .await?;
-        let oldest = match at_checkpoint {
-            Some(_) => None,
-            None => {
-                self.first_record_at(IteratorPosition::TrimHorizon, None)
-                    .await?
-            }
-        };
-        let resume = Resume::decide(at_checkpoint.as_ref(), oldest.as_ref());
-        let stream = &self.shared.config.stream_name;
-        let shard_id = &self.shard.shard_id;
-        match &resume {
-            Resume::AfterCheckpoint => {}
-            Resume::OldestBelowCheckpoint { oldest } => tracing::warn!(
-                %stream,
-                %shard_id,
-                %checkpoint,
-                oldest_record = %oldest,
-                "the checkpoint lies beyond every record of the shard, so it does not belong to \
-                 this stream's records (a stream created again under the same name, or an \
-                 embedded Kinesis that did not keep its records: pass --state-dir DIR); reading \
-                 the shard from its oldest record instead of skipping the records below the \
-                 checkpoint"
-            ),
-            Resume::EmptyShard => tracing::info!(
-                %stream,
-                %shard_id,
-                %checkpoint,
-                "the shard holds no record at or after its checkpoint; reading from its oldest \
-                 record, so that no record below the checkpoint is skipped"
-            ),
-        }
-        Ok(resume.position(checkpoint))
-    }
-
-    /// The sequence number of the first record at `position`, if the shard holds one there;
-    /// `on_error` when the read fails (the reader then starts as it would without the check).
-    async fn first_record_at(
-        &mut self,
-        position: IteratorPosition,
-        on_error: Option<&SequenceNumber>,
-    ) -> Result<Option<SequenceNumber>, ReaderExit> {
-        let iterator = self.shard_iterator(position).await?;
-        match self.shared.source.get_records(&iterator, 1).await {
-            Ok(output) => Ok(output
-                .records
-                .into_iter()
-                .next()
-                .map(|record| record.sequence_number)),
-            Err(error) => {
-                tracing::debug!(shard_id = %self.shard.shard_id, %error, "could not look at the records after the checkpoint");
-                Ok(on_error.cloned())
-            }
-        }
-    }
-
-    async fn shard_iterator(&mut self, position: IteratorPosition) -> Result<String, ReaderExit> {
-        let mut backoff = self.shared.retry_backoff();
-        loop {
-            let result = self
-                .shared
-                .source
-                .shard_iterator(
-                    &self.shared.config.stream_name,
-                    &self.shard.shard_id,
-                    &position,
-                )
-                .await;
-            match result {
-                Ok(iterator) => return Ok(iterator),
-                Err(SourceError::NotFound { what }) => {
-                    tracing::warn!(shard_id = %self.shard.shard_id, "{what} not found: the reader stops");
-                    return Err(ReaderExit::ShardGone);
-                }
-                Err(error) => {
-                    tracing::warn!(shard_id = %self.shard.shard_id, %error, "getting a shard iterator failed; trying again");
-                    let pause = backoff.next_pause(RetryKind::Error);
-                    self.pause(pause).await?;
-                }
-            }
-        }
-    }
-
     /// Reads once from the shard into the buffer.
     async fn read(&mut self) -> Result<Read, ReaderExit> {
         let Some(iterator) = self.iterator.as_deref() else {
@@ -548,6 +457,9 @@ impl ShardReader {
             let records = &batch[range.clone()];
             let (result, dropped) = match self.invoke(records).await {
                 Ok(InvokeOutcome::Response(body)) => {
+                    if !config.report_batch_item_failures {
+                        self.warn_of_ignored_item_failures(&body);
+                    }
                     let read = read_response(
                         &body,
                         &sequence_numbers[range.clone()],
@@ -698,6 +610,29 @@ impl ShardReader {
         self.shared.invoker.invoke(invocation).await
     }
 
+    /// Warns, once per mapping, that the function names records in `batchItemFailures` that
+    /// Lambda will treat as settled, since the mapping does not ask for the partial response.
+    fn warn_of_ignored_item_failures(&self, body: &[u8]) {
+        let warning = &self.shared.ignored_item_failures_warning;
+        if warning.given() {
+            return;
+        }
+        let Some(records) = ignored_item_failures(body) else {
+            return;
+        };
+        if warning.first() {
+            tracing::warn!(
+                function = %self.shared.config.function_name,
+                shard_id = %self.shard.shard_id,
+                records = %records.join(", "),
+                "the function answered with batchItemFailures, but its event source mapping has \
+                 no `{TEMPLATE_LINE}`: Lambda ignores the answer and treats the whole batch as \
+                 settled, so these records will not come again; to have them retried, add \
+                 `{TEMPLATE_LINE}` to the event source's Properties"
+            );
+        }
+    }
+
     /// Marks the shard as blocked on `sequence_number`.
     fn hold(&self, sequence_number: &SequenceNumber, reason: &str) {
         let retries_capped = self.shared.config.maximum_retry_attempts.is_some();
@@ -832,126 +767,22 @@ impl ShardReader {
             Err(error) => std::panic::resume_unwind(error.into_panic()),
         }
     }
+}
 
-    /// Finishes a closed shard read to its end: creates its children's leases, records them,
-    /// and checkpoints `SHARD_END`, which lets the children start.
-    async fn end_shard(&mut self) -> ReaderExit {
-        if let Err(exit) = self.finish_checkpoint().await {
-            return exit;
-        }
-        let children = std::mem::take(&mut self.children);
-        if let Err(exit) = self.wait_for_merge_parents(&children).await {
-            return exit;
-        }
-        for child in &children {
-            let mut lease = Lease::new(
-                lease_key(&self.stream, &child.shard_id),
-                &child.shard_id,
-                Checkpoint::TrimHorizon,
-            );
-            lease.parent_shard_ids.clone_from(&child.parent_shards);
-            lease.starting_hash_key = Some(child.hash_key_range.starting_hash_key.to_string());
-            lease.ending_hash_key = Some(child.hash_key_range.ending_hash_key.to_string());
-            let write = |leases: Arc<dyn LeaseStore>| {
-                let lease = lease.clone();
-                async move { leases.create_lease_if_absent(&lease).await.map(drop) }
-            };
-            if let Err(exit) = self.lease_write(write).await {
-                return exit;
+/// What ends a reader's pause early: the mapping stopping, or the lease lost.
+pub(super) fn stop_signal(
+    stopping: &watch::Receiver<bool>,
+    lease_lost: &watch::Receiver<bool>,
+) -> impl FnMut() -> std::pin::Pin<Box<dyn Future<Output = ReaderExit> + Send>> + use<> {
+    let (stopping, lease_lost) = (stopping.clone(), lease_lost.clone());
+    move || {
+        let (mut stopping, mut lease_lost) = (stopping.clone(), lease_lost.clone());
+        Box::pin(async move {
+            tokio::select! {
+                biased;
+                _ = stopping.wait_for(|stop| *stop) => ReaderExit::Stopped,
+                _ = lease_lost.wait_for(|lost| *lost) => ReaderExit::LeaseLost,
             }
-        }
-        let child_shard_ids: Vec<String> = children
-            .iter()
-            .map(|child| child.shard_id.clone())
-            .collect();
-        if !child_shard_ids.is_empty() {
-            let lease = Arc::clone(&self.checkpointer.lease);
-            let ids = child_shard_ids.clone();
-            let write = |leases: Arc<dyn LeaseStore>| {
-                let lease = Arc::clone(&lease);
-                let ids = ids.clone();
-                async move {
-                    let mut lease = lease.lock().await;
-                    *lease = leases.set_child_shard_ids(&lease, &ids).await?;
-                    Ok(())
-                }
-            };
-            let result = self.lease_write(write).await;
-            if let Err(exit) = result {
-                return exit;
-            }
-        }
-        if let Err(exit) = self.checkpoint(Checkpoint::ShardEnd).await {
-            return exit;
-        }
-        tracing::info!(shard_id = %self.shard.shard_id, children = ?child_shard_ids, "shard read to its end: SHARD_END");
-        let shard_id = self.shard_id().to_owned();
-        self.shared.emit(|| MappingEvent::ShardEnded {
-            shard_id,
-            child_shard_ids,
-        });
-        ReaderExit::Ended
-    }
-
-    /// Waits until the other parent of each merge child has a lease, so that the child's lease
-    /// never exists before its parents' (`docs/resharding.md`).
-    async fn wait_for_merge_parents(&mut self, children: &[ChildShard]) -> Result<(), ReaderExit> {
-        let prefix = lease_key(&self.stream, "");
-        let mut stopping = self.stopping.clone();
-        for child in children {
-            loop {
-                let missing = match self.shared.leases.list_leases().await {
-                    Ok(leases) => {
-                        let leases: BTreeMap<String, Lease> = leases
-                            .into_iter()
-                            .filter(|lease| lease.lease_key.starts_with(&prefix))
-                            .map(|lease| (lease.shard_id.clone(), lease))
-                            .collect();
-                        lineage::merge_parent_without_lease(
-                            self.shard_id(),
-                            &child.parent_shards,
-                            &leases,
-                        )
-                        .map(str::to_owned)
-                    }
-                    Err(error) => Some(format!("(listing leases failed: {error})")),
-                };
-                let Some(missing) = missing else { break };
-                tracing::debug!(
-                    shard_id = %self.shard.shard_id,
-                    child = %child.shard_id,
-                    "the merge's other parent {missing} has no lease yet: waiting for it"
-                );
-                tokio::select! {
-                    () = tokio::time::sleep(self.shared.options.poll_interval) => {}
-                    _ = stopping.wait_for(|stop| *stop) => return Err(ReaderExit::Stopped),
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Runs a lease-store write until it succeeds, pausing after failures the store may recover
-    /// from; a lost lease stops the reader.
-    async fn lease_write<F, Fut>(&mut self, write: F) -> Result<(), ReaderExit>
-    where
-        F: Fn(Arc<dyn LeaseStore>) -> Fut,
-        Fut: std::future::Future<Output = Result<(), LeaseError>>,
-    {
-        let mut backoff = self.shared.retry_backoff();
-        loop {
-            match write(Arc::clone(&self.shared.leases)).await {
-                Ok(()) => return Ok(()),
-                Err(LeaseError::LeaseLost { .. }) => {
-                    let _ = self.checkpointer.lease_lost_signal.send(true);
-                    return Err(ReaderExit::LeaseLost);
-                }
-                Err(error) => {
-                    tracing::warn!(shard_id = %self.shard.shard_id, %error, "a lease write failed; trying again");
-                    let pause = backoff.next_pause(RetryKind::Error);
-                    self.pause(pause).await?;
-                }
-            }
-        }
+        })
     }
 }
