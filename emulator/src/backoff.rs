@@ -364,6 +364,47 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn retry_until_stopped_goes_on_until_success_and_gives_up_when_told() {
+        let mut backoff = Backoff::new(config());
+        let mut calls = 0;
+        let result: Result<u32, &str> = backoff
+            .retry_until_stopped(
+                || {
+                    calls += 1;
+                    let call = calls;
+                    async move { if call < 3 { Err("passing") } else { Ok(call) } }
+                },
+                |_, _| Ok(RetryKind::Error),
+                std::future::pending,
+            )
+            .await;
+        assert_eq!(result, Ok(3));
+        let result: Result<(), &str> = backoff
+            .retry_until_stopped(
+                || async { Err("permanent") },
+                |error, _| Err(error),
+                std::future::pending,
+            )
+            .await;
+        assert_eq!(result, Err("permanent"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stop_ends_the_pause_of_retry_until_stopped() {
+        let mut backoff = Backoff::new(config());
+        let started = tokio::time::Instant::now();
+        let result: Result<(), &str> = backoff
+            .retry_until_stopped(
+                || async { Err("passing") },
+                |_, _| Ok(RetryKind::Throttled),
+                || async { "stopped" },
+            )
+            .await;
+        assert_eq!(result, Err("stopped"));
+        assert_eq!(started.elapsed(), Duration::ZERO, "no pause was taken");
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn retry_stops_at_a_permanent_failure() {
         let mut backoff = Backoff::new(config());
         let result: Result<(), _> = backoff
