@@ -228,6 +228,39 @@ impl Backoff {
             tokio::time::sleep(pause).await;
         }
     }
+
+    /// The one pause-and-retry loop: calls `attempt` until it succeeds, or until `failed` (given
+    /// each failure and the time paused so far) gives up with the error to return, pausing as
+    /// the kind it answers says between attempts. A pause ends early when `stopped` resolves,
+    /// with the error it resolves to.
+    pub async fn retry_until_stopped<T, E, R, F, Fut, S, StopFut>(
+        &mut self,
+        mut attempt: F,
+        mut failed: impl FnMut(E, Duration) -> Result<RetryKind, R>,
+        mut stopped: S,
+    ) -> Result<T, R>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        S: FnMut() -> StopFut,
+        StopFut: Future<Output = R>,
+    {
+        loop {
+            let error = match attempt().await {
+                Ok(value) => {
+                    self.reset();
+                    return Ok(value);
+                }
+                Err(error) => error,
+            };
+            let kind = failed(error, self.waited)?;
+            let pause = self.next_pause(kind);
+            tokio::select! {
+                () = tokio::time::sleep(pause) => {}
+                stop = stopped() => return Err(stop),
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -328,6 +361,47 @@ mod tests {
         // 100 ms after the error, 1 s after the throttle (time is paused, so this is exact).
         assert_eq!(started.elapsed(), Duration::from_millis(1100));
         assert_eq!(backoff.waited(), Duration::ZERO, "a success resets");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retry_until_stopped_goes_on_until_success_and_gives_up_when_told() {
+        let mut backoff = Backoff::new(config());
+        let mut calls = 0;
+        let result: Result<u32, &str> = backoff
+            .retry_until_stopped(
+                || {
+                    calls += 1;
+                    let call = calls;
+                    async move { if call < 3 { Err("passing") } else { Ok(call) } }
+                },
+                |_, _| Ok(RetryKind::Error),
+                std::future::pending,
+            )
+            .await;
+        assert_eq!(result, Ok(3));
+        let result: Result<(), &str> = backoff
+            .retry_until_stopped(
+                || async { Err("permanent") },
+                |error, _| Err(error),
+                std::future::pending,
+            )
+            .await;
+        assert_eq!(result, Err("permanent"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stop_ends_the_pause_of_retry_until_stopped() {
+        let mut backoff = Backoff::new(config());
+        let started = tokio::time::Instant::now();
+        let result: Result<(), &str> = backoff
+            .retry_until_stopped(
+                || async { Err("passing") },
+                |_, _| Ok(RetryKind::Throttled),
+                || async { "stopped" },
+            )
+            .await;
+        assert_eq!(result, Err("stopped"));
+        assert_eq!(started.elapsed(), Duration::ZERO, "no pause was taken");
     }
 
     #[tokio::test(start_paused = true)]

@@ -7,7 +7,11 @@
 //! of a closed shard it creates its children's leases and checkpoints `SHARD_END`, which lets the
 //! coordinator start the children (`docs/resharding.md`).
 
+mod checkpointer;
 mod lineage;
+mod misconfiguration;
+mod on_failure;
+mod policy;
 mod reader;
 mod resume;
 mod status;
@@ -27,6 +31,7 @@ use crate::lease::{Checkpoint, Lease, LeaseError, LeaseStore, MemoryLeaseStore};
 use crate::source::{Shard, ShardSource, SourceError, StreamDescription};
 
 pub use status::{HeldRecord, MappingEvent, MappingStatus, ShardPhase, ShardStatus};
+use status::{Settled, ShardChange};
 
 use reader::{ReaderExit, ShardReader};
 
@@ -135,6 +140,7 @@ impl EventSourceMapping {
             options: self.options,
             observer: self.observer,
             status,
+            ignored_item_failures_warning: misconfiguration::WarnOnce::default(),
         });
         let coordinator = tokio::spawn(coordinate(Arc::clone(&shared), stopping));
         RunningMapping {
@@ -155,6 +161,8 @@ struct Shared {
     options: MappingOptions,
     observer: Option<mpsc::UnboundedSender<MappingEvent>>,
     status: watch::Sender<MappingStatus>,
+    /// The misconfiguration warning, given once per mapping.
+    ignored_item_failures_warning: misconfiguration::WarnOnce,
 }
 
 impl Shared {
@@ -165,7 +173,8 @@ impl Shared {
         }
     }
 
-    fn update_shard(&self, shard_id: &str, change: impl FnOnce(&mut ShardStatus)) {
+    /// Records a change of a shard's status (`ShardStatus::apply` says what it changes).
+    fn update_shard(&self, shard_id: &str, change: ShardChange) {
         self.status.send_modify(|status| {
             let shard = status
                 .shards
@@ -174,7 +183,7 @@ impl Shared {
                     shard_id: shard_id.to_owned(),
                     ..ShardStatus::default()
                 });
-            change(shard);
+            shard.apply(change);
         });
     }
 
@@ -283,25 +292,22 @@ async fn report_leases_of_another_creation(shared: &Shared, stream: &StreamDescr
 /// The coordinator's loop: sync shards and leases, start the readers that may run, clean up.
 async fn coordinate(shared: Arc<Shared>, mut stopping: watch::Receiver<bool>) {
     let mut backoff = shared.retry_backoff();
-    let stream = loop {
-        match shared
-            .source
-            .describe_stream(&shared.config.stream_name)
-            .await
-        {
-            Ok(stream) => break stream,
-            Err(error) => {
-                report_error(
-                    &shared,
-                    format!("describing stream {}: {error}", shared.config.stream_name),
-                );
-                let pause = backoff.next_pause(RetryKind::Error);
-                tokio::select! {
-                    () = tokio::time::sleep(pause) => continue,
-                    _ = stopping.wait_for(|stop| *stop) => return,
-                }
-            }
+    let describe = || shared.source.describe_stream(&shared.config.stream_name);
+    let failed = |error, _| {
+        report_error(
+            &shared,
+            format!("describing stream {}: {error}", shared.config.stream_name),
+        );
+        Ok::<_, ()>(RetryKind::Error)
+    };
+    let stopped = || {
+        let mut stopping = stopping.clone();
+        async move {
+            let _ = stopping.wait_for(|stop| *stop).await;
         }
+    };
+    let Ok(stream) = backoff.retry_until_stopped(describe, failed, stopped).await else {
+        return;
     };
     let stream = Arc::new(stream);
     report_leases_of_another_creation(&shared, &stream).await;
@@ -484,14 +490,14 @@ async fn sync(
         .map(|shard| (shard.shard_id.as_str(), shard))
         .collect();
     for lease in leases.values() {
-        shared.update_shard(&lease.shard_id, |status| {
-            status.parent_shard_ids.clone_from(&lease.parent_shard_ids);
-            status.checkpoint = Some(lease.checkpoint.clone());
-            status.lease_owner.clone_from(&lease.lease_owner);
-            if lease.checkpoint == Checkpoint::ShardEnd {
-                status.phase = ShardPhase::Ended;
-            }
-        });
+        shared.update_shard(
+            &lease.shard_id,
+            ShardChange::LeaseSeen {
+                parent_shard_ids: lease.parent_shard_ids.clone(),
+                checkpoint: lease.checkpoint.clone(),
+                lease_owner: lease.lease_owner.clone(),
+            },
+        );
     }
     let mut undecided = false;
     let mut to_take = Vec::new();
@@ -500,9 +506,7 @@ async fn sync(
             continue;
         }
         if !lineage::may_start(lease, &leases) {
-            shared.update_shard(&lease.shard_id, |status| {
-                status.phase = ShardPhase::WaitingOnParents
-            });
+            shared.update_shard(&lease.shard_id, ShardChange::WaitingOnParents);
             continue;
         }
         match expiry.availability(
@@ -513,9 +517,7 @@ async fn sync(
             Availability::Available => {}
             availability => {
                 undecided |= availability == Availability::Undecided;
-                shared.update_shard(&lease.shard_id, |status| {
-                    status.phase = ShardPhase::NotOwned
-                });
+                shared.update_shard(&lease.shard_id, ShardChange::NotOwned);
                 continue;
             }
         }
@@ -553,10 +555,12 @@ async fn sync(
             sent,
             stopping.clone(),
         );
-        shared.update_shard(&lease.shard_id, |status| {
-            status.phase = ShardPhase::Reading;
-            status.lease_owner = Some(shared.options.worker_id.clone());
-        });
+        shared.update_shard(
+            &lease.shard_id,
+            ShardChange::Taken {
+                worker_id: shared.options.worker_id.clone(),
+            },
+        );
         let exits = exits.clone();
         let shard_id = lease.shard_id.clone();
         readers.insert(

@@ -14,23 +14,27 @@
 //! waits for the write first, and a write that finds the lease lost stops the reader before it
 //! invokes anything more, as without the overlap.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant, SystemTime};
 
 use lambda_kinesis::wire::{EventRecord, EventSource, write_event};
-use serde_json::json;
 use tokio::sync::{Mutex, watch};
 use tokio::task::JoinHandle;
 
-use super::resume::Resume;
-use super::{MappingEvent, ShardPhase, ShardStatus, Shared, lease_key, lineage};
+use super::checkpointer::{Checkpointer, renew};
+use super::on_failure::{KinesisBatchInfo, OnFailureRecord, RequestContext, ResponseContext};
+use super::policy::{Action, BatchRetry, DiscardCondition, InvocationResult, Next, RetryRules};
+
+mod position;
+mod shard_end;
+use super::misconfiguration::{TEMPLATE_LINE, ignored_item_failures};
+use super::{MappingEvent, Settled, ShardChange, Shared};
 use crate::backoff::{Backoff, RetryKind, Retryable as _};
 use crate::config::StartingPosition;
 use crate::invoke::{Invocation, InvokeOutcome};
-use crate::lease::{Checkpoint, Lease, LeaseError, LeaseStore};
-use crate::mapping::status::HeldRecord;
+use crate::lease::{Checkpoint, Lease};
 use crate::response::{Verdict, read_response};
 use crate::sequence::SequenceNumber;
 use crate::source::{ChildShard, IteratorPosition, Record, Shard, SourceError, StreamDescription};
@@ -168,19 +172,8 @@ impl ShardReader {
             exit = ReaderExit::LeaseLost;
         }
         renewer.abort();
-        self.shared.update_shard(&self.shard.shard_id, |status| {
-            status.phase = match exit {
-                ReaderExit::Ended => ShardPhase::Ended,
-                ReaderExit::LeaseLost => ShardPhase::NotOwned,
-                // A shard that was caught up or held when the mapping stopped is reported so.
-                ReaderExit::Stopped
-                    if matches!(status.phase, ShardPhase::CaughtUp | ShardPhase::Held) =>
-                {
-                    status.phase
-                }
-                ReaderExit::Stopped | ReaderExit::ShardGone => ShardPhase::Stopped,
-            };
-        });
+        self.shared
+            .update_shard(&self.shard.shard_id, ShardChange::Finished(exit));
         if exit == ReaderExit::Stopped {
             // Give the lease up so that the next instance takes the shard at once instead of
             // waiting for the lease to expire.
@@ -217,10 +210,8 @@ impl ShardReader {
             shard_id: shard_id.clone(),
             checkpoint: checkpoint.clone(),
         });
-        self.shared.update_shard(&shard_id, |status| {
-            status.phase = ShardPhase::Reading;
-            status.checkpoint = Some(checkpoint);
-        });
+        self.shared
+            .update_shard(&shard_id, ShardChange::Started { checkpoint });
         self.iterator = Some(self.shard_iterator(position).await?);
 
         let batch_size = self.shared.config.batch_size.max(1);
@@ -249,11 +240,7 @@ impl ShardReader {
                     return Err(self.end_shard().await);
                 }
                 self.finish_checkpoint().await?;
-                self.shared.update_shard(&shard_id, |status| {
-                    if status.held.is_none() {
-                        status.phase = ShardPhase::CaughtUp;
-                    }
-                });
+                self.shared.update_shard(&shard_id, ShardChange::CaughtUp);
                 self.wait_for_records(self.shared.options.poll_interval)
                     .await?;
                 window_start = Instant::now();
@@ -316,100 +303,6 @@ impl ShardReader {
         self.check_running()
     }
 
-    /// Where to resume at checkpoint `checkpoint`: after it when the shard backs it, else at
-    /// the shard's oldest record, with a warning (see [`Resume`]).
-    async fn resume_position(
-        &mut self,
-        checkpoint: &SequenceNumber,
-    ) -> Result<IteratorPosition, ReaderExit> {
-        let at_checkpoint = self
-            .first_record_at(
-                IteratorPosition::AtSequenceNumber(checkpoint.clone()),
-                Some(checkpoint),
-            )
-            .await?;
-        let oldest = match at_checkpoint {
-            Some(_) => None,
-            None => {
-                self.first_record_at(IteratorPosition::TrimHorizon, None)
-                    .await?
-            }
-        };
-        let resume = Resume::decide(at_checkpoint.as_ref(), oldest.as_ref());
-        let stream = &self.shared.config.stream_name;
-        let shard_id = &self.shard.shard_id;
-        match &resume {
-            Resume::AfterCheckpoint => {}
-            Resume::OldestBelowCheckpoint { oldest } => tracing::warn!(
-                %stream,
-                %shard_id,
-                %checkpoint,
-                oldest_record = %oldest,
-                "the checkpoint lies beyond every record of the shard, so it does not belong to \
-                 this stream's records (a stream created again under the same name, or an \
-                 embedded Kinesis that did not keep its records: pass --state-dir DIR); reading \
-                 the shard from its oldest record instead of skipping the records below the \
-                 checkpoint"
-            ),
-            Resume::EmptyShard => tracing::info!(
-                %stream,
-                %shard_id,
-                %checkpoint,
-                "the shard holds no record at or after its checkpoint; reading from its oldest \
-                 record, so that no record below the checkpoint is skipped"
-            ),
-        }
-        Ok(resume.position(checkpoint))
-    }
-
-    /// The sequence number of the first record at `position`, if the shard holds one there;
-    /// `on_error` when the read fails (the reader then starts as it would without the check).
-    async fn first_record_at(
-        &mut self,
-        position: IteratorPosition,
-        on_error: Option<&SequenceNumber>,
-    ) -> Result<Option<SequenceNumber>, ReaderExit> {
-        let iterator = self.shard_iterator(position).await?;
-        match self.shared.source.get_records(&iterator, 1).await {
-            Ok(output) => Ok(output
-                .records
-                .into_iter()
-                .next()
-                .map(|record| record.sequence_number)),
-            Err(error) => {
-                tracing::debug!(shard_id = %self.shard.shard_id, %error, "could not look at the records after the checkpoint");
-                Ok(on_error.cloned())
-            }
-        }
-    }
-
-    async fn shard_iterator(&mut self, position: IteratorPosition) -> Result<String, ReaderExit> {
-        let mut backoff = self.shared.retry_backoff();
-        loop {
-            let result = self
-                .shared
-                .source
-                .shard_iterator(
-                    &self.shared.config.stream_name,
-                    &self.shard.shard_id,
-                    &position,
-                )
-                .await;
-            match result {
-                Ok(iterator) => return Ok(iterator),
-                Err(SourceError::NotFound { what }) => {
-                    tracing::warn!(shard_id = %self.shard.shard_id, "{what} not found: the reader stops");
-                    return Err(ReaderExit::ShardGone);
-                }
-                Err(error) => {
-                    tracing::warn!(shard_id = %self.shard.shard_id, %error, "getting a shard iterator failed; trying again");
-                    let pause = backoff.next_pause(RetryKind::Error);
-                    self.pause(pause).await?;
-                }
-            }
-        }
-    }
-
     /// Reads once from the shard into the buffer.
     async fn read(&mut self) -> Result<Read, ReaderExit> {
         let Some(iterator) = self.iterator.as_deref() else {
@@ -430,14 +323,14 @@ impl ShardReader {
                 }
                 let behind = output.millis_behind_latest;
                 self.caught_up = behind == 0;
-                self.shared.update_shard(&self.shard.shard_id, |status| {
-                    status.unsettled += kept as u64;
-                    status.filtered += filtered as u64;
-                    status.millis_behind_latest = behind;
-                    if count > 0 && status.held.is_none() {
-                        status.phase = ShardPhase::Reading;
-                    }
-                });
+                self.shared.update_shard(
+                    &self.shard.shard_id,
+                    ShardChange::Read {
+                        read: count,
+                        filtered,
+                        millis_behind_latest: behind,
+                    },
+                );
                 Ok(if count > 0 {
                     Read::Records
                 } else {
@@ -507,7 +400,7 @@ impl ShardReader {
     async fn pass_filtered(&mut self) -> Result<(), ReaderExit> {
         match self.filtered_tail.take() {
             Some(last) => {
-                self.start_checkpoint(Checkpoint::SequenceNumber(last), |_| {})
+                self.start_checkpoint(Checkpoint::SequenceNumber(last), Settled::Nothing)
                     .await
             }
             None => Ok(()),
@@ -531,141 +424,131 @@ impl ShardReader {
         self.buffer.drain(..count).collect()
     }
 
-    /// Settles one batch as Lambda does (`docs/event-source-mapping.md` §2): retries, bisection, partial responses.
+    /// Settles one batch as Lambda does (`docs/event-source-mapping.md` §1-2): the rules are
+    /// [`BatchRetry`]'s; this is the I/O around them.
     async fn process(&mut self, batch: Vec<Record>) -> Result<(), ReaderExit> {
         let config = self.shared.config.clone();
         let sequence_numbers: Vec<SequenceNumber> = batch
             .iter()
             .map(|record| record.sequence_number.clone())
             .collect();
-        // Ranges still to settle, the next on top: bisection pushes the two halves.
-        let mut ranges = vec![(0, batch.len())];
-        while let Some((mut start, end)) = ranges.pop() {
-            let mut attempts = 0u32;
-            let mut invoke_count = 0u32;
-            let mut backoff = self.shared.retry_backoff();
-            while start < end {
-                self.check_running()?;
-                if let Some(max_age) = config.maximum_record_age {
-                    let now = SystemTime::now();
-                    let expired = batch[start..end]
-                        .iter()
-                        .take_while(|record| {
-                            now.duration_since(record.approximate_arrival)
-                                .unwrap_or_default()
-                                > max_age
-                        })
-                        .count();
-                    if expired > 0 {
-                        self.discard(
-                            &batch[start..start + expired],
-                            "RecordAgeExceeded",
-                            invoke_count.max(1),
-                            None,
-                        )
+        let mut retry = BatchRetry::new(RetryRules::of(&config), batch.len());
+        let mut backoff = self.shared.retry_backoff();
+        let mut last_failure: Option<FailedAttempt> = None;
+        loop {
+            self.check_running()?;
+            let action = retry.next(SystemTime::now(), |index| batch[index].approximate_arrival);
+            let range = match action {
+                None => return Ok(()),
+                Some(Action::Discard {
+                    records,
+                    condition,
+                    invoke_count,
+                }) => {
+                    self.discard(&batch[records], condition, invoke_count, None)
                         .await?;
-                        start += expired;
-                        continue;
-                    }
+                    continue;
                 }
-                if !self.checkpointer.lease_is_certainly_held() {
-                    self.finish_checkpoint().await?;
-                }
-                let records = &batch[start..end];
-                let outcome = match self.invoke(records).await {
-                    Ok(outcome) => outcome,
-                    Err(error) => {
-                        // The batch never reached the function: no attempt is charged.
-                        tracing::warn!(shard_id = %self.shard.shard_id, %error, "invoking the function failed; trying again");
-                        self.finish_checkpoint().await?;
-                        let pause = backoff.next_pause(RetryKind::Error);
-                        self.pause(pause).await?;
-                        continue;
+                Some(Action::Invoke(range)) => range,
+            };
+            if !self.checkpointer.lease_is_certainly_held() {
+                self.finish_checkpoint().await?;
+            }
+            let records = &batch[range.clone()];
+            let (result, dropped) = match self.invoke(records).await {
+                Ok(InvokeOutcome::Response(body)) => {
+                    if !config.report_batch_item_failures {
+                        self.warn_of_ignored_item_failures(&body);
                     }
-                };
-                invoke_count += 1;
-                let failed = match outcome {
-                    InvokeOutcome::Response(body) => {
-                        let read = read_response(
-                            &body,
-                            &sequence_numbers[start..end],
-                            config.report_batch_item_failures,
-                        );
-                        let settled_until = match read.verdict {
-                            Verdict::Success => end - start,
-                            Verdict::PartialFailure { first_failed } => first_failed,
-                            Verdict::Failure { .. } => 0,
-                        };
-                        if settled_until > 0 {
-                            let dropped = read
-                                .dropped
-                                .iter()
-                                .filter(|&&index| index < settled_until)
-                                .count();
-                            self.settle(&records[..settled_until], dropped).await?;
-                            start += settled_until;
-                            // Progress starts the remainder's retry budget afresh (`docs/event-source-mapping.md` §1.5).
-                            attempts = 0;
-                            invoke_count = 0;
-                            backoff.reset();
-                            continue;
-                        }
-                        FailedAttempt {
+                    let read = read_response(
+                        &body,
+                        &sequence_numbers[range.clone()],
+                        config.report_batch_item_failures,
+                    );
+                    let settled = match &read.verdict {
+                        Verdict::Success => records.len(),
+                        Verdict::PartialFailure { first_failed } => *first_failed,
+                        Verdict::Failure { .. } => 0,
+                    };
+                    if settled == 0 {
+                        last_failure = Some(FailedAttempt {
                             reason: match read.verdict {
                                 Verdict::Failure { reason } => format!("bad response: {reason}"),
                                 _ => "the function reported it in batchItemFailures".to_owned(),
                             },
                             function_error: None,
-                        }
+                        });
                     }
-                    InvokeOutcome::FunctionError {
-                        error_type,
-                        message,
-                    } => FailedAttempt {
+                    let dropped = read
+                        .dropped
+                        .iter()
+                        .filter(|&&index| index < settled)
+                        .count();
+                    (InvocationResult::Returned { settled }, dropped)
+                }
+                Ok(InvokeOutcome::FunctionError {
+                    error_type,
+                    message,
+                }) => {
+                    last_failure = Some(FailedAttempt {
                         reason: format!("function error {error_type}: {message}"),
                         function_error: Some("Unhandled"),
-                    },
-                    InvokeOutcome::Timeout => FailedAttempt {
+                    });
+                    (InvocationResult::FunctionError, 0)
+                }
+                Ok(InvokeOutcome::Timeout) => {
+                    last_failure = Some(FailedAttempt {
                         reason: format!(
                             "the function timed out after {:?}",
                             config.function_timeout
                         ),
                         function_error: Some("Unhandled"),
-                    },
-                };
-                self.hold(&records[0].sequence_number, &failed.reason);
-                if failed.function_error.is_some()
-                    && config.bisect_batch_on_function_error
-                    && end - start > 1
-                {
-                    // Splitting does not count toward the retry quota.
-                    let middle = start + (end - start) / 2;
-                    ranges.push((middle, end));
-                    ranges.push((start, middle));
-                    start = end;
-                    continue;
+                    });
+                    (InvocationResult::Timeout, 0)
                 }
-                attempts += 1;
-                if config
-                    .maximum_retry_attempts
-                    .is_some_and(|max| attempts > max)
-                {
+                Err(error) => {
+                    // The batch never reached the function: no attempt is charged.
+                    tracing::warn!(shard_id = %self.shard.shard_id, %error, "invoking the function failed; trying again");
+                    (InvocationResult::NotInvoked, 0)
+                }
+            };
+            let reached_function = result != InvocationResult::NotInvoked;
+            if reached_function
+                && !matches!(result, InvocationResult::Returned { settled } if settled > 0)
+            {
+                let reason = last_failure
+                    .as_ref()
+                    .map_or("", |failed| failed.reason.as_str());
+                self.hold(&records[0].sequence_number, reason);
+            }
+            match retry.record(result) {
+                Next::Settle(settled) => {
+                    self.settle(&batch[settled], dropped).await?;
+                    backoff.reset();
+                }
+                // A range taken up afresh pauses afresh.
+                Next::Split => backoff.reset(),
+                Next::Discard {
+                    records,
+                    condition,
+                    invoke_count,
+                } => {
                     self.discard(
-                        records,
-                        "RetryAttemptsExhausted",
+                        &batch[records],
+                        condition,
                         invoke_count,
-                        Some(&failed),
+                        last_failure.as_ref(),
                     )
                     .await?;
-                    start = end;
-                    continue;
+                    backoff.reset();
                 }
-                self.finish_checkpoint().await?;
-                let pause = backoff.next_pause(RetryKind::Error);
-                self.pause(pause).await?;
+                Next::RetryAfterPause => {
+                    self.finish_checkpoint().await?;
+                    let pause = backoff.next_pause(RetryKind::Error);
+                    self.pause(pause).await?;
+                }
             }
         }
-        Ok(())
     }
 
     /// Invokes the function with `records`.
@@ -703,14 +586,13 @@ impl ShardReader {
             }),
         );
         let count = records.len() as u64;
-        self.shared.update_shard(&self.shard.shard_id, |status| {
-            status.delivered += count;
-            status.invocations += 1;
-            status.retries += u64::from(redelivery);
-            if status.held.is_none() {
-                status.phase = ShardPhase::Reading;
-            }
-        });
+        self.shared.update_shard(
+            &self.shard.shard_id,
+            ShardChange::Invoked {
+                records: count,
+                redelivery,
+            },
+        );
         self.shared.emit(|| MappingEvent::Invoked {
             shard_id: self.shard.shard_id.clone(),
             records: records
@@ -728,25 +610,41 @@ impl ShardReader {
         self.shared.invoker.invoke(invocation).await
     }
 
+    /// Warns, once per mapping, that the function names records in `batchItemFailures` that
+    /// Lambda will treat as settled, since the mapping does not ask for the partial response.
+    fn warn_of_ignored_item_failures(&self, body: &[u8]) {
+        let warning = &self.shared.ignored_item_failures_warning;
+        if warning.given() {
+            return;
+        }
+        let Some(records) = ignored_item_failures(body) else {
+            return;
+        };
+        if warning.first() {
+            tracing::warn!(
+                function = %self.shared.config.function_name,
+                shard_id = %self.shard.shard_id,
+                records = %records.join(", "),
+                "the function answered with batchItemFailures, but its event source mapping has \
+                 no `{TEMPLATE_LINE}`: Lambda ignores the answer and treats the whole batch as \
+                 settled, so these records will not come again; to have them retried, add \
+                 `{TEMPLATE_LINE}` to the event source's Properties"
+            );
+        }
+    }
+
     /// Marks the shard as blocked on `sequence_number`.
     fn hold(&self, sequence_number: &SequenceNumber, reason: &str) {
         let retries_capped = self.shared.config.maximum_retry_attempts.is_some();
         tracing::debug!(shard_id = %self.shard.shard_id, %sequence_number, reason, "batch failed");
-        self.shared.update_shard(&self.shard.shard_id, |status| {
-            let failed_deliveries = match &status.held {
-                Some(held) if &held.sequence_number == sequence_number => {
-                    held.failed_deliveries + 1
-                }
-                _ => 1,
-            };
-            status.phase = ShardPhase::Held;
-            status.held = Some(HeldRecord {
+        self.shared.update_shard(
+            &self.shard.shard_id,
+            ShardChange::Failed {
                 sequence_number: sequence_number.clone(),
-                failed_deliveries,
                 reason: reason.to_owned(),
                 retries_capped,
-            });
-        });
+            },
+        );
     }
 
     /// Checkpoints past `records`, which the function settled (`dropped` of them by dropping).
@@ -756,20 +654,12 @@ impl ShardReader {
         // The counters change with the checkpoint, in one status update: every update wakes
         // whoever waits on the status, and a batch is settled thousands of times a second.
         let checkpoint = Checkpoint::SequenceNumber(last.clone());
-        self.start_checkpoint(checkpoint, move |status| {
-            status.acked += count - dropped as u64;
-            status.dropped += dropped as u64;
-            status.unsettled = status.unsettled.saturating_sub(count);
-            if status
-                .held
-                .as_ref()
-                .is_some_and(|held| held.sequence_number <= last)
-            {
-                status.held = None;
-                status.phase = ShardPhase::Reading;
-            }
-        })
-        .await
+        let settled = Settled::Handled {
+            records: count,
+            dropped: dropped as u64,
+            last,
+        };
+        self.start_checkpoint(checkpoint, settled).await
     }
 
     /// Gives `records` up: sends their invocation record to the on-failure destination and
@@ -777,41 +667,41 @@ impl ShardReader {
     async fn discard(
         &mut self,
         records: &[Record],
-        condition: &str,
+        condition: DiscardCondition,
         invoke_count: u32,
         failed: Option<&FailedAttempt>,
     ) -> Result<(), ReaderExit> {
         let first = &records[0];
         let last = &records[records.len() - 1];
-        let mut record = json!({
-            "requestContext": {
-                "requestId": uuid::Uuid::new_v4().to_string(),
-                "functionArn": format!(
+        let record = OnFailureRecord {
+            request_context: RequestContext {
+                request_id: uuid::Uuid::new_v4().to_string(),
+                function_arn: format!(
                     "arn:aws:lambda:{}:{}:function:{}",
                     self.region, self.account, self.shared.config.function_name
                 ),
-                "condition": condition,
-                "approximateInvokeCount": invoke_count,
+                condition: condition.as_str(),
+                approximate_invoke_count: invoke_count,
             },
-            "version": "1.0",
-            "timestamp": iso8601_millis(SystemTime::now()),
-            "KinesisBatchInfo": {
-                "shardId": self.shard.shard_id,
-                "startSequenceNumber": first.sequence_number.as_str(),
-                "endSequenceNumber": last.sequence_number.as_str(),
-                "approximateArrivalOfFirstRecord": iso8601_millis(first.approximate_arrival),
-                "approximateArrivalOfLastRecord": iso8601_millis(last.approximate_arrival),
-                "batchSize": records.len(),
-                "streamArn": self.stream.arn,
+            response_context: failed.map(|failed| ResponseContext {
+                status_code: 200,
+                executed_version: "$LATEST",
+                function_error: failed.function_error,
+            }),
+            version: "1.0",
+            timestamp: iso8601_millis(SystemTime::now()),
+            kinesis_batch_info: KinesisBatchInfo {
+                shard_id: self.shard.shard_id.clone(),
+                start_sequence_number: first.sequence_number.as_str().to_owned(),
+                end_sequence_number: last.sequence_number.as_str().to_owned(),
+                approximate_arrival_of_first_record: iso8601_millis(first.approximate_arrival),
+                approximate_arrival_of_last_record: iso8601_millis(last.approximate_arrival),
+                batch_size: records.len(),
+                stream_arn: self.stream.arn.clone(),
             },
-        });
-        if let Some(failed) = failed {
-            record["responseContext"] = json!({
-                "statusCode": 200,
-                "executedVersion": "$LATEST",
-                "functionError": failed.function_error,
-            });
-        }
+        };
+        let record = serde_json::to_value(&record).expect("an on-failure record serializes");
+        let condition = condition.as_str();
         tracing::warn!(
             shard_id = %self.shard.shard_id,
             first = %first.sequence_number,
@@ -828,18 +718,13 @@ impl ShardReader {
         self.shared
             .status
             .send_modify(|status| status.on_failure.push(Arc::clone(&record)));
-        self.shared.update_shard(&self.shard.shard_id, |status| {
-            status.discarded += count;
-            status.unsettled = status.unsettled.saturating_sub(count);
-            if status
-                .held
-                .as_ref()
-                .is_some_and(|held| held.sequence_number <= last_sequence_number)
-            {
-                status.held = None;
-                status.phase = ShardPhase::Reading;
-            }
-        });
+        self.shared.update_shard(
+            &self.shard.shard_id,
+            ShardChange::Discarded {
+                records: count,
+                last: last_sequence_number,
+            },
+        );
         let shard_id = self.shard.shard_id.clone();
         self.shared
             .emit(|| MappingEvent::Discarded { shard_id, record });
@@ -848,19 +733,19 @@ impl ShardReader {
 
     /// Writes a checkpoint, conditional on still holding the lease, and waits until it is written.
     async fn checkpoint(&mut self, checkpoint: Checkpoint) -> Result<(), ReaderExit> {
-        self.start_checkpoint(checkpoint, |_| {}).await?;
+        self.start_checkpoint(checkpoint, Settled::Nothing).await?;
         self.finish_checkpoint().await
     }
 
     /// Starts writing a checkpoint once the write before it has landed, and returns while it
-    /// runs. Once written, it is recorded in the shard's status together with `status_change`.
+    /// runs. Once written, it is recorded in the shard's status together with what it `settled`.
     async fn start_checkpoint(
         &mut self,
         checkpoint: Checkpoint,
-        status_change: impl FnOnce(&mut ShardStatus) + Send + 'static,
+        settled: Settled,
     ) -> Result<(), ReaderExit> {
         self.finish_checkpoint().await?;
-        let mut write = Box::pin(self.checkpointer.clone().write(checkpoint, status_change));
+        let mut write = Box::pin(self.checkpointer.clone().write(checkpoint, settled));
         // A store that answers at once (the memory store) is done on the first poll: only a
         // write that has to wait gets a task of its own.
         match std::future::poll_fn(|context| Poll::Ready(write.as_mut().poll(context))).await {
@@ -882,230 +767,22 @@ impl ShardReader {
             Err(error) => std::panic::resume_unwind(error.into_panic()),
         }
     }
-
-    /// Finishes a closed shard read to its end: creates its children's leases, records them,
-    /// and checkpoints `SHARD_END`, which lets the children start.
-    async fn end_shard(&mut self) -> ReaderExit {
-        if let Err(exit) = self.finish_checkpoint().await {
-            return exit;
-        }
-        let children = std::mem::take(&mut self.children);
-        if let Err(exit) = self.wait_for_merge_parents(&children).await {
-            return exit;
-        }
-        for child in &children {
-            let mut lease = Lease::new(
-                lease_key(&self.stream, &child.shard_id),
-                &child.shard_id,
-                Checkpoint::TrimHorizon,
-            );
-            lease.parent_shard_ids.clone_from(&child.parent_shards);
-            lease.starting_hash_key = Some(child.hash_key_range.starting_hash_key.to_string());
-            lease.ending_hash_key = Some(child.hash_key_range.ending_hash_key.to_string());
-            let write = |leases: Arc<dyn LeaseStore>| {
-                let lease = lease.clone();
-                async move { leases.create_lease_if_absent(&lease).await.map(drop) }
-            };
-            if let Err(exit) = self.lease_write(write).await {
-                return exit;
-            }
-        }
-        let child_shard_ids: Vec<String> = children
-            .iter()
-            .map(|child| child.shard_id.clone())
-            .collect();
-        if !child_shard_ids.is_empty() {
-            let lease = Arc::clone(&self.checkpointer.lease);
-            let ids = child_shard_ids.clone();
-            let write = |leases: Arc<dyn LeaseStore>| {
-                let lease = Arc::clone(&lease);
-                let ids = ids.clone();
-                async move {
-                    let mut lease = lease.lock().await;
-                    *lease = leases.set_child_shard_ids(&lease, &ids).await?;
-                    Ok(())
-                }
-            };
-            let result = self.lease_write(write).await;
-            if let Err(exit) = result {
-                return exit;
-            }
-        }
-        if let Err(exit) = self.checkpoint(Checkpoint::ShardEnd).await {
-            return exit;
-        }
-        tracing::info!(shard_id = %self.shard.shard_id, children = ?child_shard_ids, "shard read to its end: SHARD_END");
-        let shard_id = self.shard_id().to_owned();
-        self.shared.emit(|| MappingEvent::ShardEnded {
-            shard_id,
-            child_shard_ids,
-        });
-        ReaderExit::Ended
-    }
-
-    /// Waits until the other parent of each merge child has a lease, so that the child's lease
-    /// never exists before its parents' (`docs/resharding.md`).
-    async fn wait_for_merge_parents(&mut self, children: &[ChildShard]) -> Result<(), ReaderExit> {
-        let prefix = lease_key(&self.stream, "");
-        let mut stopping = self.stopping.clone();
-        for child in children {
-            loop {
-                let missing = match self.shared.leases.list_leases().await {
-                    Ok(leases) => {
-                        let leases: BTreeMap<String, Lease> = leases
-                            .into_iter()
-                            .filter(|lease| lease.lease_key.starts_with(&prefix))
-                            .map(|lease| (lease.shard_id.clone(), lease))
-                            .collect();
-                        lineage::merge_parent_without_lease(
-                            self.shard_id(),
-                            &child.parent_shards,
-                            &leases,
-                        )
-                        .map(str::to_owned)
-                    }
-                    Err(error) => Some(format!("(listing leases failed: {error})")),
-                };
-                let Some(missing) = missing else { break };
-                tracing::debug!(
-                    shard_id = %self.shard.shard_id,
-                    child = %child.shard_id,
-                    "the merge's other parent {missing} has no lease yet: waiting for it"
-                );
-                tokio::select! {
-                    () = tokio::time::sleep(self.shared.options.poll_interval) => {}
-                    _ = stopping.wait_for(|stop| *stop) => return Err(ReaderExit::Stopped),
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Runs a lease-store write until it succeeds, pausing after failures the store may recover
-    /// from; a lost lease stops the reader.
-    async fn lease_write<F, Fut>(&mut self, write: F) -> Result<(), ReaderExit>
-    where
-        F: Fn(Arc<dyn LeaseStore>) -> Fut,
-        Fut: std::future::Future<Output = Result<(), LeaseError>>,
-    {
-        let mut backoff = self.shared.retry_backoff();
-        loop {
-            match write(Arc::clone(&self.shared.leases)).await {
-                Ok(()) => return Ok(()),
-                Err(LeaseError::LeaseLost { .. }) => {
-                    let _ = self.checkpointer.lease_lost_signal.send(true);
-                    return Err(ReaderExit::LeaseLost);
-                }
-                Err(error) => {
-                    tracing::warn!(shard_id = %self.shard.shard_id, %error, "a lease write failed; trying again");
-                    let pause = backoff.next_pause(RetryKind::Error);
-                    self.pause(pause).await?;
-                }
-            }
-        }
-    }
 }
 
-/// A shard's lease as its reader holds it, and the writes that keep it: checkpoints, conditional
-/// on still holding it, and renewals.
-#[derive(Clone)]
-struct Checkpointer {
-    shared: Arc<Shared>,
-    shard_id: String,
-    lease: Arc<Mutex<Lease>>,
-    /// When the last lease write that succeeded (the take, a checkpoint, a renewal) was sent.
-    confirmed_at: Arc<std::sync::Mutex<Instant>>,
-    stopping: watch::Receiver<bool>,
-    lease_lost_signal: watch::Sender<bool>,
-}
-
-impl Checkpointer {
-    /// Whether no other worker can have taken the lease: a write of it succeeded less than half
-    /// the failover time ago (another worker waits the whole failover time without seeing one).
-    fn lease_is_certainly_held(&self) -> bool {
-        let confirmed_at = *self.confirmed_at.lock().unwrap();
-        confirmed_at.elapsed() < self.shared.options.failover_time / 2
-    }
-
-    fn confirm(&self, sent: Instant) {
-        *self.confirmed_at.lock().unwrap() = sent;
-    }
-
-    /// Writes `checkpoint`, retrying while the store is unavailable, and once it is written
-    /// records it in the shard's status together with `status_change`. A lost lease raises the
-    /// reader's lease-lost signal; a stopping mapping ends the retries.
-    async fn write(
-        self,
-        checkpoint: Checkpoint,
-        status_change: impl FnOnce(&mut ShardStatus),
-    ) -> Result<(), ReaderExit> {
-        let mut backoff = self.shared.retry_backoff();
-        loop {
-            let result = {
-                let mut lease = self.lease.lock().await;
-                let sent = Instant::now();
-                let result = self
-                    .shared
-                    .leases
-                    .update_checkpoint(&lease, checkpoint.clone())
-                    .await;
-                if let Ok(updated) = &result {
-                    *lease = updated.clone();
-                    self.confirm(sent);
-                }
-                result
-            };
-            match result {
-                Ok(_) => break,
-                Err(LeaseError::LeaseLost { .. }) => {
-                    tracing::warn!(shard_id = %self.shard_id, "the lease was taken by another worker: this reader stops");
-                    let _ = self.lease_lost_signal.send(true);
-                    return Err(ReaderExit::LeaseLost);
-                }
-                Err(error) => {
-                    tracing::warn!(shard_id = %self.shard_id, %error, "writing the checkpoint failed; trying again");
-                    let mut stopping = self.stopping.clone();
-                    let mut lease_lost = self.lease_lost_signal.subscribe();
-                    tokio::select! {
-                        () = tokio::time::sleep(backoff.next_pause(RetryKind::Error)) => {}
-                        _ = stopping.wait_for(|stop| *stop) => return Err(ReaderExit::Stopped),
-                        _ = lease_lost.wait_for(|lost| *lost) => return Err(ReaderExit::LeaseLost),
-                    }
-                }
+/// What ends a reader's pause early: the mapping stopping, or the lease lost.
+pub(super) fn stop_signal(
+    stopping: &watch::Receiver<bool>,
+    lease_lost: &watch::Receiver<bool>,
+) -> impl FnMut() -> std::pin::Pin<Box<dyn Future<Output = ReaderExit> + Send>> + use<> {
+    let (stopping, lease_lost) = (stopping.clone(), lease_lost.clone());
+    move || {
+        let (mut stopping, mut lease_lost) = (stopping.clone(), lease_lost.clone());
+        Box::pin(async move {
+            tokio::select! {
+                biased;
+                _ = stopping.wait_for(|stop| *stop) => ReaderExit::Stopped,
+                _ = lease_lost.wait_for(|lost| *lost) => ReaderExit::LeaseLost,
             }
-        }
-        self.shared.update_shard(&self.shard_id, |status| {
-            status.checkpoint = Some(checkpoint.clone());
-            status_change(status);
-        });
-        self.shared.emit(|| MappingEvent::Checkpointed {
-            shard_id: self.shard_id.clone(),
-            checkpoint,
-        });
-        Ok(())
-    }
-}
-
-/// Renews the lease every third of the failover time, as the KCL does, until the lease is lost.
-async fn renew(checkpointer: Checkpointer) {
-    let period = checkpointer.shared.options.failover_time / 3;
-    loop {
-        tokio::time::sleep(period).await;
-        let mut lease = checkpointer.lease.lock().await;
-        let sent = Instant::now();
-        match checkpointer.shared.leases.renew_lease(&lease).await {
-            Ok(renewed) => {
-                *lease = renewed;
-                checkpointer.confirm(sent);
-            }
-            Err(LeaseError::LeaseLost { .. }) => {
-                tracing::warn!(shard_id = %lease.shard_id, "the lease was lost: its reader stops");
-                let _ = checkpointer.lease_lost_signal.send(true);
-                return;
-            }
-            Err(error) => {
-                tracing::warn!(shard_id = %lease.shard_id, %error, "renewing the lease failed")
-            }
-        }
+        })
     }
 }

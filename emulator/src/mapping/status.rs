@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::reader::ReaderExit;
 use crate::lease::Checkpoint;
 use crate::sequence::SequenceNumber;
 
@@ -95,6 +96,194 @@ pub struct ShardStatus {
     pub unsettled: u64,
     /// How far behind the newest record the last read ended.
     pub millis_behind_latest: u64,
+}
+
+/// Something that changes a shard's status. The coordinator and the shard's reader report
+/// these, and [`ShardStatus::apply`] is the one place that turns them into the status.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum ShardChange {
+    /// The coordinator read the shard's lease.
+    LeaseSeen {
+        parent_shard_ids: Vec<String>,
+        checkpoint: Checkpoint,
+        lease_owner: Option<String>,
+    },
+    /// A parent has not reached `SHARD_END` yet.
+    WaitingOnParents,
+    /// Another worker holds the lease (or may still).
+    NotOwned,
+    /// This worker took the lease.
+    Taken { worker_id: String },
+    /// The reader starts at this checkpoint.
+    Started { checkpoint: Checkpoint },
+    /// A read returned `read` records, `filtered` of them removed by `FilterCriteria`.
+    Read {
+        read: usize,
+        filtered: usize,
+        millis_behind_latest: u64,
+    },
+    /// Every record read is settled and the shard holds nothing more for now.
+    CaughtUp,
+    /// The function was invoked with `records` records, delivering one again if `redelivery`.
+    Invoked { records: u64, redelivery: bool },
+    /// An invocation failed: the shard is held on `sequence_number`.
+    Failed {
+        sequence_number: SequenceNumber,
+        reason: String,
+        retries_capped: bool,
+    },
+    /// A checkpoint was written, settling what `settled` says.
+    Checkpointed {
+        checkpoint: Checkpoint,
+        settled: Settled,
+    },
+    /// `records` records up to `last` were discarded (their checkpoint is written already).
+    Discarded { records: u64, last: SequenceNumber },
+    /// The reader stopped, for this reason.
+    Finished(ReaderExit),
+}
+
+/// What a checkpoint write settles.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Settled {
+    /// Nothing delivered (records the filters removed, `SHARD_END`, a discard's checkpoint).
+    Nothing,
+    /// `records` records up to `last`, which the function handled; `dropped` of them it
+    /// reported as dropped.
+    Handled {
+        records: u64,
+        dropped: u64,
+        last: SequenceNumber,
+    },
+}
+
+impl ShardStatus {
+    /// Applies one change.
+    pub(super) fn apply(&mut self, change: ShardChange) {
+        match change {
+            ShardChange::LeaseSeen {
+                parent_shard_ids,
+                checkpoint,
+                lease_owner,
+            } => {
+                self.parent_shard_ids = parent_shard_ids;
+                if checkpoint == Checkpoint::ShardEnd {
+                    self.phase = ShardPhase::Ended;
+                }
+                self.checkpoint = Some(checkpoint);
+                self.lease_owner = lease_owner;
+            }
+            ShardChange::WaitingOnParents => self.phase = ShardPhase::WaitingOnParents,
+            ShardChange::NotOwned => self.phase = ShardPhase::NotOwned,
+            ShardChange::Taken { worker_id } => {
+                self.phase = ShardPhase::Reading;
+                self.lease_owner = Some(worker_id);
+            }
+            ShardChange::Started { checkpoint } => {
+                self.phase = ShardPhase::Reading;
+                self.checkpoint = Some(checkpoint);
+            }
+            ShardChange::Read {
+                read,
+                filtered,
+                millis_behind_latest,
+            } => {
+                self.unsettled += (read - filtered) as u64;
+                self.filtered += filtered as u64;
+                self.millis_behind_latest = millis_behind_latest;
+                if read > 0 {
+                    self.reading();
+                }
+            }
+            ShardChange::CaughtUp => {
+                if self.held.is_none() {
+                    self.phase = ShardPhase::CaughtUp;
+                }
+            }
+            ShardChange::Invoked {
+                records,
+                redelivery,
+            } => {
+                self.delivered += records;
+                self.invocations += 1;
+                self.retries += u64::from(redelivery);
+                self.reading();
+            }
+            ShardChange::Failed {
+                sequence_number,
+                reason,
+                retries_capped,
+            } => {
+                let failed_deliveries = match &self.held {
+                    Some(held) if held.sequence_number == sequence_number => {
+                        held.failed_deliveries + 1
+                    }
+                    _ => 1,
+                };
+                self.phase = ShardPhase::Held;
+                self.held = Some(HeldRecord {
+                    sequence_number,
+                    failed_deliveries,
+                    reason,
+                    retries_capped,
+                });
+            }
+            ShardChange::Checkpointed {
+                checkpoint,
+                settled,
+            } => {
+                self.checkpoint = Some(checkpoint);
+                if let Settled::Handled {
+                    records,
+                    dropped,
+                    last,
+                } = settled
+                {
+                    self.acked += records - dropped;
+                    self.dropped += dropped;
+                    self.unsettled = self.unsettled.saturating_sub(records);
+                    self.release_held_up_to(&last);
+                }
+            }
+            ShardChange::Discarded { records, last } => {
+                self.discarded += records;
+                self.unsettled = self.unsettled.saturating_sub(records);
+                self.release_held_up_to(&last);
+            }
+            ShardChange::Finished(exit) => {
+                self.phase = match exit {
+                    ReaderExit::Ended => ShardPhase::Ended,
+                    ReaderExit::LeaseLost => ShardPhase::NotOwned,
+                    // A shard that was caught up or held when the mapping stopped is reported so.
+                    ReaderExit::Stopped
+                        if matches!(self.phase, ShardPhase::CaughtUp | ShardPhase::Held) =>
+                    {
+                        self.phase
+                    }
+                    ReaderExit::Stopped | ReaderExit::ShardGone => ShardPhase::Stopped,
+                };
+            }
+        }
+    }
+
+    /// A shard not held on a record is reading.
+    fn reading(&mut self) {
+        if self.held.is_none() {
+            self.phase = ShardPhase::Reading;
+        }
+    }
+
+    /// Releases the hold once the held record is settled or discarded.
+    fn release_held_up_to(&mut self, last: &SequenceNumber) {
+        if self
+            .held
+            .as_ref()
+            .is_some_and(|held| &held.sequence_number <= last)
+        {
+            self.held = None;
+            self.phase = ShardPhase::Reading;
+        }
+    }
 }
 
 /// A running mapping's status, as `kinesis-esm status` reads it from a running emulator.
@@ -235,5 +424,175 @@ mod tests {
         check_idle(ShardPhase::Held, Some((2, false)), true);
         check_idle(ShardPhase::Held, Some((2, true)), false);
         check_idle(ShardPhase::Held, Some((10, true)), false);
+    }
+
+    fn sequence_number(text: &str) -> SequenceNumber {
+        text.parse().expect("a sequence number")
+    }
+
+    fn failed(at: &str) -> ShardChange {
+        ShardChange::Failed {
+            sequence_number: sequence_number(at),
+            reason: "function error".to_owned(),
+            retries_capped: false,
+        }
+    }
+
+    fn handled(records: u64, dropped: u64, last: &str) -> ShardChange {
+        ShardChange::Checkpointed {
+            checkpoint: Checkpoint::SequenceNumber(sequence_number(last)),
+            settled: Settled::Handled {
+                records,
+                dropped,
+                last: sequence_number(last),
+            },
+        }
+    }
+
+    /// Folds `changes` into a fresh shard status and returns it.
+    fn fold(changes: impl IntoIterator<Item = ShardChange>) -> ShardStatus {
+        let mut status = ShardStatus::default();
+        for change in changes {
+            status.apply(change);
+        }
+        status
+    }
+
+    #[test]
+    fn a_read_counts_what_it_kept_and_what_the_filters_removed() {
+        let status = fold([ShardChange::Read {
+            read: 5,
+            filtered: 2,
+            millis_behind_latest: 7,
+        }]);
+        assert_eq!(
+            (
+                status.unsettled,
+                status.filtered,
+                status.millis_behind_latest
+            ),
+            (3, 2, 7)
+        );
+        assert_eq!(status.phase, ShardPhase::Reading);
+    }
+
+    #[test]
+    fn a_failure_holds_the_shard_and_counts_failed_deliveries_of_the_same_record() {
+        let status = fold([failed("10"), failed("10")]);
+        assert_eq!(status.phase, ShardPhase::Held);
+        assert_eq!(
+            status.held.as_ref().map(|held| held.failed_deliveries),
+            Some(2)
+        );
+        let status = fold([failed("10"), failed("12")]);
+        assert_eq!(
+            status.held.as_ref().map(|held| held.failed_deliveries),
+            Some(1)
+        );
+    }
+
+    #[test]
+    fn a_held_shard_stays_held_while_it_reads_invokes_or_catches_up() {
+        let status = fold([
+            failed("10"),
+            ShardChange::Read {
+                read: 1,
+                filtered: 0,
+                millis_behind_latest: 0,
+            },
+            ShardChange::Invoked {
+                records: 1,
+                redelivery: true,
+            },
+            ShardChange::CaughtUp,
+        ]);
+        assert_eq!(status.phase, ShardPhase::Held);
+        assert_eq!(
+            (status.delivered, status.invocations, status.retries),
+            (1, 1, 1)
+        );
+    }
+
+    #[test]
+    fn settling_or_discarding_the_held_record_releases_the_shard() {
+        let read = ShardChange::Read {
+            read: 4,
+            filtered: 0,
+            millis_behind_latest: 0,
+        };
+        let status = fold([read.clone(), failed("10"), handled(2, 1, "9")]);
+        assert_eq!(
+            status.phase,
+            ShardPhase::Held,
+            "a checkpoint below the held record"
+        );
+        assert_eq!((status.acked, status.dropped, status.unsettled), (1, 1, 2));
+        let status = fold([read.clone(), failed("10"), handled(4, 0, "10")]);
+        assert_eq!(
+            (status.phase, status.held.is_none()),
+            (ShardPhase::Reading, true)
+        );
+        let status = fold([
+            read,
+            failed("10"),
+            ShardChange::Discarded {
+                records: 4,
+                last: sequence_number("11"),
+            },
+        ]);
+        assert_eq!(
+            (status.phase, status.discarded, status.unsettled),
+            (ShardPhase::Reading, 4, 0)
+        );
+    }
+
+    #[test]
+    fn a_stopped_reader_keeps_reporting_caught_up_or_held() {
+        let check = |before: ShardChange, exit, expected| {
+            let status = fold([
+                ShardChange::Started {
+                    checkpoint: Checkpoint::TrimHorizon,
+                },
+                before,
+                ShardChange::Finished(exit),
+            ]);
+            assert_eq!(status.phase, expected, "{exit:?}");
+        };
+        check(
+            ShardChange::CaughtUp,
+            ReaderExit::Stopped,
+            ShardPhase::CaughtUp,
+        );
+        check(failed("1"), ReaderExit::Stopped, ShardPhase::Held);
+        check(
+            ShardChange::Invoked {
+                records: 1,
+                redelivery: false,
+            },
+            ReaderExit::Stopped,
+            ShardPhase::Stopped,
+        );
+        check(ShardChange::CaughtUp, ReaderExit::Ended, ShardPhase::Ended);
+        check(
+            ShardChange::CaughtUp,
+            ReaderExit::LeaseLost,
+            ShardPhase::NotOwned,
+        );
+        check(
+            ShardChange::CaughtUp,
+            ReaderExit::ShardGone,
+            ShardPhase::Stopped,
+        );
+    }
+
+    #[test]
+    fn a_lease_at_shard_end_is_ended() {
+        let status = fold([ShardChange::LeaseSeen {
+            parent_shard_ids: vec!["shardId-000000000000".to_owned()],
+            checkpoint: Checkpoint::ShardEnd,
+            lease_owner: None,
+        }]);
+        assert_eq!(status.phase, ShardPhase::Ended);
+        assert_eq!(status.checkpoint, Some(Checkpoint::ShardEnd));
     }
 }
