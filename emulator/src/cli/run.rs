@@ -23,7 +23,7 @@ use crate::kinesis::{EmbeddedKinesis, PutRecordsEntry};
 use crate::lease::{LeaseStore, MemoryLeaseStore};
 use crate::mapping::{EventSourceMapping, MappingOptions, MappingStatus, RunningMapping};
 use crate::records_file::{RecordToPut, put_records_batches, read_records};
-use crate::source::ShardSource;
+use crate::source::{ShardSource, SourceError};
 use crate::state::StateDir;
 use crate::summary;
 use crate::template::{FunctionResource, Template, TemplateOptions};
@@ -399,6 +399,13 @@ async fn invoker_for(
             InvokeApi::aws_from_environment(invoke_name, InvokeApiOptions::default()).await?;
         return Ok(FunctionInvoker::InvokeApi(Arc::new(invoker)));
     }
+    if !function.code_dir.is_dir() {
+        bail!(
+            "CodeUri {} is not a folder: {} does not exist",
+            function.code_uri,
+            function.code_dir.display()
+        );
+    }
     tracing::info!(function = %function.function_name, crate_dir = %function.code_dir.display(), "building");
     let binary = build_function(&function.code_dir, &function.binary, args.release)?;
     let mut definition = FunctionDefinition::new(&function.function_name, binary);
@@ -498,9 +505,9 @@ async fn open_lease_store(
         Some(endpoint) => connection_to(endpoint),
         None => AwsConnection::from_environment(),
     };
-    let store = DynamoLeaseStore::connect(&connection.with_region(&args.region), table.as_str())
-        .await
-        .with_context(|| format!("lease table {table}"))?;
+    // The store's errors name the table already.
+    let store =
+        DynamoLeaseStore::connect(&connection.with_region(&args.region), table.as_str()).await?;
     Ok(Arc::new(store))
 }
 
@@ -549,8 +556,12 @@ impl Streams {
             }
             Self::Embedded(kinesis) => Ok(kinesis.create_stream(name, shard_count)?),
             Self::Sdk(kinesis) => {
-                if kinesis.describe_stream(name).await.is_ok() {
-                    return Ok(());
+                // Only a stream Kinesis says is missing may be created: an endpoint where nothing
+                // answers, or something that is not Kinesis, is said as it is.
+                match kinesis.describe_stream(name).await {
+                    Ok(_) => return Ok(()),
+                    Err(SourceError::NotFound { .. }) => {}
+                    Err(error) => return Err(error.into()),
                 }
                 if !create {
                     bail!(

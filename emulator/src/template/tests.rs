@@ -150,6 +150,7 @@ fn a_minimal_function_gets_lambda_and_sam_defaults() {
         vec![FunctionResource {
             logical_id: "ShippingFunction".into(),
             function_name: "ShippingFunction".into(),
+            code_uri: ".".into(),
             code_dir: PathBuf::from("/work/app"),
             binary: "bootstrap".into(),
             build_method: None,
