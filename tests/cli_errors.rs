@@ -231,3 +231,47 @@ async fn a_missing_code_uri_folder_is_named_as_written_and_as_resolved() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn parameter_overrides_reach_the_template_in_both_of_sams_spellings() {
+    let template = workspace_dir().join("tests/templates/cli/missing-code-uri.yaml");
+    let template = template.to_str().unwrap();
+    for spelling in [
+        "Code=../../fixtures/functions/overridden",
+        "ParameterKey=Code,ParameterValue=../../fixtures/functions/overridden",
+    ] {
+        check_message(
+            &[
+                "run",
+                "--template",
+                template,
+                "--no-listen",
+                "--parameter-overrides",
+                "Code=../../fixtures/functions/first",
+                spelling,
+            ],
+            &["CodeUri ../../fixtures/functions/overridden is not a folder"],
+            &[],
+        )
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_function_is_refused_with_the_known_ones() {
+    check_message(
+        &[
+            "run",
+            "--function",
+            "Shiping",
+            "--no-listen",
+            "--until-idle",
+        ],
+        &[
+            "--function Shiping: template.yaml has no function of that logical id or name",
+            "it has ShippingFunction",
+        ],
+        &[],
+    )
+    .await;
+}

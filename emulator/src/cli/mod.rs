@@ -13,6 +13,7 @@ mod commands;
 mod port_owner;
 mod progress;
 mod run;
+mod sam_options;
 
 pub use commands::STATUS_PATH;
 

@@ -44,6 +44,10 @@ pub struct RunArgs {
     /// (`MaximumRetryAttempts`) it waits for the held batch to be discarded, as Lambda would.
     #[arg(long)]
     until_idle: bool,
+    /// Values for the template's `Parameters`, as SAM takes them: `Key=Value ...`, or
+    /// `ParameterKey=Key,ParameterValue=Value`. They win over each parameter's `Default`.
+    #[arg(long, value_name = "KEY=VALUE", num_args = 1..)]
+    parameter_overrides: Vec<String>,
     /// Runs only these functions (logical id or function name); all by default.
     #[arg(long = "function", value_name = "NAME")]
     functions: Vec<String>,
@@ -123,9 +127,24 @@ pub(super) async fn run(args: RunArgs, progress: Option<Progress>) -> anyhow::Re
     let options = TemplateOptions {
         region: args.region.clone(),
         account_id: args.account_id.clone(),
+        parameter_overrides: super::sam_options::parameter_overrides(&args.parameter_overrides)
+            .map_err(anyhow::Error::msg)?,
         ..TemplateOptions::default()
     };
     let template = Template::load_with(&args.template, &options)?;
+    if let Some(unknown) = args.functions.iter().find(|name| {
+        !template
+            .functions
+            .iter()
+            .any(|function| **name == function.logical_id || **name == function.function_name)
+    }) {
+        bail!(
+            "--function {unknown}: {} has no function of that logical id or name with a Kinesis \
+             event; it has {}",
+            args.template.display(),
+            known_functions(&template)
+        );
+    }
     let functions: Vec<&FunctionResource> = template
         .functions
         .iter()
@@ -308,6 +327,26 @@ pub(super) async fn run(args: RunArgs, progress: Option<Progress>) -> anyhow::Re
         held |= status.shards.values().any(|shard| shard.held.is_some());
     }
     Ok(if held { Exit::Held } else { Exit::Settled })
+}
+
+/// The template's functions, for a message: `Logical (Name), ...`, or "none".
+fn known_functions(template: &Template) -> String {
+    let names: Vec<String> = template
+        .functions
+        .iter()
+        .map(|function| {
+            if function.function_name == function.logical_id {
+                function.logical_id.clone()
+            } else {
+                format!("{} ({})", function.logical_id, function.function_name)
+            }
+        })
+        .collect();
+    if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
+    }
 }
 
 /// The signals that stop a run gracefully: Ctrl-C (SIGINT) and SIGTERM, which `docker stop`,
