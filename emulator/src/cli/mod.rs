@@ -39,7 +39,7 @@ pub struct Cli {
 enum Command {
     /// Runs the Kinesis event sources of a SAM template's functions.
     #[command(after_help = RUN_AFTER_HELP)]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Publishes records to a stream, as a producer would (to `kinesis-esm run`'s endpoint by
     /// default).
     Put(commands::PutArgs),
@@ -109,7 +109,7 @@ impl Cli {
         };
         init_logging(self.log_format, progress.as_ref());
         let result = match self.command {
-            Command::Run(args) => run::run(args, progress).await,
+            Command::Run(args) => run::run(*args, progress).await,
             Command::Put(args) => commands::put(args).await.map(|()| Exit::Settled),
             Command::Reshard(args) => commands::reshard(args).await.map(|()| Exit::Settled),
             Command::Events(args) => commands::events(args).map(|()| Exit::Settled),
