@@ -133,7 +133,7 @@ async fn a_running_mapping_rides_out_faults_and_loses_nothing() {
             status
                 .last_error
                 .as_deref()
-                .is_some_and(|error| error.contains("could not reach Kinesis"))
+                .is_some_and(|error| error.contains("nothing answers at"))
         }),
     )
     .await;

@@ -21,6 +21,7 @@ mod aws_status;
 mod cargo_lambda;
 mod checkpoints;
 mod cli;
+mod cli_errors;
 mod commands;
 mod contract;
 mod filtering;

@@ -166,6 +166,8 @@ pub struct FunctionResource {
     pub logical_id: String,
     /// `FunctionName`, or the logical id.
     pub function_name: String,
+    /// `CodeUri` as the template writes it (`.` when absent), for messages.
+    pub code_uri: String,
     /// The folder holding the function's crate (`CodeUri`), absolute.
     pub code_dir: PathBuf,
     /// The cargo binary to build (`Metadata.BuildProperties.Binary`, `bootstrap` when absent).

@@ -35,7 +35,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, ReturnValue,
     ScalarAttributeType, TableStatus,
@@ -43,6 +43,7 @@ use aws_sdk_dynamodb::types::{
 use tokio::time::Instant;
 
 use crate::aws::config::{AwsConnection, ConnectionError};
+use crate::aws::failure::observe;
 use crate::lease::{Checkpoint, Lease, LeaseError, LeaseStore};
 
 /// The KCL's attribute names.
@@ -104,41 +105,26 @@ enum Failure {
     Other(LeaseError),
 }
 
-/// Describes an SDK failure, naming the call.
+/// Describes an SDK failure at `endpoint`, naming the call (see [`crate::aws::failure`]):
+/// the error code, if DynamoDB gave one, and the message.
 fn describe_failure<E>(
     call: &dyn fmt::Display,
+    endpoint: &str,
     error: &SdkError<E, aws_sdk_dynamodb::config::http::HttpResponse>,
 ) -> (Option<String>, String)
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
-    match error {
-        SdkError::ServiceError(service) => {
-            let code = service.err().code().map(str::to_owned);
-            let message = format!(
-                "{call}: HTTP {} {}: {}",
-                service.raw().status().as_u16(),
-                code.as_deref().unwrap_or(""),
-                service.err().message().unwrap_or("(no message)")
-            );
-            (code, message)
-        }
-        SdkError::TimeoutError(_) => (None, format!("{call}: no answer in time")),
-        SdkError::DispatchFailure(_) => (
-            None,
-            format!(
-                "{call}: could not reach DynamoDB: {}",
-                DisplayErrorContext(error)
-            ),
-        ),
-        _ => (None, format!("{call}: {}", DisplayErrorContext(error))),
-    }
+    let observed = observe(error);
+    let message = format!("{call}: {}", observed.describe("DynamoDB", endpoint));
+    (observed.code().map(str::to_owned), message)
 }
 
 /// A call on one lease, named for error messages.
 struct LeaseCall<'a> {
     operation: &'static str,
     table: &'a str,
+    endpoint: &'a str,
     lease_key: &'a str,
 }
 
@@ -160,7 +146,7 @@ impl LeaseCall<'_> {
     where
         E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
     {
-        let (code, message) = describe_failure(self, &error);
+        let (code, message) = describe_failure(self, self.endpoint, &error);
         match code.as_deref() {
             Some("ConditionalCheckFailedException") => Failure::ConditionFailed,
             // Throttles, 5xx, a missing table, timeouts, lost connections: all may pass.
@@ -383,6 +369,8 @@ impl Change {
 pub struct DynamoLeaseStore {
     client: Client,
     table: String,
+    /// The endpoint called, for messages.
+    endpoint: String,
     writes: AtomicU64,
     reads: AtomicU64,
     table_timeout: Duration,
@@ -398,6 +386,7 @@ impl DynamoLeaseStore {
         Self {
             client,
             table: table.into(),
+            endpoint: "DynamoDB's endpoint".to_owned(),
             writes: AtomicU64::new(0),
             reads: AtomicU64::new(0),
             table_timeout: Duration::from_secs(300),
@@ -411,7 +400,10 @@ impl DynamoLeaseStore {
         table: impl Into<String>,
     ) -> Result<Self, TableError> {
         let config = connection.sdk_config().await?;
-        let store = Self::from_client(Client::new(&config), table);
+        let mut store = Self::from_client(Client::new(&config), table);
+        if let Some(endpoint) = config.endpoint_url() {
+            endpoint.clone_into(&mut store.endpoint);
+        }
         store.create_table_if_missing().await?;
         Ok(store)
     }
@@ -459,8 +451,9 @@ impl DynamoLeaseStore {
     where
         E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
     {
-        let call = format!("{operation} of table {}", self.table);
-        let (code, message) = describe_failure(&call, &error);
+        // `TableError::Service` names the table already.
+        let call = operation;
+        let (code, message) = describe_failure(&call, &self.endpoint, &error);
         (
             code,
             TableError::Service {
@@ -590,6 +583,7 @@ impl DynamoLeaseStore {
         let call = LeaseCall {
             operation: change.operation,
             table: &self.table,
+            endpoint: &self.endpoint,
             lease_key: &seen.lease_key,
         };
         let mut set_clauses = vec![format!("{} = :next", attribute::LEASE_COUNTER)];
@@ -662,6 +656,7 @@ impl LeaseStore for DynamoLeaseStore {
         let call = LeaseCall {
             operation: "Scan",
             table: &self.table,
+            endpoint: &self.endpoint,
             lease_key: "*",
         };
         let mut leases = Vec::new();
@@ -693,6 +688,7 @@ impl LeaseStore for DynamoLeaseStore {
         self.read_lease(&LeaseCall {
             operation: "GetItem",
             table: &self.table,
+            endpoint: &self.endpoint,
             lease_key,
         })
         .await
@@ -702,6 +698,7 @@ impl LeaseStore for DynamoLeaseStore {
         let call = LeaseCall {
             operation: "PutItem",
             table: &self.table,
+            endpoint: &self.endpoint,
             lease_key: &lease.lease_key,
         };
         self.writes.fetch_add(1, Ordering::Relaxed);
@@ -798,6 +795,7 @@ impl LeaseStore for DynamoLeaseStore {
         let call = LeaseCall {
             operation: "DeleteItem",
             table: &self.table,
+            endpoint: &self.endpoint,
             lease_key,
         };
         self.writes.fetch_add(1, Ordering::Relaxed);

@@ -35,7 +35,7 @@ use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use aws_sdk_kinesis::Client;
-use aws_sdk_kinesis::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_kinesis::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_kinesis::primitives::{Blob, DateTime};
 use aws_sdk_kinesis::types::{
     PutRecordsRequestEntry, ScalingType, ShardIteratorType, StreamStatus,
@@ -44,6 +44,7 @@ use bytes::Bytes;
 use tokio::time::Instant;
 
 use crate::aws::config::{AwsConnection, ConnectionError};
+use crate::aws::failure::{Observed, observe};
 use crate::sequence::SequenceNumber;
 use crate::source::{
     ChildShard, GetRecordsOutput, HashKeyRange, IteratorPosition, Record, Shard, ShardSource,
@@ -173,40 +174,31 @@ impl<'a> Call<'a> {
         }
     }
 
-    /// Turns an SDK failure into the Kinesis API's terms.
+    /// Turns an SDK failure at `endpoint` into the Kinesis API's terms, described once (see
+    /// [`crate::aws::failure`]).
     fn error<E>(
         &self,
         error: SdkError<E, aws_sdk_kinesis::config::http::HttpResponse>,
+        endpoint: &str,
     ) -> SourceError
     where
         E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
     {
-        let context = DisplayErrorContext(&error).to_string();
-        match &error {
-            SdkError::ServiceError(service) => {
-                let status = service.raw().status().as_u16();
-                let code = service.err().code().unwrap_or("");
-                let message = format!(
-                    "{self}: HTTP {status} {code}: {}",
-                    service.err().message().unwrap_or("(no message)")
-                );
-                classify_service_error(code, status, self.reshapes, message, self.resource())
+        let observed = observe(&error);
+        let message = format!("{self}: {}", observed.describe("Kinesis", endpoint));
+        match (&observed, observed.code()) {
+            (_, Some(code)) => classify_service_error(
+                code,
+                observed.status().unwrap_or_default(),
+                self.reshapes,
+                message,
+                self.resource(),
+            ),
+            (Observed::Other { .. }, None) if matches!(error, SdkError::ConstructionFailure(_)) => {
+                SourceError::InvalidArgument { message }
             }
-            SdkError::TimeoutError(_) => SourceError::Service {
-                message: format!("{self}: no answer in time: {context}"),
-            },
-            SdkError::DispatchFailure(_) => SourceError::Service {
-                message: format!("{self}: could not reach Kinesis: {context}"),
-            },
-            SdkError::ResponseError(_) => SourceError::Service {
-                message: format!("{self}: the answer could not be read: {context}"),
-            },
-            SdkError::ConstructionFailure(_) => SourceError::InvalidArgument {
-                message: format!("{self}: the request could not be built: {context}"),
-            },
-            _ => SourceError::Service {
-                message: format!("{self}: {context}"),
-            },
+            (_, None) if observed.status() == Some(429) => SourceError::Throttled { message },
+            _ => SourceError::Service { message },
         }
     }
 }
@@ -251,6 +243,8 @@ pub type PutOutcome = Result<(String, SequenceNumber), SourceError>;
 #[derive(Debug)]
 pub struct SdkKinesis {
     client: Client,
+    /// The endpoint called, for messages.
+    endpoint: String,
     list_shards_page_size: Option<i32>,
     pacing: ReadPacing,
     pacers: Mutex<HashMap<(String, String), ShardPacer>>,
@@ -262,6 +256,7 @@ impl SdkKinesis {
     pub fn from_client(client: Client) -> Self {
         Self {
             client,
+            endpoint: "Kinesis' endpoint".to_owned(),
             list_shards_page_size: None,
             pacing: ReadPacing::default(),
             pacers: Mutex::new(HashMap::new()),
@@ -271,7 +266,11 @@ impl SdkKinesis {
     /// A source for `connection`.
     pub async fn connect(connection: &AwsConnection) -> Result<Self, ConnectionError> {
         let config = connection.sdk_config().await?;
-        Ok(Self::from_client(Client::new(&config)))
+        let mut source = Self::from_client(Client::new(&config));
+        if let Some(endpoint) = config.endpoint_url() {
+            endpoint.clone_into(&mut source.endpoint);
+        }
+        Ok(source)
     }
 
     /// A source for a local server at `endpoint` (placeholder credentials), or for real AWS
@@ -332,7 +331,7 @@ impl SdkKinesis {
             .shard_count(shard_count)
             .send()
             .await
-            .map_err(|error| Call::reshape("CreateStream", stream).error(error))?;
+            .map_err(|error| Call::reshape("CreateStream", stream).error(error, &self.endpoint))?;
         self.wait_until_active(stream, Duration::from_secs(60))
             .await
     }
@@ -345,7 +344,7 @@ impl SdkKinesis {
             .enforce_consumer_deletion(true)
             .send()
             .await
-            .map_err(|error| Call::reshape("DeleteStream", stream).error(error))?;
+            .map_err(|error| Call::reshape("DeleteStream", stream).error(error, &self.endpoint))?;
         Ok(())
     }
 
@@ -363,7 +362,9 @@ impl SdkKinesis {
                 .stream_name(stream)
                 .send()
                 .await
-                .map_err(|error| Call::read("DescribeStreamSummary", stream, None).error(error))?;
+                .map_err(|error| {
+                    Call::read("DescribeStreamSummary", stream, None).error(error, &self.endpoint)
+                })?;
             let status = summary
                 .stream_description_summary()
                 .map(|summary| summary.stream_status().clone());
@@ -397,7 +398,7 @@ impl SdkKinesis {
             .data(Blob::new(data))
             .send()
             .await
-            .map_err(|error| call.error(error))?;
+            .map_err(|error| call.error(error, &self.endpoint))?;
         Ok((
             output.shard_id().to_owned(),
             parse_sequence_number(output.sequence_number(), &call)?,
@@ -431,7 +432,7 @@ impl SdkKinesis {
             .set_records(Some(entries))
             .send()
             .await
-            .map_err(|error| call.error(error))?;
+            .map_err(|error| call.error(error, &self.endpoint))?;
         Ok(output
             .records()
             .iter()
@@ -472,7 +473,7 @@ impl SdkKinesis {
             .new_starting_hash_key(new_starting_hash_key.to_string())
             .send()
             .await
-            .map_err(|error| Call::reshape("SplitShard", stream).error(error))?;
+            .map_err(|error| Call::reshape("SplitShard", stream).error(error, &self.endpoint))?;
         self.wait_until_active(stream, Duration::from_secs(60))
             .await
     }
@@ -491,7 +492,7 @@ impl SdkKinesis {
             .adjacent_shard_to_merge(adjacent_shard_id)
             .send()
             .await
-            .map_err(|error| Call::reshape("MergeShards", stream).error(error))?;
+            .map_err(|error| Call::reshape("MergeShards", stream).error(error, &self.endpoint))?;
         self.wait_until_active(stream, Duration::from_secs(60))
             .await
     }
@@ -506,7 +507,9 @@ impl SdkKinesis {
             .scaling_type(ScalingType::UniformScaling)
             .send()
             .await
-            .map_err(|error| Call::reshape("UpdateShardCount", stream).error(error))?;
+            .map_err(|error| {
+                Call::reshape("UpdateShardCount", stream).error(error, &self.endpoint)
+            })?;
         self.wait_until_active(stream, Duration::from_secs(60))
             .await
     }
@@ -607,7 +610,7 @@ impl ShardSource for SdkKinesis {
             .stream_name(stream)
             .send()
             .await
-            .map_err(|error| call.error(error))?;
+            .map_err(|error| call.error(error, &self.endpoint))?;
         let summary = output
             .stream_description_summary()
             .ok_or_else(|| SourceError::Service {
@@ -634,7 +637,10 @@ impl ShardSource for SdkKinesis {
                 Some(token) => request.next_token(token),
                 None => request.stream_name(stream),
             };
-            let page = request.send().await.map_err(|error| call.error(error))?;
+            let page = request
+                .send()
+                .await
+                .map_err(|error| call.error(error, &self.endpoint))?;
             for shard in page.shards() {
                 shards.push(convert_shard(shard, stream)?);
             }
@@ -673,7 +679,10 @@ impl ShardSource for SdkKinesis {
                 .shard_iterator_type(ShardIteratorType::AfterSequenceNumber)
                 .starting_sequence_number(sequence_number.as_str()),
         };
-        let output = request.send().await.map_err(|error| call.error(error))?;
+        let output = request
+            .send()
+            .await
+            .map_err(|error| call.error(error, &self.endpoint))?;
         let iterator = output
             .shard_iterator()
             .ok_or_else(|| SourceError::Service {
@@ -709,7 +718,7 @@ impl ShardSource for SdkKinesis {
             .limit(limit as i32)
             .send()
             .await
-            .map_err(|error| call.error(error))?;
+            .map_err(|error| call.error(error, &self.endpoint))?;
 
         let mut bytes = 0;
         let mut records = Vec::with_capacity(output.records().len());

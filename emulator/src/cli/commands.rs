@@ -201,10 +201,8 @@ pub(super) async fn put_every_record(
                     )
                 })
                 .collect();
-            let outcomes = kinesis
-                .put_records(stream, &entries)
-                .await
-                .with_context(|| format!("putting records to stream {stream}"))?;
+            // The error names the call and the stream already.
+            let outcomes = kinesis.put_records(stream, &entries).await?;
             let mut refused = Vec::new();
             for (index, outcome) in pending.into_iter().zip(outcomes) {
                 match outcome {
@@ -271,7 +269,7 @@ pub(super) async fn reshard(args: ReshardArgs) -> anyhow::Result<()> {
                     let shards = kinesis.list_shards(stream).await?;
                     let Some(found) = shards.iter().find(|candidate| &candidate.shard_id == shard)
                     else {
-                        bail!("stream {stream} has no shard {shard}");
+                        bail!("{}", missing_shard(stream, shard, &shards));
                     };
                     let range = found.hash_key_range;
                     range.starting_hash_key
@@ -285,6 +283,14 @@ pub(super) async fn reshard(args: ReshardArgs) -> anyhow::Result<()> {
             shard,
             adjacent_shard,
         } => {
+            // Kinesis answers a missing shard with the same error as a missing stream: look first,
+            // so the message names what is missing.
+            let shards = kinesis.list_shards(stream).await?;
+            for wanted in [shard, adjacent_shard] {
+                if !shards.iter().any(|candidate| &candidate.shard_id == wanted) {
+                    bail!("{}", missing_shard(stream, wanted, &shards));
+                }
+            }
             kinesis.merge_shards(stream, shard, adjacent_shard).await?;
         }
         ReshardAction::Scale { shards } => kinesis.update_shard_count(stream, *shards).await?,
@@ -306,6 +312,23 @@ pub(super) async fn reshard(args: ReshardArgs) -> anyhow::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// Says that `stream` has no shard `wanted`, listing the shards it has.
+fn missing_shard(stream: &str, wanted: &str, shards: &[crate::source::Shard]) -> String {
+    let open: Vec<&str> = shards
+        .iter()
+        .filter(|shard| !shard.is_closed())
+        .map(|shard| shard.shard_id.as_str())
+        .collect();
+    format!(
+        "stream {stream} has no shard {wanted}; its open shards: {}",
+        if open.is_empty() {
+            "none".to_owned()
+        } else {
+            open.join(", ")
+        }
+    )
 }
 
 /// `kinesis-esm events`: writes Lambda-shaped Kinesis event files, for

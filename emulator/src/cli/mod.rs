@@ -13,6 +13,7 @@ mod commands;
 mod port_owner;
 mod progress;
 mod run;
+mod sam_options;
 
 pub use commands::STATUS_PATH;
 
@@ -94,13 +95,11 @@ impl LogOptions {
     }
 }
 
-// The command line is parsed once: a large `run` variant costs nothing worth a box.
-#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Runs the Kinesis event sources of a SAM template's functions.
     #[command(after_help = RUN_AFTER_HELP)]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Publishes records to a stream, as a producer would (to `kinesis-esm run`'s endpoint by
     /// default).
     Put(commands::PutArgs),
@@ -176,7 +175,7 @@ impl Cli {
             quiet: self.logs.quiet,
         };
         let result = match self.command {
-            Command::Run(args) => run::run(args, progress, function_logs).await,
+            Command::Run(args) => run::run(*args, progress, function_logs).await,
             Command::Put(args) => commands::put(args).await.map(|()| Exit::Settled),
             Command::Reshard(args) => commands::reshard(args).await.map(|()| Exit::Settled),
             Command::Events(args) => commands::events(args).map(|()| Exit::Settled),

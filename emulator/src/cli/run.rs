@@ -23,7 +23,7 @@ use crate::kinesis::{EmbeddedKinesis, PutRecordsEntry};
 use crate::lease::{LeaseStore, MemoryLeaseStore};
 use crate::mapping::{EventSourceMapping, MappingOptions, MappingStatus, RunningMapping};
 use crate::records_file::{RecordToPut, put_records_batches, read_records};
-use crate::source::ShardSource;
+use crate::source::{ShardSource, SourceError};
 use crate::state::StateDir;
 use crate::summary;
 use crate::template::{FunctionResource, Template, TemplateOptions};
@@ -44,6 +44,10 @@ pub struct RunArgs {
     /// (`MaximumRetryAttempts`) it waits for the held batch to be discarded, as Lambda would.
     #[arg(long)]
     until_idle: bool,
+    /// Values for the template's `Parameters`, as SAM takes them: `Key=Value ...`, or
+    /// `ParameterKey=Key,ParameterValue=Value`. They win over each parameter's `Default`.
+    #[arg(long, value_name = "KEY=VALUE", num_args = 1..)]
+    parameter_overrides: Vec<String>,
     /// Runs only these functions (logical id or function name); all by default.
     #[arg(long = "function", value_name = "NAME")]
     functions: Vec<String>,
@@ -151,9 +155,24 @@ pub(super) async fn run(
     let options = TemplateOptions {
         region: args.region.clone(),
         account_id: args.account_id.clone(),
+        parameter_overrides: super::sam_options::parameter_overrides(&args.parameter_overrides)
+            .map_err(anyhow::Error::msg)?,
         ..TemplateOptions::default()
     };
     let template = Template::load_with(&args.template, &options)?;
+    if let Some(unknown) = args.functions.iter().find(|name| {
+        !template
+            .functions
+            .iter()
+            .any(|function| **name == function.logical_id || **name == function.function_name)
+    }) {
+        bail!(
+            "--function {unknown}: {} has no function of that logical id or name with a Kinesis \
+             event; it has {}",
+            args.template.display(),
+            known_functions(&template)
+        );
+    }
     let functions: Vec<&FunctionResource> = template
         .functions
         .iter()
@@ -338,6 +357,26 @@ pub(super) async fn run(
     Ok(if held { Exit::Held } else { Exit::Settled })
 }
 
+/// The template's functions, for a message: `Logical (Name), ...`, or "none".
+fn known_functions(template: &Template) -> String {
+    let names: Vec<String> = template
+        .functions
+        .iter()
+        .map(|function| {
+            if function.function_name == function.logical_id {
+                function.logical_id.clone()
+            } else {
+                format!("{} ({})", function.logical_id, function.function_name)
+            }
+        })
+        .collect();
+    if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
+    }
+}
+
 /// The signals that stop a run gracefully: Ctrl-C (SIGINT) and SIGTERM, which `docker stop`,
 /// `timeout`, systemd and CI runners send.
 struct StopSignals {
@@ -427,6 +466,13 @@ async fn invoker_for(
         let invoker =
             InvokeApi::aws_from_environment(invoke_name, InvokeApiOptions::default()).await?;
         return Ok(FunctionInvoker::InvokeApi(Arc::new(invoker)));
+    }
+    if !function.code_dir.is_dir() {
+        bail!(
+            "CodeUri {} is not a folder: {} does not exist",
+            function.code_uri,
+            function.code_dir.display()
+        );
     }
     tracing::info!(function = %function.function_name, crate_dir = %function.code_dir.display(), "building");
     let binary = build_function(&function.code_dir, &function.binary, args.release)?;
@@ -533,9 +579,9 @@ async fn open_lease_store(
         Some(endpoint) => connection_to(endpoint),
         None => AwsConnection::from_environment(),
     };
-    let store = DynamoLeaseStore::connect(&connection.with_region(&args.region), table.as_str())
-        .await
-        .with_context(|| format!("lease table {table}"))?;
+    // The store's errors name the table already.
+    let store =
+        DynamoLeaseStore::connect(&connection.with_region(&args.region), table.as_str()).await?;
     Ok(Arc::new(store))
 }
 
@@ -584,8 +630,12 @@ impl Streams {
             }
             Self::Embedded(kinesis) => Ok(kinesis.create_stream(name, shard_count)?),
             Self::Sdk(kinesis) => {
-                if kinesis.describe_stream(name).await.is_ok() {
-                    return Ok(());
+                // Only a stream Kinesis says is missing may be created: an endpoint where nothing
+                // answers, or something that is not Kinesis, is said as it is.
+                match kinesis.describe_stream(name).await {
+                    Ok(_) => return Ok(()),
+                    Err(SourceError::NotFound { .. }) => {}
+                    Err(error) => return Err(error.into()),
                 }
                 if !create {
                     bail!(

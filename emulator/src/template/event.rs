@@ -136,8 +136,9 @@ fn reproduced_only(
     }
 }
 
-/// The name of the stream `Stream` designates: a stream of the template (by `!GetAtt X.Arn`,
-/// `!Ref X`, `!Sub` or its name), or any stream by its ARN.
+/// The name of the stream `Stream` designates by its ARN: a stream of the template (by
+/// `!GetAtt X.Arn` or `!Sub`), or any stream. A stream's name (`!Ref X`) is refused, as
+/// CloudFormation refuses it.
 fn stream_name(
     fields: &Fields<'_>,
     resolver: &Resolver<'_>,
@@ -164,8 +165,21 @@ fn stream_name(
     if text.starts_with("arn:") {
         return stream_name_of_arn(&text).map_err(|problem| fields.fault("Stream", problem));
     }
-    if streams.iter().any(|stream| stream.name == text) {
-        return Ok(text);
+    // `!Ref` of a stream gives its name, and CloudFormation refuses a name where the mapping
+    // needs the stream's ARN (`EventSourceArn`): a template that deploys must use the ARN.
+    if let Some(stream) = streams.iter().find(|stream| stream.name == text) {
+        return Err(fields.fault(
+            "Stream",
+            Problem::Conflict {
+                value: render(value),
+                reason: format!(
+                    "is the stream's name, where Lambda requires its ARN (as CloudFormation \
+                     does: !Ref of an AWS::Kinesis::Stream gives its name); write \
+                     !GetAtt {}.Arn",
+                    stream.logical_id
+                ),
+            },
+        ));
     }
     Err(fields.fault(
         "Stream",

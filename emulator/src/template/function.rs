@@ -246,7 +246,7 @@ fn read_merged(
     let handler = fields
         .text(resolver, "Handler")?
         .ok_or_else(|| fields.missing("Handler", " (bootstrap, for a provided runtime)"))?;
-    let code_dir = code_dir(fields, resolver, around.template_dir)?;
+    let (code_uri, code_dir) = code_dir(fields, resolver, around.template_dir)?;
     let architecture = architecture(fields, resolver)?;
     let timeout = fields.integer(resolver, "Timeout", 1..=900)?.unwrap_or(3);
     let memory_size = fields
@@ -301,6 +301,7 @@ fn read_merged(
     Ok(FunctionResource {
         logical_id: logical_id.to_owned(),
         function_name,
+        code_uri,
         code_dir,
         binary,
         build_method,
@@ -435,13 +436,13 @@ fn blame_globals(mut fault: Fault, local: &Mapping, globals: &Mapping) -> Fault 
     fault
 }
 
-/// `CodeUri` as an absolute folder: relative to the template's folder, `.` when absent as SAM
-/// CLI takes it.
+/// `CodeUri` as written and as an absolute folder: relative to the template's folder, `.` when
+/// absent as SAM CLI takes it.
 fn code_dir(
     fields: &Fields<'_>,
     resolver: &Resolver<'_>,
     template_dir: &Path,
-) -> Result<PathBuf, Fault> {
+) -> Result<(String, PathBuf), Fault> {
     const LOCAL_ONLY: &str = "only a local folder, relative to the template";
     if let Some(value @ Value::Mapping(_)) = fields.get("CodeUri")
         && intrinsic(value).is_none()
@@ -466,7 +467,8 @@ fn code_dir(
             },
         ));
     }
-    Ok(normalize(&template_dir.join(code_uri)))
+    let code_dir = normalize(&template_dir.join(&code_uri));
+    Ok((code_uri, code_dir))
 }
 
 /// Removes `.` and folds `..` without touching the file system, so the folder need not exist

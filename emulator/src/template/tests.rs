@@ -150,6 +150,7 @@ fn a_minimal_function_gets_lambda_and_sam_defaults() {
         vec![FunctionResource {
             logical_id: "ShippingFunction".into(),
             function_name: "ShippingFunction".into(),
+            code_uri: ".".into(),
             code_dir: PathBuf::from("/work/app"),
             binary: "bootstrap".into(),
             build_method: None,
@@ -230,9 +231,7 @@ fn minus_one_means_no_limit_and_strings_read_as_numbers() {
 fn short_forms_of_stream_references_resolve_to_the_stream_name() {
     check_stream("!GetAtt Shipments.Arn", "shipments");
     check_stream("!GetAtt [Shipments, Arn]", "shipments");
-    check_stream("!Ref Shipments", "shipments");
     check_stream("!Sub '${Shipments.Arn}'", "shipments");
-    check_stream("!Sub '${Shipments}'", "shipments");
     check_stream(
         "!Sub 'arn:${AWS::Partition}:kinesis:${AWS::Region}:${AWS::AccountId}:stream/${Shipments}'",
         "shipments",
@@ -241,14 +240,31 @@ fn short_forms_of_stream_references_resolve_to_the_stream_name() {
         "!Sub ['arn:aws:kinesis:${AWS::Region}:${AWS::AccountId}:stream/${Name}', {Name: !Ref Shipments}]",
         "shipments",
     );
-    check_stream("shipments", "shipments");
+}
+
+#[test]
+fn a_stream_name_where_the_arn_is_required_is_refused_as_cloudformation_does() {
+    let use_the_arn = "is the stream's name, where Lambda requires its ARN (as CloudFormation \
+                       does: !Ref of an AWS::Kinesis::Stream gives its name); write !GetAtt \
+                       Shipments.Arn";
+    let cases = [
+        ("!Ref Shipments", "!Ref Shipments"),
+        ("{Ref: Shipments}", "{Ref: Shipments}"),
+        ("!Sub '${Shipments}'", "!Sub ${Shipments}"),
+        ("shipments", "shipments"),
+    ];
+    for (written, rendered) in cases {
+        check_error(
+            &with_event_properties(&format!("Stream: {written}, StartingPosition: LATEST")),
+            &format!("property Stream = {rendered} {use_the_arn}"),
+        );
+    }
 }
 
 #[test]
 fn long_forms_of_stream_references_resolve_to_the_stream_name() {
     check_stream("{Fn::GetAtt: [Shipments, Arn]}", "shipments");
     check_stream("{Fn::GetAtt: Shipments.Arn}", "shipments");
-    check_stream("{Ref: Shipments}", "shipments");
     check_stream("{Fn::Sub: '${Shipments.Arn}'}", "shipments");
     check_stream(
         "{Fn::Sub: ['arn:aws:kinesis:us-east-1:123456789012:stream/${S}', {S: {Ref: Shipments}}]}",
@@ -411,7 +427,7 @@ Resources:
       Events:
         ShipmentsStream:
           Type: Kinesis
-          Properties: {Stream: !Ref Shipments, StartingPosition: LATEST, BatchSize: !Ref Size}
+          Properties: {Stream: !GetAtt Shipments.Arn, StartingPosition: LATEST, BatchSize: !Ref Size}
 ";
     let options = TemplateOptions {
         region: "cn-north-1".into(),
@@ -963,11 +979,11 @@ Resources:
       Runtime: provided.al2023
       Events:
         First: {Type: Kinesis, Properties: {Stream: !GetAtt Shipments.Arn, StartingPosition: LATEST}}
-        Second: {Type: Kinesis, Properties: {Stream: !Ref Shipments, StartingPosition: LATEST}}
+        Second: {Type: Kinesis, Properties: {Stream: !Sub '${Shipments.Arn}', StartingPosition: LATEST}}
 ";
     check_error(
         yaml,
-        "resource Shipping, event Second: property Stream = !Ref Shipments is mapped by event First already: Lambda allows one mapping per function and stream",
+        "resource Shipping, event Second: property Stream = !Sub ${Shipments.Arn} is mapped by event First already: Lambda allows one mapping per function and stream",
     );
 }
 
@@ -1263,7 +1279,7 @@ fn the_template_itself_must_be_a_deployable_sam_template() {
         "resource ShippingFunction: property Condition = C is not reproduced",
     );
     check_error(
-        &with_function_extra("FunctionName: same").replace("Resources:\n", "Resources:\n  Other:\n    Type: AWS::Serverless::Function\n    Properties: {FunctionName: same, Handler: bootstrap, Runtime: provided.al2023, Events: {E: {Type: Kinesis, Properties: {Stream: !Ref Shipments, StartingPosition: LATEST}}}}\n"),
+        &with_function_extra("FunctionName: same").replace("Resources:\n", "Resources:\n  Other:\n    Type: AWS::Serverless::Function\n    Properties: {FunctionName: same, Handler: bootstrap, Runtime: provided.al2023, Events: {E: {Type: Kinesis, Properties: {Stream: !GetAtt Shipments.Arn, StartingPosition: LATEST}}}}\n"),
         "resource ShippingFunction: property FunctionName = same is the name of function Other already",
     );
 }

@@ -1,0 +1,277 @@
+//! What `kinesis-esm` says when an endpoint or a resource is not what the user thinks: each
+//! category of failure triggered for real, and its message checked for what a user needs (the
+//! URL, the stream, the shard) and against what must never reach them (SDK `Debug` dumps, OS
+//! errors said twice, "the stream does not exist" for an endpoint where nothing answers).
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use end_to_end::{kinesis_esm_binary, workspace_dir};
+use kinesis_esm::kinesis::EmbeddedKinesis;
+use kinesis_esm::kinesis::http::serve;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpListener;
+
+/// How long one command may take.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Fragments no message may hold: the SDK's `Debug` forms and an OS error's number.
+const NEVER: &[&str] = &[
+    "DispatchFailure",
+    "ConnectorError",
+    "ResponseError",
+    "SdkBody",
+    "os error",
+];
+
+/// Runs `kinesis-esm <args>` from the workspace's root; returns its exit code and stderr.
+async fn kinesis_esm(args: &[&str]) -> (Option<i32>, String) {
+    let output = tokio::process::Command::new(kinesis_esm_binary().await)
+        .args(args)
+        .current_dir(workspace_dir())
+        .env("KINESIS_ESM_LOG", "warn")
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(COMMAND_TIMEOUT, output)
+        .await
+        .unwrap_or_else(|_| panic!("kinesis-esm {args:?} took longer than {COMMAND_TIMEOUT:?}"))
+        .expect("kinesis-esm starts");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// Runs `args`, which must fail with exit 2 and a message holding every one of `fragments` and
+/// none of [`NEVER`] nor `absent`.
+async fn check_message(args: &[&str], fragments: &[&str], absent: &[&str]) {
+    let (code, stderr) = kinesis_esm(args).await;
+    assert_eq!(code, Some(2), "kinesis-esm {args:?}: {stderr}");
+    for fragment in fragments {
+        assert!(
+            stderr.contains(fragment),
+            "kinesis-esm {args:?}: the message should hold {fragment:?}:\n{stderr}"
+        );
+    }
+    for fragment in NEVER.iter().chain(absent) {
+        assert!(
+            !stderr.contains(fragment),
+            "kinesis-esm {args:?}: the message must not hold {fragment:?}:\n{stderr}"
+        );
+    }
+}
+
+/// A loopback address where nothing listens: a port bound, then given up.
+async fn closed_endpoint() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    format!("http://{addr}")
+}
+
+/// A plain HTTP server that answers every request with an HTML 404, as a web server would.
+async fn html_server() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut request = vec![0; 64 * 1024];
+                let _ = socket.read(&mut request).await;
+                let body = "<html><body><h1>Not Found</h1></body></html>";
+                let answer = format!(
+                    "HTTP/1.1 404 Not Found\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\
+                     Connection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+#[tokio::test]
+async fn nothing_answering_is_said_with_the_url_and_never_as_a_missing_stream() {
+    let endpoint = closed_endpoint().await;
+    let nothing_answers = format!("nothing answers at {endpoint} (connection refused)");
+    check_message(
+        &["put", "--endpoint", &endpoint, "--stream", "s", "hello"],
+        &[&nothing_answers, "PutRecords on stream s"],
+        &[],
+    )
+    .await;
+    check_message(
+        &[
+            "run",
+            "--kinesis-endpoint",
+            &endpoint,
+            "--no-listen",
+            "--until-idle",
+        ],
+        &[&nothing_answers, "stream shipments"],
+        &["does not exist", "--create-streams"],
+    )
+    .await;
+    check_message(
+        &[
+            "run",
+            "--lease-table",
+            "leases",
+            "--dynamodb-endpoint",
+            &endpoint,
+            "--no-listen",
+            "--until-idle",
+        ],
+        &[&nothing_answers, "lease table leases: DescribeTable"],
+        &["lease table leases: lease table"],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_server_that_is_not_kinesis_is_said_to_be_one() {
+    let endpoint = html_server().await;
+    let not_kinesis = format!("something that is not Kinesis answers at {endpoint}: HTTP 404");
+    check_message(
+        &["put", "--endpoint", &endpoint, "--stream", "s", "hello"],
+        &[&not_kinesis, "text/html"],
+        &["<html>"],
+    )
+    .await;
+    check_message(
+        &[
+            "run",
+            "--kinesis-endpoint",
+            &endpoint,
+            "--no-listen",
+            "--until-idle",
+        ],
+        &[&not_kinesis],
+        &["does not exist"],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_missing_stream_and_a_missing_shard_are_named() {
+    let kinesis = EmbeddedKinesis::builder().build();
+    kinesis.create_stream("present", 2).unwrap();
+    let server = serve(kinesis, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let endpoint = server.endpoint_url();
+    check_message(
+        &[
+            "run",
+            "--kinesis-endpoint",
+            &endpoint,
+            "--no-listen",
+            "--until-idle",
+        ],
+        &["stream shipments does not exist on that Kinesis (pass --create-streams to create it)"],
+        &[],
+    )
+    .await;
+    check_message(
+        &[
+            "reshard",
+            "--endpoint",
+            &endpoint,
+            "--stream",
+            "present",
+            "merge",
+            "shardId-000000000000",
+            "shardId-000000000007",
+        ],
+        &[
+            "stream present has no shard shardId-000000000007; its open shards: \
+             shardId-000000000000, shardId-000000000001",
+        ],
+        &["not found"],
+    )
+    .await;
+    check_message(
+        &[
+            "reshard",
+            "--endpoint",
+            &endpoint,
+            "--stream",
+            "absent",
+            "merge",
+            "shardId-000000000000",
+            "shardId-000000000001",
+        ],
+        &["kinesis-esm: stream absent not found"],
+        &[],
+    )
+    .await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_missing_code_uri_folder_is_named_as_written_and_as_resolved() {
+    let template = workspace_dir().join("tests/templates/cli/missing-code-uri.yaml");
+    let resolved = workspace_dir().join("tests/fixtures/functions/no-such-function");
+    check_message(
+        &[
+            "run",
+            "--template",
+            template.to_str().unwrap(),
+            "--no-listen",
+            "--until-idle",
+        ],
+        &[
+            "resource LostFunction",
+            "CodeUri ../../fixtures/functions/no-such-function is not a folder",
+            &format!("{} does not exist", resolved.display()),
+        ],
+        &["cargo"],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn parameter_overrides_reach_the_template_in_both_of_sams_spellings() {
+    let template = workspace_dir().join("tests/templates/cli/missing-code-uri.yaml");
+    let template = template.to_str().unwrap();
+    for spelling in [
+        "Code=../../fixtures/functions/overridden",
+        "ParameterKey=Code,ParameterValue=../../fixtures/functions/overridden",
+    ] {
+        check_message(
+            &[
+                "run",
+                "--template",
+                template,
+                "--no-listen",
+                "--parameter-overrides",
+                "Code=../../fixtures/functions/first",
+                spelling,
+            ],
+            &["CodeUri ../../fixtures/functions/overridden is not a folder"],
+            &[],
+        )
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_function_is_refused_with_the_known_ones() {
+    check_message(
+        &[
+            "run",
+            "--function",
+            "Shiping",
+            "--no-listen",
+            "--until-idle",
+        ],
+        &[
+            "--function Shiping: template.yaml has no function of that logical id or name",
+            "it has ShippingFunction",
+        ],
+        &[],
+    )
+    .await;
+}
