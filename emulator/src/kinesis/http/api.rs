@@ -5,7 +5,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
 use super::error::{ApiError, ErrorKind};
-use super::{records, shards, streams};
+use super::{policies, records, shards, streams};
 use crate::kinesis::EmbeddedKinesis;
 
 /// The operations served, by their `X-Amz-Target` names.
@@ -13,10 +13,12 @@ pub(super) const OPERATIONS: &[&str] = &[
     "AddTagsToStream",
     "CreateStream",
     "DecreaseStreamRetentionPeriod",
+    "DeleteResourcePolicy",
     "DeleteStream",
     "DescribeStream",
     "DescribeStreamSummary",
     "GetRecords",
+    "GetResourcePolicy",
     "GetShardIterator",
     "IncreaseStreamRetentionPeriod",
     "ListShards",
@@ -25,6 +27,7 @@ pub(super) const OPERATIONS: &[&str] = &[
     "MergeShards",
     "PutRecord",
     "PutRecords",
+    "PutResourcePolicy",
     "RemoveTagsFromStream",
     "SplitShard",
     "UpdateShardCount",
@@ -38,6 +41,8 @@ pub(super) type TagKey = (String, SystemTime);
 pub(super) struct Api {
     pub(super) kinesis: EmbeddedKinesis,
     tags: Mutex<HashMap<TagKey, BTreeMap<String, String>>>,
+    /// Each stream's resource policy, kept by the same key as its tags.
+    policies: Mutex<HashMap<TagKey, String>>,
 }
 
 impl Api {
@@ -45,6 +50,7 @@ impl Api {
         Self {
             kinesis,
             tags: Mutex::default(),
+            policies: Mutex::default(),
         }
     }
 
@@ -52,6 +58,18 @@ impl Api {
         // Every change to the map is a single insert or removal: a panic elsewhere cannot
         // leave it half-changed.
         self.tags.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(super) fn policies(&self) -> MutexGuard<'_, HashMap<TagKey, String>> {
+        // As for tags: each change is a single insert or removal.
+        self.policies.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The key that tags and policies of `stream` (a name or ARN) are kept by: its name and
+    /// creation time, so that a stream deleted and created again starts without either.
+    pub(super) fn stream_key(&self, stream: &str) -> Result<TagKey, ApiError> {
+        let summary = self.kinesis.describe_stream_summary(stream)?;
+        Ok((summary.name, summary.created))
     }
 
     /// Runs `operation` on a request body; the answer body, empty for operations that answer
@@ -76,6 +94,9 @@ impl Api {
             "PutRecords" => records::put_records(self, body),
             "GetShardIterator" => records::get_shard_iterator(self, body),
             "GetRecords" => records::get_records(self, body),
+            "PutResourcePolicy" => policies::put_resource_policy(self, body),
+            "GetResourcePolicy" => policies::get_resource_policy(self, body),
+            "DeleteResourcePolicy" => policies::delete_resource_policy(self, body),
             _ => Err(ApiError::new(
                 ErrorKind::UnknownOperation,
                 format!(

@@ -15,6 +15,8 @@ use crate::kinesis::StreamSummary;
 
 /// The most tags a stream may carry.
 const MAX_TAGS_PER_STREAM: usize = 50;
+/// The most tags one `AddTagsToStream` call may add.
+const MAX_TAGS_PER_CALL: usize = 10;
 /// How many shards `DescribeStream` returns at most, and by default.
 const DESCRIBE_STREAM_PAGE: usize = 100;
 /// How many streams `ListStreams` returns at most, and by default.
@@ -120,6 +122,7 @@ pub(super) fn delete_stream(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError>
     let key = tag_key(api, stream)?;
     api.kinesis.delete_stream(stream)?;
     api.tags().remove(&key);
+    api.policies().remove(&key);
     Ok(Vec::new())
 }
 
@@ -381,8 +384,13 @@ pub(super) fn change_retention(
 
 /// Where a stream's tags are kept: its name and creation time.
 fn tag_key(api: &Api, stream: &str) -> Result<TagKey, ApiError> {
-    let summary = api.kinesis.describe_stream_summary(stream)?;
-    Ok((summary.name, summary.created))
+    api.stream_key(stream)
+}
+
+/// Whether a tag key or value may hold `c`: Unicode letters and digits, spaces (not tabs or
+/// line breaks) and `_ . / = + - @` (docs/kinesis.md, "Tags").
+fn tag_character(c: char) -> bool {
+    c.is_alphanumeric() || (c.is_whitespace() && !c.is_control()) || "_./=+-@".contains(c)
 }
 
 /// Checks tags about to be added to a stream that has `existing` ones.
@@ -397,6 +405,14 @@ fn check_tags(
                 "Tag `{key}` of stream {stream}: keys have 1 to 128 characters, values at most \
                  256"
             )));
+        }
+        for (what, text) in [("key", key), ("value", value)] {
+            if let Some(bad) = text.chars().find(|&c| !tag_character(c)) {
+                return Err(ApiError::invalid_argument(format!(
+                    "Tag {what} {text:?} of stream {stream} holds the character {bad:?}: tag \
+                     keys and values may hold only letters, digits, spaces and _ . / = + - @"
+                )));
+            }
         }
     }
     let total = existing.len()
@@ -434,6 +450,13 @@ pub(super) fn add_tags(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
         input.stream_arn.as_deref(),
     )?;
     let added = required(input.tags, "Tags")?;
+    if added.len() > MAX_TAGS_PER_CALL {
+        return Err(ApiError::invalid_argument(format!(
+            "AddTagsToStream on stream {stream} gives {} tags; one call adds at most \
+             {MAX_TAGS_PER_CALL}",
+            added.len()
+        )));
+    }
     let key = tag_key(api, stream)?;
     let mut tags = api.tags();
     let existing = tags.entry(key).or_default();
