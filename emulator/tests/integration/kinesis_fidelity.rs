@@ -1,6 +1,7 @@
 //! The embedded Kinesis answers as Kinesis does where clients read the answer: the API
-//! model's validation (every violation listed, before anything is looked up), resource
-//! policies, quoted shard iterators, tag rules, and iterators that are not echoed back whole.
+//! model's validation (every violation listed, before anything is looked up), on-demand
+//! streams, resource policies, quoted shard iterators, tag rules, and iterators that are not
+//! echoed back whole.
 //! Each behaviour through `aws-sdk-kinesis`, and all of them through boto3 in
 //! `tests/kinesis_http/test_boto3_fidelity.py`. The rules are in docs/kinesis.md.
 //!
@@ -9,7 +10,9 @@
 use std::path::Path;
 
 use aws_sdk_kinesis::primitives::Blob;
-use aws_sdk_kinesis::types::{PutRecordsRequestEntry, ShardIteratorType};
+use aws_sdk_kinesis::types::{
+    PutRecordsRequestEntry, ShardIteratorType, StreamMode, StreamModeDetails,
+};
 use kinesis_esm::kinesis::EmbeddedKinesis;
 use kinesis_esm::kinesis::http;
 
@@ -310,6 +313,118 @@ async fn tags_hold_only_the_characters_and_counts_kinesis_allows() {
 }
 
 #[tokio::test]
+async fn a_stream_without_a_shard_count_is_on_demand_and_can_switch_modes() {
+    let kinesis = EmbeddedKinesis::new();
+    let (_server, client) = serve(&kinesis).await;
+    client
+        .create_stream()
+        .stream_name("elastic")
+        .send()
+        .await
+        .unwrap();
+    create(&client, "fixed", 2).await;
+    let mode = |stream: &'static str| {
+        let client = client.clone();
+        async move {
+            let summary = client
+                .describe_stream_summary()
+                .stream_name(stream)
+                .send()
+                .await
+                .unwrap()
+                .stream_description_summary
+                .unwrap();
+            let described = client
+                .describe_stream()
+                .stream_name(stream)
+                .send()
+                .await
+                .unwrap()
+                .stream_description
+                .unwrap();
+            assert_eq!(
+                described.stream_mode_details, summary.stream_mode_details,
+                "{stream}"
+            );
+            (
+                summary.stream_mode_details.unwrap().stream_mode,
+                summary.open_shard_count,
+            )
+        }
+    };
+    assert_eq!(mode("elastic").await, (StreamMode::OnDemand, 4));
+    assert_eq!(mode("fixed").await, (StreamMode::Provisioned, 2));
+    let listed = client.list_streams().send().await.unwrap();
+    let modes: Vec<_> = listed
+        .stream_summaries
+        .unwrap()
+        .into_iter()
+        .map(|summary| {
+            (
+                summary.stream_name,
+                summary.stream_mode_details.unwrap().stream_mode,
+            )
+        })
+        .collect();
+    assert_eq!(
+        modes,
+        [
+            ("elastic".to_owned(), StreamMode::OnDemand),
+            ("fixed".to_owned(), StreamMode::Provisioned)
+        ]
+    );
+
+    let details = |mode| {
+        StreamModeDetails::builder()
+            .stream_mode(mode)
+            .build()
+            .unwrap()
+    };
+    client
+        .update_stream_mode()
+        .stream_arn(kinesis.stream_arn("elastic"))
+        .stream_mode_details(details(StreamMode::Provisioned))
+        .send()
+        .await
+        .unwrap();
+    client
+        .update_stream_mode()
+        .stream_arn(kinesis.stream_arn("fixed"))
+        .stream_mode_details(details(StreamMode::OnDemand))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(mode("elastic").await, (StreamMode::Provisioned, 4));
+    assert_eq!(mode("fixed").await, (StreamMode::OnDemand, 2));
+
+    check_failure(
+        failure(
+            client
+                .create_stream()
+                .stream_name("both")
+                .shard_count(1)
+                .stream_mode_details(details(StreamMode::OnDemand))
+                .send()
+                .await,
+        ),
+        "InvalidArgumentException",
+        "takes no ShardCount",
+    );
+    check_failure(
+        failure(
+            client
+                .update_stream_mode()
+                .stream_arn(kinesis.stream_arn("missing"))
+                .stream_mode_details(details(StreamMode::OnDemand))
+                .send()
+                .await,
+        ),
+        "ResourceNotFoundException",
+        "missing",
+    );
+}
+
+#[tokio::test]
 async fn boto3_sees_the_same_answers() {
     venv();
     crate::support::init_logging();
@@ -331,7 +446,7 @@ async fn boto3_sees_the_same_answers() {
     );
     // unittest reports on stderr; a suite that found no tests must not pass for one that ran.
     assert!(
-        report.contains("Ran 4 tests") && report.contains("\nOK"),
+        report.contains("Ran 5 tests") && report.contains("\nOK"),
         "{report}"
     );
 }

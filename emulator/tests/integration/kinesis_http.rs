@@ -1424,11 +1424,11 @@ async fn the_envelope_answers_with_kinesis_error_bodies() {
         call(
             &server,
             "CreateStream",
-            &json!({"StreamName": "s", "StreamModeDetails": {"StreamMode": "ON_DEMAND"}}),
+            &json!({"StreamName": "s", "StreamModeDetails": {"StreamMode": "ON_DEMAND"}, "ShardCount": 2}),
         )
         .await,
         "InvalidArgumentException",
-        "PROVISIONED streams only",
+        "takes no ShardCount",
     );
     assert_eq!(
         call(

@@ -1,5 +1,5 @@
 """boto3 against the embedded Kinesis: the answers clients read (validation, resource
-policies, quoted iterators, tag rules), as `kinesis_fidelity.rs` checks them with the Rust SDK.
+policies, on-demand streams, quoted iterators, tag rules), as `kinesis_fidelity.rs` checks them with the Rust SDK.
 
 Run by `cargo test -p kinesis-esm --test integration kinesis_fidelity`, which starts the
 endpoint and passes KINESIS_ENDPOINT_URL.
@@ -83,6 +83,22 @@ class Fidelity(unittest.TestCase):
             self.kinesis.describe_stream_summary,
             StreamName="missing-" + self.stream,
         )
+
+    def test_on_demand_streams(self):
+        stream = self.stream + "-elastic"
+        self.kinesis.create_stream(StreamName=stream)
+        self.kinesis.get_waiter("stream_exists").wait(StreamName=stream)
+        summary = self.kinesis.describe_stream_summary(StreamName=stream)[
+            "StreamDescriptionSummary"
+        ]
+        self.assertEqual(summary["StreamModeDetails"], {"StreamMode": "ON_DEMAND"})
+        self.assertEqual(summary["OpenShardCount"], 4)
+        self.kinesis.update_stream_mode(
+            StreamARN=summary["StreamARN"],
+            StreamModeDetails={"StreamMode": "PROVISIONED"},
+        )
+        described = self.kinesis.describe_stream(StreamName=stream)["StreamDescription"]
+        self.assertEqual(described["StreamModeDetails"], {"StreamMode": "PROVISIONED"})
 
     def test_resource_policies(self):
         get = lambda: self.kinesis.get_resource_policy(ResourceARN=self.arn)["Policy"]

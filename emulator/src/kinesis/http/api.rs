@@ -1,6 +1,6 @@
 //! The Kinesis operations this endpoint serves, each from a JSON request to a JSON answer.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
@@ -31,6 +31,7 @@ pub(super) const OPERATIONS: &[&str] = &[
     "RemoveTagsFromStream",
     "SplitShard",
     "UpdateShardCount",
+    "UpdateStreamMode",
 ];
 
 /// One stream's tags. A stream is known by its name and creation time, so that a stream
@@ -43,6 +44,8 @@ pub(super) struct Api {
     tags: Mutex<HashMap<TagKey, BTreeMap<String, String>>>,
     /// Each stream's resource policy, kept by the same key as its tags.
     policies: Mutex<HashMap<TagKey, String>>,
+    /// The streams in `ON_DEMAND` mode; the others are `PROVISIONED`.
+    on_demand: Mutex<HashSet<TagKey>>,
 }
 
 impl Api {
@@ -51,6 +54,7 @@ impl Api {
             kinesis,
             tags: Mutex::default(),
             policies: Mutex::default(),
+            on_demand: Mutex::default(),
         }
     }
 
@@ -63,6 +67,13 @@ impl Api {
     pub(super) fn policies(&self) -> MutexGuard<'_, HashMap<TagKey, String>> {
         // As for tags: each change is a single insert or removal.
         self.policies.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(super) fn on_demand(&self) -> MutexGuard<'_, HashSet<TagKey>> {
+        // As for tags: each change is a single insert or removal.
+        self.on_demand
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The key that tags and policies of `stream` (a name or ARN) are kept by: its name and
@@ -81,6 +92,7 @@ impl Api {
             "DescribeStream" => streams::describe_stream(self, body),
             "DescribeStreamSummary" => streams::describe_stream_summary(self, body),
             "ListStreams" => streams::list_streams(self, body),
+            "UpdateStreamMode" => streams::update_stream_mode(self, body),
             "IncreaseStreamRetentionPeriod" => streams::change_retention(self, body, true),
             "DecreaseStreamRetentionPeriod" => streams::change_retention(self, body, false),
             "AddTagsToStream" => streams::add_tags(self, body),

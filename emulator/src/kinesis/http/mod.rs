@@ -31,7 +31,7 @@
 //! `UnknownOperationException`.
 //!
 //! **Operations.** `CreateStream`, `DeleteStream`, `DescribeStream`, `DescribeStreamSummary`,
-//! `ListStreams`, `ListShards` (paging with `NextToken` and `MaxResults`, every `ShardFilter`
+//! `ListStreams`, `UpdateStreamMode`, `ListShards` (paging with `NextToken` and `MaxResults`, every `ShardFilter`
 //! type, `ExclusiveStartShardId`), `PutRecord`, `PutRecords`, `GetShardIterator`, `GetRecords`,
 //! `SplitShard`, `MergeShards`, `UpdateShardCount`, `IncreaseStreamRetentionPeriod`,
 //! `DecreaseStreamRetentionPeriod`, `AddTagsToStream`, `RemoveTagsFromStream`,
@@ -52,7 +52,9 @@
 //!   AWS SDK for Java sends CBOR unless told not to (`AWS_CBOR_DISABLE=true` for 1.x,
 //!   `-Daws.cborEnabled=false` for 2.x), and a CBOR request gets a `SerializationException`
 //!   saying so.
-//! - Streams are provisioned: `CreateStream` needs a `ShardCount`, and refuses `ON_DEMAND`.
+//! - `ON_DEMAND` streams (what `CreateStream` without a `ShardCount` makes, with 4 shards) are
+//!   a mode and nothing more: they do not scale by themselves, and resharding calls work on
+//!   them as on `PROVISIONED` ones. `UpdateStreamMode` switches at once, as often as asked.
 //! - `StreamId` members are ignored, as are a `StreamARN` sent along with `GetRecords` (the
 //!   iterator alone says what is read) and `SequenceNumberForOrdering` beyond its shape
 //!   (records are numbered in arrival order anyway).
