@@ -1,6 +1,6 @@
 //! The embedded Kinesis answers as Kinesis does where clients read the answer: the API
 //! model's validation (every violation listed, before anything is looked up), on-demand
-//! streams, resource policies, quoted shard iterators, tag rules, and iterators that are not
+//! streams, resource policies, shard ids read by their number, quoted shard iterators, tag rules, and iterators that are not
 //! echoed back whole.
 //! Each behaviour through `aws-sdk-kinesis`, and all of them through boto3 in
 //! `tests/kinesis_http/test_boto3_fidelity.py`. The rules are in docs/kinesis.md.
@@ -252,6 +252,73 @@ async fn a_quoted_shard_iterator_reads_and_a_bad_one_is_not_echoed() {
 }
 
 #[tokio::test]
+async fn shard_ids_are_read_by_their_number() {
+    let kinesis = EmbeddedKinesis::new();
+    let (_server, client) = serve(&kinesis).await;
+    create(&client, "orders", 2).await;
+    for given in [
+        "shardId-000000000001",
+        "shardId-1",
+        "shard-0001",
+        "x-1",
+        "1",
+    ] {
+        let iterator = client
+            .get_shard_iterator()
+            .stream_name("orders")
+            .shard_id(given)
+            .shard_iterator_type(ShardIteratorType::TrimHorizon)
+            .send()
+            .await
+            .unwrap_or_else(|error| panic!("{given}: {error:?}"))
+            .shard_iterator
+            .unwrap();
+        let read = client
+            .get_records()
+            .shard_iterator(iterator)
+            .send()
+            .await
+            .unwrap();
+        assert!(read.next_shard_iterator.is_some(), "{given}");
+    }
+    // A split names its shard the same way; the children are numbered after it.
+    client
+        .split_shard()
+        .stream_name("orders")
+        .shard_to_split("shard-0")
+        .new_starting_hash_key((1u128 << 125).to_string())
+        .send()
+        .await
+        .unwrap();
+    let shards = client
+        .list_shards()
+        .stream_name("orders")
+        .send()
+        .await
+        .unwrap()
+        .shards
+        .unwrap();
+    assert_eq!(shards.len(), 4);
+    assert_eq!(
+        shards[2].parent_shard_id.as_deref(),
+        Some("shardId-000000000000")
+    );
+    check_failure(
+        failure(
+            client
+                .get_shard_iterator()
+                .stream_name("orders")
+                .shard_id("shardId-7")
+                .shard_iterator_type(ShardIteratorType::TrimHorizon)
+                .send()
+                .await,
+        ),
+        "ResourceNotFoundException",
+        "shardId-000000000007",
+    );
+}
+
+#[tokio::test]
 async fn tags_hold_only_the_characters_and_counts_kinesis_allows() {
     let kinesis = EmbeddedKinesis::new();
     let (_server, client) = serve(&kinesis).await;
@@ -446,7 +513,7 @@ async fn boto3_sees_the_same_answers() {
     );
     // unittest reports on stderr; a suite that found no tests must not pass for one that ran.
     assert!(
-        report.contains("Ran 5 tests") && report.contains("\nOK"),
+        report.contains("Ran 6 tests") && report.contains("\nOK"),
         "{report}"
     );
 }

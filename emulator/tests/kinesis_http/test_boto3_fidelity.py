@@ -139,6 +139,21 @@ class Fidelity(unittest.TestCase):
         )
         self.assertNotIn("Z" * 400, message)
 
+    def test_shard_ids_are_read_by_their_number(self):
+        for given in ["shardId-000000000000", "shardId-0", "shard-0", "x-0", "0"]:
+            iterator = self.kinesis.get_shard_iterator(
+                StreamName=self.stream, ShardId=given, ShardIteratorType="TRIM_HORIZON"
+            )["ShardIterator"]
+            self.assertIn("NextShardIterator", self.kinesis.get_records(ShardIterator=iterator))
+        self.fails(
+            "ResourceNotFoundException",
+            "shardId-000000000007",
+            self.kinesis.get_shard_iterator,
+            StreamName=self.stream,
+            ShardId="shardId-7",
+            ShardIteratorType="TRIM_HORIZON",
+        )
+
     def test_tag_rules(self):
         for key, value in [("a;b", "v"), ("k", "tab\there"), ("k", "100%")]:
             self.fails(

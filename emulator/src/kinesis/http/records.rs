@@ -15,7 +15,8 @@ use super::validation::{
     HASH_KEY, PARTITION_KEY, SEQUENCE_NUMBER, SHARD_ID, SHARD_ITERATOR, Violations,
 };
 use super::wire::{
-    Timestamp, WireHashKeyRange, check_stream, epoch_seconds, named_stream, parse, reply,
+    Timestamp, WireHashKeyRange, check_stream, epoch_seconds, named_stream, normalized_shard_id,
+    parse, reply,
 };
 use crate::kinesis::{MAX_GET_RECORDS_LIMIT, MAX_PUT_RECORDS_ENTRIES, PutRecordsEntry};
 use crate::sequence::SequenceNumber;
@@ -274,7 +275,8 @@ pub(super) fn get_shard_iterator(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiE
         input.stream_name.as_deref(),
         input.stream_arn.as_deref(),
     )?;
-    let (shard_id, kind) = (shard_id.unwrap_or_default(), kind.unwrap_or_default());
+    let shard_id = normalized_shard_id(shard_id.unwrap_or_default());
+    let kind = kind.unwrap_or_default();
     let sequence_number = || {
         let text = input.starting_sequence_number.as_deref().ok_or_else(|| {
             ApiError::invalid_argument(format!(
@@ -302,7 +304,7 @@ pub(super) fn get_shard_iterator(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiE
     };
     let shard_iterator = api
         .kinesis
-        .get_shard_iterator(stream, shard_id, &position)?;
+        .get_shard_iterator(stream, &shard_id, &position)?;
     Ok(reply(&GetShardIteratorOutput { shard_iterator }))
 }
 

@@ -1,6 +1,7 @@
 //! How requests are read and answers written: JSON 1.1 bodies, timestamps as epoch seconds,
 //! streams named by name or ARN, and the shapes several operations share.
 
+use std::borrow::Cow;
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Deserializer, Serialize};
@@ -140,6 +141,20 @@ pub(super) fn named_stream<'a>(
     }
 }
 
+/// A shard id as Kinesis reads it: the number after its last `-` (or a bare number) names
+/// the shard, so `shardId-1`, `shard-0001`, `x-1` and `1` are all `shardId-000000000001`
+/// (docs/kinesis.md, "Shard ids"). Anything else is kept as given.
+pub(super) fn normalized_shard_id(shard_id: &str) -> Cow<'_, str> {
+    let number = shard_id.rsplit('-').next().unwrap_or(shard_id);
+    let is_number = !number.is_empty() && number.bytes().all(|byte| byte.is_ascii_digit());
+    match number.parse::<u64>() {
+        Ok(number) if is_number && number < 1_000_000_000_000 => {
+            Cow::Owned(format!("shardId-{number:012}"))
+        }
+        _ => Cow::Borrowed(shard_id),
+    }
+}
+
 /// A hash key range: decimal text, as the API spells 128-bit numbers.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "PascalCase")]
@@ -275,6 +290,27 @@ mod tests {
             stream_of(&kinesis, None, Some("orders")).map_err(|error| error.kind),
             Err(ErrorKind::Validation)
         );
+    }
+
+    #[test]
+    fn shard_ids_are_read_by_their_number() {
+        for given in [
+            "shardId-000000000001",
+            "shardId-1",
+            "shard-1",
+            "x-0001",
+            "1",
+        ] {
+            assert_eq!(
+                normalized_shard_id(given),
+                "shardId-000000000001",
+                "{given}"
+            );
+        }
+        assert_eq!(normalized_shard_id("0"), "shardId-000000000000");
+        for kept in ["shardId-", "orders", "shardId-1a", "shardId-1000000000000"] {
+            assert_eq!(normalized_shard_id(kept), kept);
+        }
     }
 
     #[test]
