@@ -492,6 +492,44 @@ async fn a_stream_without_a_shard_count_is_on_demand_and_can_switch_modes() {
 }
 
 #[tokio::test]
+async fn a_body_declared_over_the_limit_is_answered_413_before_it_is_sent() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let kinesis = EmbeddedKinesis::new();
+    let (server, _client) = serve(&kinesis).await;
+    let mut connection = tokio::net::TcpStream::connect(server.local_addr())
+        .await
+        .unwrap();
+    // Only the head is sent: the answer must come without the 17 MiB the head announces.
+    let head = format!(
+        "POST / HTTP/1.1\r\nHost: {}\r\nContent-Type: application/x-amz-json-1.1\r\n\
+         X-Amz-Target: Kinesis_20131202.PutRecords\r\nContent-Length: {}\r\n\r\n",
+        server.local_addr(),
+        17 * 1024 * 1024
+    );
+    connection.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = vec![0; 4096];
+    let read = crate::support::within_timeout("the 413 answer", connection.read(&mut answer))
+        .await
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer[..read]);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(answer.contains("larger than 16777216 bytes"), "{answer}");
+
+    // Under the limit, the same envelope is served.
+    let (status, _, _) = crate::kinesis_http::exchange(
+        &server,
+        "POST",
+        &[
+            ("Content-Type", "application/x-amz-json-1.1"),
+            ("X-Amz-Target", "Kinesis_20131202.ListStreams"),
+        ],
+        "{}",
+    )
+    .await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
 async fn boto3_sees_the_same_answers() {
     venv();
     crate::support::init_logging();

@@ -1301,7 +1301,7 @@ async fn the_event_source_mapping_reads_the_endpoint_across_a_split() {
 }
 
 /// One raw HTTP exchange: status, headers (lowercase names) and body.
-async fn exchange(
+pub(crate) async fn exchange(
     server: &ServerHandle,
     method: &str,
     headers: &[(&str, &str)],
