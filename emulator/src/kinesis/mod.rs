@@ -336,6 +336,23 @@ impl fmt::Debug for EmbeddedKinesis {
     }
 }
 
+/// What an unreadable shard iterator is told apart by: its length and first characters, never
+/// the whole text, which may be long and is the client's own (docs/kinesis.md, "Shard
+/// iterators").
+fn invalid_iterator_message(shard_iterator: &str) -> String {
+    const SHOWN: usize = 16;
+    let length = shard_iterator.chars().count();
+    if length <= SHOWN {
+        format!("Invalid ShardIterator `{shard_iterator}`: it is not one GetShardIterator gave")
+    } else {
+        let start: String = shard_iterator.chars().take(SHOWN).collect();
+        format!(
+            "Invalid ShardIterator `{start}...` ({length} characters): it is not one \
+             GetShardIterator gave"
+        )
+    }
+}
+
 impl EmbeddedKinesis {
     /// An embedded Kinesis with the defaults: region `us-east-1`, account `000000000000`,
     /// 24-hour retention, 5-minute iterators, 500 open shards, the system clock.
@@ -671,7 +688,7 @@ impl EmbeddedKinesis {
         }
         let token =
             IteratorToken::decode(shard_iterator).ok_or_else(|| SourceError::InvalidArgument {
-                message: format!("Invalid ShardIterator `{shard_iterator}`"),
+                message: invalid_iterator_message(shard_iterator),
             })?;
         let (_, now_ms) = self.now();
         if now_ms.saturating_sub(token.issued_ms) > duration_millis(self.inner.iterator_ttl) {

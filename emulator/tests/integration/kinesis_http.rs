@@ -47,7 +47,7 @@ fn kinesis_on_manual_clock() -> (EmbeddedKinesis, ManualClock) {
 }
 
 /// Serves `kinesis` on a free port, with an SDK client pointed at it.
-async fn serve(kinesis: &EmbeddedKinesis) -> (ServerHandle, Client) {
+pub(crate) async fn serve(kinesis: &EmbeddedKinesis) -> (ServerHandle, Client) {
     crate::support::init_logging();
     let server = http::serve(kinesis.clone(), "127.0.0.1:0".parse().unwrap())
         .await
@@ -60,7 +60,7 @@ async fn serve(kinesis: &EmbeddedKinesis) -> (ServerHandle, Client) {
 }
 
 /// The exception name, message and HTTP status of a failed SDK call.
-fn failure<T: std::fmt::Debug, E: ProvideErrorMetadata + std::fmt::Debug>(
+pub(crate) fn failure<T: std::fmt::Debug, E: ProvideErrorMetadata + std::fmt::Debug>(
     result: Result<T, SdkError<E, aws_sdk_kinesis::config::http::HttpResponse>>,
 ) -> (String, String, u16) {
     let error = result.expect_err("the call should have failed");
@@ -73,7 +73,11 @@ fn failure<T: std::fmt::Debug, E: ProvideErrorMetadata + std::fmt::Debug>(
 }
 
 #[track_caller]
-fn check_failure(actual: (String, String, u16), expected_code: &str, expected_message_part: &str) {
+pub(crate) fn check_failure(
+    actual: (String, String, u16),
+    expected_code: &str,
+    expected_message_part: &str,
+) {
     let (code, message, status) = actual;
     assert_eq!(
         (code.as_str(), status),
@@ -86,7 +90,7 @@ fn check_failure(actual: (String, String, u16), expected_code: &str, expected_me
     );
 }
 
-async fn create(client: &Client, stream: &str, shards: i32) {
+pub(crate) async fn create(client: &Client, stream: &str, shards: i32) {
     client
         .create_stream()
         .stream_name(stream)
@@ -914,8 +918,8 @@ async fn sdk_errors_carry_kinesis_exception_names() {
                 .send()
                 .await,
         ),
-        "InvalidArgumentException",
-        "between 1 and 10000",
+        "ValidationException",
+        "Member must have value less than or equal to 10000",
     );
     check_failure(
         failure(
@@ -974,7 +978,7 @@ async fn sdk_errors_carry_kinesis_exception_names() {
                 .await,
         ),
         "ValidationException",
-        "StreamName",
+        "Value 'bad name' at 'streamName'",
     );
 }
 
@@ -1297,7 +1301,7 @@ async fn the_event_source_mapping_reads_the_endpoint_across_a_split() {
 }
 
 /// One raw HTTP exchange: status, headers (lowercase names) and body.
-async fn exchange(
+pub(crate) async fn exchange(
     server: &ServerHandle,
     method: &str,
     headers: &[(&str, &str)],
@@ -1403,7 +1407,7 @@ async fn the_envelope_answers_with_kinesis_error_bodies() {
     check_error_body(
         call(&server, "CreateStream", &json!({"ShardCount": 1})).await,
         "ValidationException",
-        "Value null at 'StreamName'",
+        "Value null at 'streamName'",
     );
     check_error_body(
         call(
@@ -1413,17 +1417,18 @@ async fn the_envelope_answers_with_kinesis_error_bodies() {
         )
         .await,
         "ValidationException",
-        "ShardCount",
+        "Value '0' at 'shardCount' failed to satisfy constraint: Member must have value greater \
+         than or equal to 1",
     );
     check_error_body(
         call(
             &server,
             "CreateStream",
-            &json!({"StreamName": "s", "StreamModeDetails": {"StreamMode": "ON_DEMAND"}}),
+            &json!({"StreamName": "s", "StreamModeDetails": {"StreamMode": "ON_DEMAND"}, "ShardCount": 2}),
         )
         .await,
         "InvalidArgumentException",
-        "PROVISIONED streams only",
+        "takes no ShardCount",
     );
     assert_eq!(
         call(
@@ -1452,7 +1457,8 @@ async fn the_envelope_answers_with_kinesis_error_bodies() {
         )
         .await,
         "ValidationException",
-        "between 1 and 500",
+        "at 'records' failed to satisfy constraint: Member must have length greater than or \
+         equal to 1",
     );
 
     let (status, _, body) = exchange(&server, "POST", &[], "{}").await;

@@ -26,7 +26,7 @@ const TIMED_STREAM: &str = "timed";
 const QUARTER: u128 = 1 << 126;
 
 /// The project virtualenv with the pinned boto3 and aws CLI, installed on first use.
-fn venv() -> &'static Path {
+pub(crate) fn venv() -> &'static Path {
     static VENV: OnceLock<PathBuf> = OnceLock::new();
     VENV.get_or_init(|| {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kinesis_http/python-tools");
@@ -65,7 +65,7 @@ async fn serve() -> (ServerHandle, EmbeddedKinesis) {
 
 /// A command of the virtualenv with an environment of its own: fixed credentials and region,
 /// no AWS configuration files, no instance metadata.
-fn command(program: &str, endpoint: &str) -> tokio::process::Command {
+pub(crate) fn command(program: &str, endpoint: &str) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(venv().join("bin").join(program));
     command
         .env_clear()
@@ -83,7 +83,7 @@ fn command(program: &str, endpoint: &str) -> tokio::process::Command {
     command
 }
 
-async fn finish(what: &str, command: &mut tokio::process::Command) -> Output {
+pub(crate) async fn finish(what: &str, command: &mut tokio::process::Command) -> Output {
     tokio::time::timeout(CLIENT_TIMEOUT, command.output())
         .await
         .unwrap_or_else(|_| panic!("{what} took longer than {CLIENT_TIMEOUT:?}"))

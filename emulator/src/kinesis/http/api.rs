@@ -1,11 +1,11 @@
 //! The Kinesis operations this endpoint serves, each from a JSON request to a JSON answer.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
 use super::error::{ApiError, ErrorKind};
-use super::{records, shards, streams};
+use super::{policies, records, shards, streams};
 use crate::kinesis::EmbeddedKinesis;
 
 /// The operations served, by their `X-Amz-Target` names.
@@ -13,10 +13,12 @@ pub(super) const OPERATIONS: &[&str] = &[
     "AddTagsToStream",
     "CreateStream",
     "DecreaseStreamRetentionPeriod",
+    "DeleteResourcePolicy",
     "DeleteStream",
     "DescribeStream",
     "DescribeStreamSummary",
     "GetRecords",
+    "GetResourcePolicy",
     "GetShardIterator",
     "IncreaseStreamRetentionPeriod",
     "ListShards",
@@ -25,9 +27,11 @@ pub(super) const OPERATIONS: &[&str] = &[
     "MergeShards",
     "PutRecord",
     "PutRecords",
+    "PutResourcePolicy",
     "RemoveTagsFromStream",
     "SplitShard",
     "UpdateShardCount",
+    "UpdateStreamMode",
 ];
 
 /// One stream's tags. A stream is known by its name and creation time, so that a stream
@@ -38,6 +42,10 @@ pub(super) type TagKey = (String, SystemTime);
 pub(super) struct Api {
     pub(super) kinesis: EmbeddedKinesis,
     tags: Mutex<HashMap<TagKey, BTreeMap<String, String>>>,
+    /// Each stream's resource policy, kept by the same key as its tags.
+    policies: Mutex<HashMap<TagKey, String>>,
+    /// The streams in `ON_DEMAND` mode; the others are `PROVISIONED`.
+    on_demand: Mutex<HashSet<TagKey>>,
 }
 
 impl Api {
@@ -45,6 +53,8 @@ impl Api {
         Self {
             kinesis,
             tags: Mutex::default(),
+            policies: Mutex::default(),
+            on_demand: Mutex::default(),
         }
     }
 
@@ -52,6 +62,25 @@ impl Api {
         // Every change to the map is a single insert or removal: a panic elsewhere cannot
         // leave it half-changed.
         self.tags.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(super) fn policies(&self) -> MutexGuard<'_, HashMap<TagKey, String>> {
+        // As for tags: each change is a single insert or removal.
+        self.policies.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(super) fn on_demand(&self) -> MutexGuard<'_, HashSet<TagKey>> {
+        // As for tags: each change is a single insert or removal.
+        self.on_demand
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The key that tags and policies of `stream` (a name or ARN) are kept by: its name and
+    /// creation time, so that a stream deleted and created again starts without either.
+    pub(super) fn stream_key(&self, stream: &str) -> Result<TagKey, ApiError> {
+        let summary = self.kinesis.describe_stream_summary(stream)?;
+        Ok((summary.name, summary.created))
     }
 
     /// Runs `operation` on a request body; the answer body, empty for operations that answer
@@ -63,6 +92,7 @@ impl Api {
             "DescribeStream" => streams::describe_stream(self, body),
             "DescribeStreamSummary" => streams::describe_stream_summary(self, body),
             "ListStreams" => streams::list_streams(self, body),
+            "UpdateStreamMode" => streams::update_stream_mode(self, body),
             "IncreaseStreamRetentionPeriod" => streams::change_retention(self, body, true),
             "DecreaseStreamRetentionPeriod" => streams::change_retention(self, body, false),
             "AddTagsToStream" => streams::add_tags(self, body),
@@ -76,6 +106,9 @@ impl Api {
             "PutRecords" => records::put_records(self, body),
             "GetShardIterator" => records::get_shard_iterator(self, body),
             "GetRecords" => records::get_records(self, body),
+            "PutResourcePolicy" => policies::put_resource_policy(self, body),
+            "GetResourcePolicy" => policies::get_resource_policy(self, body),
+            "DeleteResourcePolicy" => policies::delete_resource_policy(self, body),
             _ => Err(ApiError::new(
                 ErrorKind::UnknownOperation,
                 format!(

@@ -83,14 +83,6 @@ impl ApiError {
         Self::new(ErrorKind::Validation, message)
     }
 
-    /// A required member that the request left out, in the words AWS validation uses.
-    pub(super) fn missing(member: &str) -> Self {
-        Self::validation(format!(
-            "1 validation error detected: Value null at '{member}' failed to satisfy \
-             constraint: Member must not be null"
-        ))
-    }
-
     /// The JSON body: `{"__type": "...Exception", "message": "..."}`.
     pub(super) fn body(&self) -> Vec<u8> {
         #[derive(Serialize)]

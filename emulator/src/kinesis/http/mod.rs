@@ -31,11 +31,18 @@
 //! `UnknownOperationException`.
 //!
 //! **Operations.** `CreateStream`, `DeleteStream`, `DescribeStream`, `DescribeStreamSummary`,
-//! `ListStreams`, `ListShards` (paging with `NextToken` and `MaxResults`, every `ShardFilter`
+//! `ListStreams`, `UpdateStreamMode`, `ListShards` (paging with `NextToken` and `MaxResults`, every `ShardFilter`
 //! type, `ExclusiveStartShardId`), `PutRecord`, `PutRecords`, `GetShardIterator`, `GetRecords`,
 //! `SplitShard`, `MergeShards`, `UpdateShardCount`, `IncreaseStreamRetentionPeriod`,
-//! `DecreaseStreamRetentionPeriod`, `AddTagsToStream`, `RemoveTagsFromStream` and
-//! `ListTagsForStream`. Wherever the API takes a `StreamName` it takes a `StreamARN` too.
+//! `DecreaseStreamRetentionPeriod`, `AddTagsToStream`, `RemoveTagsFromStream`,
+//! `ListTagsForStream`, and `PutResourcePolicy`, `GetResourcePolicy` and
+//! `DeleteResourcePolicy` (policies are kept, not enforced). Wherever the API takes a
+//! `StreamName` it takes a `StreamARN` too.
+//!
+//! **Validation** comes first: a request is checked against the API model's constraints
+//! before anything is looked up, and one `ValidationException` lists every violation, in
+//! Kinesis' words (`validation.rs`; the rules in `docs/kinesis.md`, section 4). A
+//! `ShardIterator` in literal double quotes is read without them, as Kinesis reads it.
 //!
 //! **Differences from Kinesis**, besides those of the embedded Kinesis itself (streams are
 //! `ACTIVE` at once, no throttling; see [`super`]):
@@ -45,10 +52,12 @@
 //!   AWS SDK for Java sends CBOR unless told not to (`AWS_CBOR_DISABLE=true` for 1.x,
 //!   `-Daws.cborEnabled=false` for 2.x), and a CBOR request gets a `SerializationException`
 //!   saying so.
-//! - Streams are provisioned: `CreateStream` needs a `ShardCount`, and refuses `ON_DEMAND`.
+//! - `ON_DEMAND` streams (what `CreateStream` without a `ShardCount` makes, with 4 shards) are
+//!   a mode and nothing more: they do not scale by themselves, and resharding calls work on
+//!   them as on `PROVISIONED` ones. `UpdateStreamMode` switches at once, as often as asked.
 //! - `StreamId` members are ignored, as are a `StreamARN` sent along with `GetRecords` (the
-//!   iterator alone says what is read) and `SequenceNumberForOrdering` (records are numbered
-//!   in arrival order anyway).
+//!   iterator alone says what is read) and `SequenceNumberForOrdering` beyond its shape
+//!   (records are numbered in arrival order anyway).
 //! - `PutRecords` answers `FailedRecordCount: 0`: no record fails on its own, and a record that
 //!   breaks a rule fails the whole call.
 //! - A `NextToken` of `ListShards` cannot come with a `ShardFilter` either: it carries its own.
@@ -58,10 +67,12 @@
 
 mod api;
 mod error;
+mod policies;
 mod records;
 mod server;
 mod shards;
 mod streams;
+mod validation;
 mod wire;
 
 use std::fmt;

@@ -11,8 +11,12 @@ use serde::{Deserialize, Serialize, Serializer};
 
 use super::api::Api;
 use super::error::{ApiError, ErrorKind};
+use super::validation::{
+    HASH_KEY, PARTITION_KEY, SEQUENCE_NUMBER, SHARD_ID, SHARD_ITERATOR, Violations,
+};
 use super::wire::{
-    Timestamp, WireHashKeyRange, check_name, epoch_seconds, parse, reply, required, stream_of,
+    Timestamp, WireHashKeyRange, check_stream, epoch_seconds, named_stream, normalized_shard_id,
+    parse, reply,
 };
 use crate::kinesis::{MAX_GET_RECORDS_LIMIT, MAX_PUT_RECORDS_ENTRIES, PutRecordsEntry};
 use crate::sequence::SequenceNumber;
@@ -29,19 +33,34 @@ fn decode_data(data: &str, record: Option<usize>) -> Result<Bytes, ApiError> {
     })
 }
 
-/// A record to put, with its position in the request for error messages.
+/// Checks a record to put against the API's shapes; `record` is its position in a
+/// `PutRecords` request.
+fn check_entry(
+    violations: &mut Violations,
+    data: Option<&str>,
+    partition_key: Option<&str>,
+    explicit_hash_key: Option<&str>,
+    record: Option<usize>,
+) {
+    let member = |name: &str| match record {
+        Some(position) => format!("Records.{position}.{name}"),
+        None => name.to_owned(),
+    };
+    violations.required(data, &member("Data"));
+    let partition_key = violations.required(partition_key, &member("PartitionKey"));
+    violations.text(&member("PartitionKey"), partition_key, PARTITION_KEY);
+    violations.text(&member("ExplicitHashKey"), explicit_hash_key, HASH_KEY);
+}
+
+/// A record to put, checked already, with its position in the request for error messages.
 fn entry(
     data: Option<&str>,
     partition_key: Option<String>,
     explicit_hash_key: Option<String>,
     record: Option<usize>,
 ) -> Result<PutRecordsEntry, ApiError> {
-    let member = |name: &str| match record {
-        Some(position) => format!("Records.{position}.{name}"),
-        None => name.to_owned(),
-    };
-    let data = decode_data(required(data, &member("Data"))?, record)?;
-    let partition_key: Arc<str> = required(partition_key, &member("PartitionKey"))?.into();
+    let data = decode_data(data.unwrap_or_default(), record)?;
+    let partition_key: Arc<str> = partition_key.unwrap_or_default().into();
     let entry = PutRecordsEntry::new(partition_key, data);
     Ok(match explicit_hash_key {
         Some(key) => entry.with_explicit_hash_key(key),
@@ -74,16 +93,30 @@ struct PutRecordOutput<'a> {
 /// Kinesis numbers the records of a partition key in the order they arrive anyway.
 pub(super) fn put_record(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
     let input: PutRecordInput<'_> = parse(body)?;
-    let stream = stream_of(
+    let mut violations = Violations::new();
+    check_stream(
+        &mut violations,
+        input.stream_name.as_deref(),
+        input.stream_arn.as_deref(),
+    );
+    check_entry(
+        &mut violations,
+        input.data.as_deref(),
+        input.partition_key.as_deref(),
+        input.explicit_hash_key.as_deref(),
+        None,
+    );
+    violations.text(
+        "SequenceNumberForOrdering",
+        input.sequence_number_for_ordering.as_deref(),
+        SEQUENCE_NUMBER,
+    );
+    violations.finish()?;
+    let stream = named_stream(
         &api.kinesis,
         input.stream_name.as_deref(),
         input.stream_arn.as_deref(),
     )?;
-    if let Some(ordering) = &input.sequence_number_for_ordering {
-        ordering
-            .parse::<SequenceNumber>()
-            .map_err(|error| ApiError::validation(format!("SequenceNumberForOrdering: {error}")))?;
-    }
     let record = entry(
         input.data.as_deref(),
         input.partition_key,
@@ -136,20 +169,35 @@ struct PutRecordsResultEntry<'a> {
 /// so `FailedRecordCount` is always 0; a record that breaks a rule fails the whole call.
 pub(super) fn put_records(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
     let input: PutRecordsInput<'_> = parse(body)?;
-    let stream = stream_of(
+    let mut violations = Violations::new();
+    check_stream(
+        &mut violations,
+        input.stream_name.as_deref(),
+        input.stream_arn.as_deref(),
+    );
+    let records = violations.required(input.records, "Records");
+    violations.list_length(
+        "Records",
+        records.as_ref().map(Vec::len),
+        1,
+        MAX_PUT_RECORDS_ENTRIES,
+    );
+    for (position, record) in records.iter().flatten().enumerate() {
+        check_entry(
+            &mut violations,
+            record.data.as_deref(),
+            record.partition_key.as_deref(),
+            record.explicit_hash_key.as_deref(),
+            Some(position),
+        );
+    }
+    violations.finish()?;
+    let stream = named_stream(
         &api.kinesis,
         input.stream_name.as_deref(),
         input.stream_arn.as_deref(),
     )?;
-    let records = required(input.records, "Records")?;
-    if records.is_empty() || records.len() > MAX_PUT_RECORDS_ENTRIES {
-        return Err(ApiError::validation(format!(
-            "1 validation error detected: Value at 'Records' (of stream {stream}) holds {} \
-             records and failed to satisfy constraint: Member must have length between 1 and \
-             {MAX_PUT_RECORDS_ENTRIES}",
-            records.len()
-        )));
-    }
+    let records = records.unwrap_or_default();
     let entries = records
         .into_iter()
         .enumerate()
@@ -194,17 +242,41 @@ struct GetShardIteratorOutput {
     shard_iterator: String,
 }
 
+/// The values of `ShardIteratorType`, in the model's order.
+const ITERATOR_TYPES: [&str; 5] = [
+    "AT_SEQUENCE_NUMBER",
+    "AFTER_SEQUENCE_NUMBER",
+    "TRIM_HORIZON",
+    "LATEST",
+    "AT_TIMESTAMP",
+];
+
 /// `GetShardIterator`.
 pub(super) fn get_shard_iterator(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
     let input: GetShardIteratorInput = parse(body)?;
-    let stream = stream_of(
+    let mut violations = Violations::new();
+    check_stream(
+        &mut violations,
+        input.stream_name.as_deref(),
+        input.stream_arn.as_deref(),
+    );
+    let shard_id = violations.required(input.shard_id.as_deref(), "ShardId");
+    violations.text("ShardId", shard_id, SHARD_ID);
+    let kind = violations.required(input.shard_iterator_type.as_deref(), "ShardIteratorType");
+    violations.one_of("ShardIteratorType", kind, &ITERATOR_TYPES);
+    violations.text(
+        "StartingSequenceNumber",
+        input.starting_sequence_number.as_deref(),
+        SEQUENCE_NUMBER,
+    );
+    violations.finish()?;
+    let stream = named_stream(
         &api.kinesis,
         input.stream_name.as_deref(),
         input.stream_arn.as_deref(),
     )?;
-    let shard_id = required(input.shard_id.as_deref(), "ShardId")?;
-    check_name(shard_id, "ShardId")?;
-    let kind = required(input.shard_iterator_type.as_deref(), "ShardIteratorType")?;
+    let shard_id = normalized_shard_id(shard_id.unwrap_or_default());
+    let kind = kind.unwrap_or_default();
     let sequence_number = || {
         let text = input.starting_sequence_number.as_deref().ok_or_else(|| {
             ApiError::invalid_argument(format!(
@@ -213,14 +285,14 @@ pub(super) fn get_shard_iterator(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiE
             ))
         })?;
         text.parse::<SequenceNumber>()
-            .map_err(|error| ApiError::validation(format!("StartingSequenceNumber: {error}")))
+            .map_err(|error| ApiError::invalid_argument(format!("StartingSequenceNumber: {error}")))
     };
     let position = match kind {
         "TRIM_HORIZON" => IteratorPosition::TrimHorizon,
         "LATEST" => IteratorPosition::Latest,
         "AT_SEQUENCE_NUMBER" => IteratorPosition::AtSequenceNumber(sequence_number()?),
         "AFTER_SEQUENCE_NUMBER" => IteratorPosition::AfterSequenceNumber(sequence_number()?),
-        "AT_TIMESTAMP" => {
+        _ => {
             let Timestamp(time) = input.timestamp.ok_or_else(|| {
                 ApiError::invalid_argument(format!(
                     "ShardIteratorType AT_TIMESTAMP on shard {shard_id} of stream {stream} \
@@ -229,17 +301,10 @@ pub(super) fn get_shard_iterator(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiE
             })?;
             IteratorPosition::AtTimestamp(time)
         }
-        other => {
-            return Err(ApiError::validation(format!(
-                "1 validation error detected: Value '{other}' at 'shardIteratorType' failed to \
-                 satisfy constraint: Member must satisfy enum value set: [AT_SEQUENCE_NUMBER, \
-                 AFTER_SEQUENCE_NUMBER, TRIM_HORIZON, LATEST, AT_TIMESTAMP]"
-            )));
-        }
     };
     let shard_iterator = api
         .kinesis
-        .get_shard_iterator(stream, shard_id, &position)?;
+        .get_shard_iterator(stream, &shard_id, &position)?;
     Ok(reply(&GetShardIteratorOutput { shard_iterator }))
 }
 
@@ -305,22 +370,29 @@ impl<'a> From<&'a ChildShard> for WireChildShard<'a> {
     }
 }
 
+/// A shard iterator without the literal double quotes some clients wrap it in: Kinesis reads
+/// `"\"AAAA...\""` as `AAAA...` (docs/kinesis.md, "Shard iterators").
+fn unquoted(iterator: &str) -> &str {
+    iterator
+        .strip_prefix('"')
+        .and_then(|inner| inner.strip_suffix('"'))
+        .unwrap_or(iterator)
+}
+
 /// `GetRecords`: up to `Limit` records (10,000 when not given). A `StreamARN` may come along,
 /// but the iterator alone says what is read.
 pub(super) fn get_records(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
     let input: GetRecordsInput = parse(body)?;
-    let iterator = required(input.shard_iterator.as_deref(), "ShardIterator")?;
-    let limit = match input.limit {
-        None => MAX_GET_RECORDS_LIMIT,
-        Some(limit) => usize::try_from(limit)
-            .ok()
-            .filter(|limit| (1..=MAX_GET_RECORDS_LIMIT).contains(limit))
-            .ok_or_else(|| {
-                ApiError::invalid_argument(format!(
-                    "GetRecords Limit {limit} must be between 1 and {MAX_GET_RECORDS_LIMIT}"
-                ))
-            })?,
-    };
+    let mut violations = Violations::new();
+    let iterator = violations.required(input.shard_iterator.as_deref(), "ShardIterator");
+    let iterator = iterator.map(unquoted);
+    violations.text("ShardIterator", iterator, SHARD_ITERATOR);
+    violations.number("Limit", input.limit, 1, MAX_GET_RECORDS_LIMIT as i64);
+    violations.finish()?;
+    let iterator = iterator.unwrap_or_default();
+    let limit = input
+        .limit
+        .map_or(MAX_GET_RECORDS_LIMIT, |limit| limit as usize);
     let output = api.kinesis.get_records(iterator, limit)?;
     Ok(reply(&GetRecordsOutput {
         records: output.records.iter().map(WireRecord::from).collect(),

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt as _, Full, Limited};
+use http_body_util::{BodyExt as _, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
-use hyper::header::{CONTENT_TYPE, HeaderValue};
+use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
 use hyper::http::request::Parts;
 use hyper::{Method, Request, Response, StatusCode};
 use tokio::net::{TcpListener, TcpStream};
@@ -103,6 +103,14 @@ async fn serve_connection(stream: TcpStream, api: Arc<Served>, mut stop: watch::
     let _ = connection.await;
 }
 
+/// Why a request body could not be read.
+enum BodyError {
+    /// Longer than `MAX_REQUEST_BYTES`, declared so or found so while reading.
+    TooLarge,
+    /// The connection failed while it was read.
+    Unreadable(String),
+}
+
 /// Answers one request: reads the envelope, runs the operation, wraps its answer or error.
 async fn respond(served: &Served, request: Request<Incoming>) -> Response<Full<Bytes>> {
     if let Some((path, document)) = &served.document
@@ -119,11 +127,36 @@ async fn respond(served: &Served, request: Request<Incoming>) -> Response<Full<B
     let (parts, body) = request.into_parts();
     // The body is read whatever the envelope holds, so that the connection can carry the next
     // request after an error.
-    let body = Limited::new(body, MAX_REQUEST_BYTES).collect().await;
+    // A body declared larger than the limit is refused before it is uploaded: the answer goes
+    // out at once and the connection closes without reading the rest.
+    let declared_too_large = parts
+        .headers
+        .get(CONTENT_LENGTH)
+        .and_then(|length| length.to_str().ok()?.parse::<u64>().ok())
+        .is_some_and(|length| length > MAX_REQUEST_BYTES as u64);
+    let body = if declared_too_large {
+        Err(BodyError::TooLarge)
+    } else {
+        Limited::new(body, MAX_REQUEST_BYTES)
+            .collect()
+            .await
+            .map_err(|error| {
+                if error.downcast_ref::<LengthLimitError>().is_some() {
+                    BodyError::TooLarge
+                } else {
+                    BodyError::Unreadable(error.to_string())
+                }
+            })
+    };
+    let too_large = matches!(body, Err(BodyError::TooLarge));
     let operation = operation_of(&parts);
     let result = match (&operation, body) {
         (Err(error), _) => Err(error.clone()),
-        (Ok(_), Err(error)) => Err(ApiError::new(
+        (Ok(_), Err(BodyError::TooLarge)) => Err(ApiError::new(
+            ErrorKind::Serialization,
+            format!("The request body is larger than {MAX_REQUEST_BYTES} bytes"),
+        )),
+        (Ok(_), Err(BodyError::Unreadable(error))) => Err(ApiError::new(
             ErrorKind::Serialization,
             format!("Could not read the request body (at most {MAX_REQUEST_BYTES} bytes): {error}"),
         )),
@@ -154,7 +187,12 @@ async fn respond(served: &Served, request: Request<Incoming>) -> Response<Full<B
                 detail = error.message,
                 "Kinesis API call failed"
             );
-            (error.kind.status(), error.body())
+            let status = if too_large {
+                StatusCode::PAYLOAD_TOO_LARGE
+            } else {
+                error.kind.status()
+            };
+            (status, error.body())
         }
     };
     let mut response = Response::new(Full::new(Bytes::from(body)));

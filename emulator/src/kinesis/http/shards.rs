@@ -8,7 +8,10 @@ use serde::{Deserialize, Serialize};
 
 use super::api::Api;
 use super::error::{ApiError, ErrorKind};
-use super::wire::{Timestamp, WireShard, check_name, count_in, parse, reply, required, stream_of};
+use super::wire::{
+    Timestamp, WireShard, check_name, count_in, normalized_shard_id, parse, reply, required,
+    stream_of,
+};
 use crate::kinesis::{ScalingType, ShardLifetime};
 use crate::source::Shard;
 
@@ -326,7 +329,8 @@ pub(super) fn split_shard(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
     let shard = required(input.shard_to_split.as_deref(), "ShardToSplit")?;
     check_name(shard, "ShardToSplit")?;
     let key = required(input.new_starting_hash_key.as_deref(), "NewStartingHashKey")?;
-    api.kinesis.split_shard(stream, shard, key)?;
+    api.kinesis
+        .split_shard(stream, &normalized_shard_id(shard), key)?;
     Ok(Vec::new())
 }
 
@@ -355,7 +359,11 @@ pub(super) fn merge_shards(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> 
         "AdjacentShardToMerge",
     )?;
     check_name(adjacent, "AdjacentShardToMerge")?;
-    api.kinesis.merge_shards(stream, shard, adjacent)?;
+    api.kinesis.merge_shards(
+        stream,
+        &normalized_shard_id(shard),
+        &normalized_shard_id(adjacent),
+    )?;
     Ok(Vec::new())
 }
 

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::api::{Api, TagKey};
 use super::error::{ApiError, ErrorKind};
+use super::validation::{STREAM_ARN, STREAM_NAME, Violations};
 use super::wire::{
     WireShard, check_name, count_in, epoch_seconds, parse, reply, required, stream_of,
 };
@@ -15,22 +16,35 @@ use crate::kinesis::StreamSummary;
 
 /// The most tags a stream may carry.
 const MAX_TAGS_PER_STREAM: usize = 50;
+/// The most tags one `AddTagsToStream` call may add.
+const MAX_TAGS_PER_CALL: usize = 10;
 /// How many shards `DescribeStream` returns at most, and by default.
 const DESCRIBE_STREAM_PAGE: usize = 100;
 /// How many streams `ListStreams` returns at most, and by default.
 const LIST_STREAMS_PAGE: usize = 100;
 
-/// `StreamModeDetails`: the embedded Kinesis only has provisioned streams.
+/// `StreamModeDetails`: `PROVISIONED` or `ON_DEMAND`.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 struct StreamModeDetails {
     stream_mode: Option<String>,
 }
 
+/// The values of `StreamMode`.
+const STREAM_MODES: [&str; 2] = ["PROVISIONED", "ON_DEMAND"];
+/// The shards an `ON_DEMAND` stream starts with (docs/kinesis.md, "Capacity modes").
+const ON_DEMAND_SHARDS: u32 = 4;
+
 impl StreamModeDetails {
-    fn provisioned() -> Self {
+    /// The mode of a stream, kept by the key of its tags.
+    fn of(api: &Api, key: &TagKey) -> Self {
+        let mode = if api.on_demand().contains(key) {
+            "ON_DEMAND"
+        } else {
+            "PROVISIONED"
+        };
         Self {
-            stream_mode: Some("PROVISIONED".to_owned()),
+            stream_mode: Some(mode.to_owned()),
         }
     }
 }
@@ -57,28 +71,40 @@ struct CreateStreamInput {
     max_record_size_in_ki_b: Option<i64>,
 }
 
-/// `CreateStream`: a provisioned stream, `ACTIVE` when the call returns.
+/// `CreateStream`: `ACTIVE` when the call returns. Without a `ShardCount` (or with
+/// `StreamMode` `ON_DEMAND`) the stream is `ON_DEMAND` with 4 shards, as Kinesis makes it.
 pub(super) fn create_stream(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
     let input: CreateStreamInput = parse(body)?;
-    let name = required(input.stream_name, "StreamName")?;
-    check_name(&name, "StreamName")?;
+    let mut violations = Violations::new();
+    let name = violations.required(input.stream_name, "StreamName");
+    violations.text("StreamName", name.as_deref(), STREAM_NAME);
+    violations.number("ShardCount", input.shard_count, 1, i64::from(u32::MAX));
     let mode = input
         .stream_mode_details
         .and_then(|details| details.stream_mode);
-    if let Some(mode) = mode.filter(|mode| mode != "PROVISIONED") {
-        return Err(ApiError::invalid_argument(format!(
-            "StreamMode {mode} of stream {name} is not supported: the embedded Kinesis serves \
-             PROVISIONED streams only; give a ShardCount"
-        )));
-    }
-    let shard_count = input.shard_count.ok_or_else(|| {
-        ApiError::invalid_argument(format!(
-            "ShardCount is required to create stream {name}: the embedded Kinesis serves \
-             PROVISIONED streams only"
-        ))
-    })?;
-    let shard_count = count_in(shard_count, 1..=i64::from(u32::MAX), "ShardCount")?;
-    if input.warm_throughput_mi_bps.is_some_and(|warm| warm != 0) {
+    violations.one_of(
+        "StreamModeDetails.StreamMode",
+        mode.as_deref(),
+        &STREAM_MODES,
+    );
+    violations.finish()?;
+    let name = name.unwrap_or_default();
+    let on_demand = match (mode.as_deref(), input.shard_count) {
+        (Some("ON_DEMAND"), Some(_)) => {
+            return Err(ApiError::invalid_argument(format!(
+                "Stream {name} is ON_DEMAND: its shards are Kinesis' to choose, so it takes no \
+                 ShardCount"
+            )));
+        }
+        (Some("PROVISIONED"), None) => {
+            return Err(ApiError::invalid_argument(format!(
+                "Stream {name} is PROVISIONED: give its ShardCount"
+            )));
+        }
+        (Some("ON_DEMAND"), None) | (None, None) => true,
+        _ => false,
+    };
+    if !on_demand && input.warm_throughput_mi_bps.is_some_and(|warm| warm != 0) {
         return Err(ApiError::invalid_argument(format!(
             "WarmThroughputMiBps applies to ON_DEMAND streams; stream {name} is PROVISIONED"
         )));
@@ -92,11 +118,52 @@ pub(super) fn create_stream(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError>
     let tags = input.tags.unwrap_or_default();
     check_tags(&name, &BTreeMap::new(), &tags)?;
 
-    let shard_count = u32::try_from(shard_count).expect("checked against u32::MAX");
+    let shard_count = match input.shard_count {
+        Some(count) => u32::try_from(count).expect("checked against u32::MAX"),
+        None => ON_DEMAND_SHARDS,
+    };
     api.kinesis.create_stream(&name, shard_count)?;
+    let key = tag_key(api, &name)?;
+    if on_demand {
+        api.on_demand().insert(key.clone());
+    }
     if !tags.is_empty() {
-        let key = tag_key(api, &name)?;
         api.tags().insert(key, tags);
+    }
+    Ok(Vec::new())
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct UpdateStreamModeInput {
+    #[serde(rename = "StreamARN")]
+    stream_arn: Option<String>,
+    stream_mode_details: Option<StreamModeDetails>,
+}
+
+/// `UpdateStreamMode`: switches a stream between `PROVISIONED` and `ON_DEMAND`; its shards
+/// stay as they are.
+pub(super) fn update_stream_mode(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
+    let input: UpdateStreamModeInput = parse(body)?;
+    let mut violations = Violations::new();
+    let arn = violations.required(input.stream_arn, "StreamARN");
+    violations.text("StreamARN", arn.as_deref(), STREAM_ARN);
+    let details = violations.required(input.stream_mode_details, "StreamModeDetails");
+    let mode = details.and_then(|details| {
+        violations.required(details.stream_mode, "StreamModeDetails.StreamMode")
+    });
+    violations.one_of(
+        "StreamModeDetails.StreamMode",
+        mode.as_deref(),
+        &STREAM_MODES,
+    );
+    violations.finish()?;
+    let key = tag_key(api, &arn.unwrap_or_default())?;
+    let mut on_demand = api.on_demand();
+    if mode.as_deref() == Some("ON_DEMAND") {
+        on_demand.insert(key);
+    } else {
+        on_demand.remove(&key);
     }
     Ok(Vec::new())
 }
@@ -120,6 +187,8 @@ pub(super) fn delete_stream(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError>
     let key = tag_key(api, stream)?;
     api.kinesis.delete_stream(stream)?;
     api.tags().remove(&key);
+    api.on_demand().remove(&key);
+    api.policies().remove(&key);
     Ok(Vec::new())
 }
 
@@ -154,10 +223,11 @@ pub(super) fn describe_stream_summary(api: &Api, body: &[u8]) -> Result<Vec<u8>,
         input.stream_arn.as_deref(),
     )?;
     let summary = api.kinesis.describe_stream_summary(stream)?;
+    let key = (summary.name.clone(), summary.created);
     Ok(reply(&DescribeStreamSummaryOutput {
         stream_description_summary: WireStreamSummary {
             stream_status: summary.status.as_str(),
-            stream_mode_details: StreamModeDetails::provisioned(),
+            stream_mode_details: StreamModeDetails::of(api, &key),
             retention_period_hours: retention_hours(&summary),
             stream_creation_timestamp: epoch_seconds(summary.created),
             enhanced_monitoring: NO_ENHANCED_MONITORING,
@@ -236,10 +306,11 @@ pub(super) fn describe_stream(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiErro
         })
         .collect();
     let has_more_shards = after_start.len() > page;
+    let key = (summary.name.clone(), summary.created);
     Ok(reply(&DescribeStreamOutput {
         stream_description: WireStreamDescription {
             stream_status: summary.status.as_str(),
-            stream_mode_details: StreamModeDetails::provisioned(),
+            stream_mode_details: StreamModeDetails::of(api, &key),
             shards: after_start
                 .into_iter()
                 .take(page)
@@ -323,7 +394,10 @@ pub(super) fn list_streams(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> 
             .into_iter()
             .map(|summary| WireListedStream {
                 stream_status: summary.status.as_str(),
-                stream_mode_details: StreamModeDetails::provisioned(),
+                stream_mode_details: StreamModeDetails::of(
+                    api,
+                    &(summary.name.clone(), summary.created),
+                ),
                 stream_creation_timestamp: epoch_seconds(summary.created),
                 stream_name: summary.name,
                 stream_arn: summary.arn,
@@ -381,8 +455,13 @@ pub(super) fn change_retention(
 
 /// Where a stream's tags are kept: its name and creation time.
 fn tag_key(api: &Api, stream: &str) -> Result<TagKey, ApiError> {
-    let summary = api.kinesis.describe_stream_summary(stream)?;
-    Ok((summary.name, summary.created))
+    api.stream_key(stream)
+}
+
+/// Whether a tag key or value may hold `c`: Unicode letters and digits, spaces (not tabs or
+/// line breaks) and `_ . / = + - @` (docs/kinesis.md, "Tags").
+fn tag_character(c: char) -> bool {
+    c.is_alphanumeric() || (c.is_whitespace() && !c.is_control()) || "_./=+-@".contains(c)
 }
 
 /// Checks tags about to be added to a stream that has `existing` ones.
@@ -397,6 +476,14 @@ fn check_tags(
                 "Tag `{key}` of stream {stream}: keys have 1 to 128 characters, values at most \
                  256"
             )));
+        }
+        for (what, text) in [("key", key), ("value", value)] {
+            if let Some(bad) = text.chars().find(|&c| !tag_character(c)) {
+                return Err(ApiError::invalid_argument(format!(
+                    "Tag {what} {text:?} of stream {stream} holds the character {bad:?}: tag \
+                     keys and values may hold only letters, digits, spaces and _ . / = + - @"
+                )));
+            }
         }
     }
     let total = existing.len()
@@ -434,6 +521,13 @@ pub(super) fn add_tags(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
         input.stream_arn.as_deref(),
     )?;
     let added = required(input.tags, "Tags")?;
+    if added.len() > MAX_TAGS_PER_CALL {
+        return Err(ApiError::invalid_argument(format!(
+            "AddTagsToStream on stream {stream} gives {} tags; one call adds at most \
+             {MAX_TAGS_PER_CALL}",
+            added.len()
+        )));
+    }
     let key = tag_key(api, stream)?;
     let mut tags = api.tags();
     let existing = tags.entry(key).or_default();

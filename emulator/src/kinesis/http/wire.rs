@@ -1,11 +1,13 @@
 //! How requests are read and answers written: JSON 1.1 bodies, timestamps as epoch seconds,
 //! streams named by name or ARN, and the shapes several operations share.
 
+use std::borrow::Cow;
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::error::{ApiError, ErrorKind};
+use super::validation::{SHARD_ID, STREAM_ARN, STREAM_NAME, Violations};
 use crate::kinesis::EmbeddedKinesis;
 use crate::source::{HashKeyRange, Shard};
 
@@ -32,7 +34,10 @@ pub(super) fn reply<T: Serialize>(output: &T) -> Vec<u8> {
 
 /// A required member, or the validation error for its absence.
 pub(super) fn required<T>(value: Option<T>, member: &str) -> Result<T, ApiError> {
-    value.ok_or_else(|| ApiError::missing(member))
+    let mut violations = Violations::new();
+    let value = violations.required(value, member);
+    violations.finish()?;
+    Ok(value.expect("a missing value is a violation"))
 }
 
 /// The latest timestamp a request may carry (the year 9999 or so), far below where times
@@ -87,47 +92,41 @@ pub(super) fn epoch_seconds(time: SystemTime) -> f64 {
     millis as f64 / 1000.0
 }
 
-/// Checks a stream name or shard id against the API's pattern `[a-zA-Z0-9_.-]+`, 1 to 128
+/// Checks a stream name or shard id against the API's shape: `[a-zA-Z0-9_.-]+`, 1 to 128
 /// characters.
 pub(super) fn check_name(value: &str, member: &str) -> Result<(), ApiError> {
-    let valid = (1..=128).contains(&value.len())
-        && value
-            .bytes()
-            .all(|byte| byte.is_ascii_alphanumeric() || b"_.-".contains(&byte));
-    if valid {
-        Ok(())
-    } else {
-        Err(ApiError::validation(format!(
-            "1 validation error detected: Value '{value}' at '{member}' failed to satisfy \
-             constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+ and \
-             have length between 1 and 128"
-        )))
-    }
+    let mut violations = Violations::new();
+    violations.text(member, Some(value), SHARD_ID);
+    violations.finish()
+}
+
+/// Checks the `StreamName` and `StreamARN` of a request against the API's shapes, adding what
+/// they break to `violations`.
+pub(super) fn check_stream(violations: &mut Violations, name: Option<&str>, arn: Option<&str>) {
+    violations.text("StreamName", name, STREAM_NAME);
+    violations.text("StreamARN", arn, STREAM_ARN);
 }
 
 /// The stream a request names, by `StreamName` or `StreamARN` (as the embedded Kinesis takes
-/// either). When both are given they must name the same stream.
+/// either). When both are given they must name the same stream. Both are checked against the
+/// API's shapes first.
 pub(super) fn stream_of<'a>(
     kinesis: &EmbeddedKinesis,
     name: Option<&'a str>,
     arn: Option<&'a str>,
 ) -> Result<&'a str, ApiError> {
-    if let Some(name) = name {
-        check_name(name, "StreamName")?;
-    }
-    if let Some(arn) = arn {
-        let shaped_like_an_arn = arn.starts_with("arn:aws")
-            && arn.contains(":kinesis:")
-            && arn.contains(":stream/")
-            && !arn.contains(char::is_whitespace);
-        if !shaped_like_an_arn {
-            return Err(ApiError::validation(format!(
-                "1 validation error detected: Value '{arn}' at 'StreamARN' failed to satisfy \
-                 constraint: Member must satisfy regular expression pattern: \
-                 arn:aws.*:kinesis:.*:\\d{{12}}:stream/\\S+"
-            )));
-        }
-    }
+    let mut violations = Violations::new();
+    check_stream(&mut violations, name, arn);
+    violations.finish()?;
+    named_stream(kinesis, name, arn)
+}
+
+/// The stream a request names, its `StreamName` and `StreamARN` already checked.
+pub(super) fn named_stream<'a>(
+    kinesis: &EmbeddedKinesis,
+    name: Option<&'a str>,
+    arn: Option<&'a str>,
+) -> Result<&'a str, ApiError> {
     match (name, arn) {
         (Some(name), Some(arn)) if kinesis.stream_arn(name) != arn => {
             Err(ApiError::invalid_argument(format!(
@@ -139,6 +138,20 @@ pub(super) fn stream_of<'a>(
         (None, None) => Err(ApiError::invalid_argument(
             "Either StreamName or StreamARN must be given",
         )),
+    }
+}
+
+/// A shard id as Kinesis reads it: the number after its last `-` (or a bare number) names
+/// the shard, so `shardId-1`, `shard-0001`, `x-1` and `1` are all `shardId-000000000001`
+/// (docs/kinesis.md, "Shard ids"). Anything else is kept as given.
+pub(super) fn normalized_shard_id(shard_id: &str) -> Cow<'_, str> {
+    let number = shard_id.rsplit('-').next().unwrap_or(shard_id);
+    let is_number = !number.is_empty() && number.bytes().all(|byte| byte.is_ascii_digit());
+    match number.parse::<u64>() {
+        Ok(number) if is_number && number < 1_000_000_000_000 => {
+            Cow::Owned(format!("shardId-{number:012}"))
+        }
+        _ => Cow::Borrowed(shard_id),
     }
 }
 
@@ -208,12 +221,11 @@ pub(super) fn count_in(
     if range.contains(&value) {
         Ok(usize::try_from(value).expect("the range lies within usize"))
     } else {
-        Err(ApiError::validation(format!(
-            "1 validation error detected: Value '{value}' at '{member}' failed to satisfy \
-             constraint: Member must have value between {} and {}",
-            range.start(),
-            range.end()
-        )))
+        let mut violations = Violations::new();
+        violations.number(member, Some(value), *range.start(), *range.end());
+        Err(violations
+            .finish()
+            .expect_err("the value lies outside the range"))
     }
 }
 
@@ -278,6 +290,27 @@ mod tests {
             stream_of(&kinesis, None, Some("orders")).map_err(|error| error.kind),
             Err(ErrorKind::Validation)
         );
+    }
+
+    #[test]
+    fn shard_ids_are_read_by_their_number() {
+        for given in [
+            "shardId-000000000001",
+            "shardId-1",
+            "shard-1",
+            "x-0001",
+            "1",
+        ] {
+            assert_eq!(
+                normalized_shard_id(given),
+                "shardId-000000000001",
+                "{given}"
+            );
+        }
+        assert_eq!(normalized_shard_id("0"), "shardId-000000000000");
+        for kept in ["shardId-", "orders", "shardId-1a", "shardId-1000000000000"] {
+            assert_eq!(normalized_shard_id(kept), kept);
+        }
     }
 
     #[test]
