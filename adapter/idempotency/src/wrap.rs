@@ -245,7 +245,9 @@ where
             self.expires_after,
             lambda_kinesis::invocation::deadline(),
         );
-        match self.store.take(&taking, now).await {
+        // The store's futures are boxed: an SDK request's future is large, and a debug build
+        // polls it on the stack of whatever runs the adapter.
+        match Box::pin(self.store.take(&taking, now)).await {
             Err(error) => Err(HandlerError::new(IdempotencyError::Take(error))),
             Ok(Take::Held(existing)) => settle_found(&taking, &existing),
             Ok(Take::Taken) => self.run(&taking, record, meta).await,
@@ -268,7 +270,8 @@ where
         };
         match settled {
             Some(outcome) => {
-                if let Err(error) = self.store.complete(&taken.completed(outcome)).await {
+                let completed = taken.completed(outcome);
+                if let Err(error) = Box::pin(self.store.complete(&completed)).await {
                     // The record settles all the same: its work is done, and holding it would
                     // only run the handler again once the in-progress mark lapses.
                     tracing::error!(
@@ -280,7 +283,7 @@ where
                 }
             }
             None => {
-                if let Err(error) = self.store.release(&taken.id).await {
+                if let Err(error) = Box::pin(self.store.release(&taken.id)).await {
                     tracing::error!(
                         key = %taken.id,
                         error = %error,
