@@ -9,7 +9,10 @@ use std::time::{Duration, SystemTime};
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
 };
-use end_to_end::aws::{LocalAws, within};
+use end_to_end::aws::{
+    LocalAws, ScratchDir, dynamodb_endpoint, kinesis_endpoint, kinesis_esm_run, shipments_held_at,
+    within, workspace_dir,
+};
 use lambda_kinesis::HandlerOutcome;
 use lambda_kinesis::lambda_runtime::Context;
 use lambda_kinesis::testing::{TestEvent, context_with_deadline};
@@ -17,6 +20,134 @@ use lambda_kinesis_idempotency::{
     DynamoDbStore, Idempotency, IdempotencyRecord, Status, Store, StoredOutcome, Take,
 };
 use shipping::Shipment;
+
+const SHIPMENTS: u64 = 20;
+const HELD: u64 = 9;
+
+/// The shipping function as `template.yaml` configures it, with its idempotency table named
+/// `table` and reading `stream`.
+fn shipping_template(stream: &str, table: &str) -> String {
+    format!(
+        r#"AWSTemplateFormatVersion: "2010-09-09"
+Transform: AWS::Serverless-2016-10-31
+Resources:
+  Stream:
+    Type: AWS::Kinesis::Stream
+    Properties:
+      Name: {stream}
+      ShardCount: 1
+  IdempotencyTable:
+    Type: AWS::DynamoDB::Table
+    Properties:
+      TableName: {table}
+      BillingMode: PAY_PER_REQUEST
+      AttributeDefinitions: [{{AttributeName: id, AttributeType: S}}]
+      KeySchema: [{{AttributeName: id, KeyType: HASH}}]
+  ShippingFunction:
+    Type: AWS::Serverless::Function
+    Metadata:
+      BuildMethod: rust-cargolambda
+      BuildProperties:
+        Binary: bootstrap
+    Properties:
+      CodeUri: '{code_uri}'
+      Handler: bootstrap
+      Runtime: provided.al2023
+      Timeout: 30
+      Environment:
+        Variables:
+          RUST_LOG: info
+          IDEMPOTENCY_TABLE: !Ref IdempotencyTable
+      Events:
+        Shipments:
+          Type: Kinesis
+          Properties:
+            Stream: !GetAtt Stream.Arn
+            StartingPosition: TRIM_HORIZON
+            BatchSize: 5
+            FunctionResponseTypes:
+              - ReportBatchItemFailures
+"#,
+        code_uri = workspace_dir().join("functions/shipping").display(),
+    )
+}
+
+/// The ids of the "shipment booked" lines of a run's log.
+fn booked_ids(log: &str) -> Vec<u64> {
+    log.lines()
+        .filter(|line| line.contains("shipment booked"))
+        .map(|line| {
+            let after = line
+                .split("shipment_id=")
+                .nth(1)
+                .unwrap_or_else(|| panic!("a booked line names its shipment: {line}"));
+            let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().expect("a shipment id")
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn over_the_emulator_a_restart_redelivers_yet_each_shipment_is_booked_once() {
+    let aws = LocalAws::connect().await;
+    let store = idempotency_table(&aws).await;
+    let stream = aws.create_stream("idempotency", 1).await;
+    aws.publish_shipments(&stream, &shipments_held_at(SHIPMENTS, HELD))
+        .await;
+    let scratch = ScratchDir::new("idempotency");
+    let template = scratch.join("template.yaml");
+    std::fs::write(&template, shipping_template(&stream, store.table())).unwrap();
+    let template = template.to_string_lossy().into_owned();
+    let kinesis = kinesis_endpoint();
+    let mut booked = Vec::new();
+    // Each run keeps its checkpoints in memory, so the second starts again at TRIM_HORIZON: every
+    // shipment in front of the held one comes again, and the held one with those behind it again
+    // and again within each run.
+    for run in ["first", "second"] {
+        let args = [
+            "--template",
+            template.as_str(),
+            "--kinesis-endpoint",
+            kinesis.as_str(),
+            "--no-listen",
+            "--until-idle",
+        ];
+        let mut command = kinesis_esm_run(&args).await;
+        command
+            .env("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_endpoint())
+            .env("AWS_ACCESS_KEY_ID", "local")
+            .env("AWS_SECRET_ACCESS_KEY", "local")
+            .env("RUST_LOG", "info");
+        let output = within(
+            &format!("the {run} run"),
+            command
+                .spawn()
+                .expect("kinesis-esm starts")
+                .wait_with_output(),
+        )
+        .await
+        .expect("its output");
+        let log = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "the {run} run ends held:\n{log}"
+        );
+        if run == "second" {
+            assert!(
+                log.contains("duplicate record"),
+                "the second run meets duplicates:\n{log}"
+            );
+        }
+        booked.extend(booked_ids(&log));
+    }
+    booked.sort_unstable();
+    assert_eq!(
+        booked,
+        (1..HELD).collect::<Vec<_>>(),
+        "each shipment in front of the held one is booked exactly once"
+    );
+}
 
 /// A table shaped as the template's `IdempotencyTable`: keyed `id`, a string.
 async fn idempotency_table(aws: &LocalAws) -> DynamoDbStore {
