@@ -12,6 +12,7 @@
 
 mod aws_faults;
 mod aws_fencing;
+mod aws_idempotency;
 mod aws_kill;
 mod aws_reads;
 mod aws_resharding;

@@ -74,6 +74,7 @@
 //! # Modules
 //!
 //! - [`handler`]: the traits behind the handler shapes (sealed; you never implement them).
+//! - [`invocation`]: the deadline of the invocation calling the handler.
 //! - [`settlement`]: what the adapter concluded about a batch, for tests and logs.
 //! - [`testing`]: builds in-memory events shaped like Lambda's and settles them.
 //! - [`wire`]: the event and response as they travel, for tower layers and the emulator.
@@ -84,6 +85,7 @@ pub mod aggregate;
 mod batch;
 pub mod handler;
 mod init;
+pub mod invocation;
 mod outcome;
 mod service;
 mod settle;

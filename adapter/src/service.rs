@@ -79,10 +79,10 @@ where
     /// Settles a batch as one invocation with `context` would, without Lambda.
     pub async fn settle(&self, batch: impl Into<KinesisBatch>, context: &Context) -> Settlement {
         let batch = batch.into();
-        let outcomes = self
+        let settle = self
             .handler
-            .settle(&batch, &self.options, Deadline::of(context))
-            .await;
+            .settle(&batch, &self.options, Deadline::of(context));
+        let outcomes = crate::invocation::scope(context, settle).await;
         Settlement::new(batch, outcomes)
     }
 

@@ -552,6 +552,13 @@ fn environment(
             .map_err(|reason| variables.unresolved(&name, reason))?;
         resolved.insert(name, text);
     }
+    // The local DynamoDB that `Ref` of a template's table names a table of (see `intrinsic.rs`)
+    // reaches the function the way the AWS SDK reads it, unless the function sets its own.
+    if let Ok(endpoint) = std::env::var(LOCAL_DYNAMODB_VARIABLE) {
+        resolved
+            .entry(LOCAL_DYNAMODB_VARIABLE.to_owned())
+            .or_insert(endpoint);
+    }
     Ok(resolved)
 }
 
@@ -603,6 +610,9 @@ fn logging_config(
         system_log_level,
     })
 }
+
+/// The variable that gives the emulator, and its functions, a local DynamoDB.
+const LOCAL_DYNAMODB_VARIABLE: &str = "AWS_ENDPOINT_URL_DYNAMODB";
 
 /// `Metadata.BuildMethod` and `Metadata.BuildProperties.Binary` (`bootstrap` when absent).
 fn build_metadata(logical_id: &str, resource: &Mapping) -> Result<(Option<String>, String), Fault> {

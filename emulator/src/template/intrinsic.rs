@@ -11,6 +11,12 @@ use super::TemplateOptions;
 /// The resource type whose `Ref` and `Arn` kinesis-esm knows.
 pub(super) const KINESIS_STREAM: &str = "AWS::Kinesis::Stream";
 
+/// The resource type whose `Ref` (its name) kinesis-esm gives, for a function's environment.
+const DYNAMODB_TABLE: &str = "AWS::DynamoDB::Table";
+
+/// The variable that gives functions a local DynamoDB; without it, `Ref` of a table is empty.
+const DYNAMODB_ENDPOINT_VARIABLE: &str = "AWS_ENDPOINT_URL_DYNAMODB";
+
 /// The pseudo-parameters a local run can answer, and how.
 const PSEUDO_PARAMETERS: &str =
     "AWS::Region, AWS::AccountId, AWS::Partition, AWS::StackName, AWS::URLSuffix";
@@ -211,12 +217,37 @@ impl<'t> Resolver<'t> {
         }
         match self.resource_type(name) {
             Some(KINESIS_STREAM) => self.stream_name(name).map(str::to_owned),
+            Some(DYNAMODB_TABLE) => self.table_name(name),
             Some(other) => Err(format!(
                 "kinesis-esm cannot know what Ref of resource {name} ({other}) would be"
             )),
             None => Err(format!(
                 "{name} is neither a parameter nor a resource of the template"
             )),
+        }
+    }
+
+    /// `Ref` of a DynamoDB table: its `TableName`, or `<stack>-<logical id>` as CloudFormation
+    /// starts the names it makes up. A local run has a table only where the functions are given a
+    /// local DynamoDB (`AWS_ENDPOINT_URL_DYNAMODB`); without one the name is empty, so that a
+    /// function reading it runs without the table rather than calling AWS.
+    fn table_name(&self, logical_id: &str) -> Result<String, String> {
+        if std::env::var_os(DYNAMODB_ENDPOINT_VARIABLE).is_none() {
+            tracing::warn!(
+                table = logical_id,
+                "no local DynamoDB ({DYNAMODB_ENDPOINT_VARIABLE} is not set): Ref of the table is \
+                 empty, and functions run without it"
+            );
+            return Ok(String::new());
+        }
+        let name = self
+            .resources
+            .get(logical_id)
+            .and_then(|resource| resource.get("Properties"))
+            .and_then(|properties| properties.get("TableName"));
+        match name {
+            Some(name) => self.text(name),
+            None => Ok(format!("{}-{logical_id}", self.stack_name)),
         }
     }
 

@@ -10,6 +10,7 @@ use std::future::Future;
 use lambda_kinesis::handler::{Handler, kind};
 use lambda_kinesis::tracing::{self, Instrument as _};
 use lambda_kinesis::{HandlerOutcome, KinesisAdapter};
+use lambda_kinesis_idempotency::{Idempotency, Store};
 use serde::{Deserialize, Serialize};
 
 /// The carriers this release's client books with.
@@ -103,6 +104,30 @@ pub fn function() -> KinesisAdapter<
     kind::Stateful<kind::Record>,
 > {
     KinesisAdapter::with_state(Carriers, ship)
+}
+
+/// The variable that names the idempotency table (the template's `IdempotencyTable`).
+pub const IDEMPOTENCY_TABLE_VARIABLE: &str = "IDEMPOTENCY_TABLE";
+
+/// The idempotency table a value of [`IDEMPOTENCY_TABLE_VARIABLE`] names: none when it is unset
+/// or empty (kinesis-esm gives an empty name when it has no local DynamoDB).
+pub fn idempotency_table(value: Option<&str>) -> Option<&str> {
+    value.map(str::trim).filter(|name| !name.is_empty())
+}
+
+/// The shipping function with each shipment booked once: [`ship`] with [`Carriers`], keyed by
+/// the shipment's id in `store`, so a shipment delivered again settles as it did the first time.
+pub fn idempotent_function<St: Store>(
+    store: St,
+) -> KinesisAdapter<
+    impl Handler<Shipment, kind::Stateful<kind::RecordWithMeta>>,
+    Shipment,
+    kind::Stateful<kind::RecordWithMeta>,
+> {
+    Idempotency::new(store)
+        .wrap_with_state(Carriers, ship)
+        .key(|shipment: &Shipment| shipment.id)
+        .into_adapter()
 }
 
 /// The README's examples, compiled as doctests so that they stay true.

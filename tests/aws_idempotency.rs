@@ -1,0 +1,289 @@
+//! Idempotency over dynalite: the DynamoDB store takes a key once, returns the item in the way
+//! in the same request, lets a dead invocation's key go at its deadline, and two concurrent
+//! deliveries of one shipment book it once.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime};
+
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+};
+use end_to_end::aws::{
+    LocalAws, ScratchDir, dynamodb_endpoint, kinesis_endpoint, kinesis_esm_run, shipments_held_at,
+    within, workspace_dir,
+};
+use lambda_kinesis::HandlerOutcome;
+use lambda_kinesis::lambda_runtime::Context;
+use lambda_kinesis::testing::{TestEvent, context_with_deadline};
+use lambda_kinesis_idempotency::{
+    DynamoDbStore, Idempotency, IdempotencyRecord, Status, Store, StoredOutcome, Take,
+};
+use shipping::Shipment;
+
+const SHIPMENTS: u64 = 20;
+const HELD: u64 = 9;
+
+/// The shipping function as `template.yaml` configures it, with its idempotency table named
+/// `table` and reading `stream`.
+fn shipping_template(stream: &str, table: &str) -> String {
+    format!(
+        r#"AWSTemplateFormatVersion: "2010-09-09"
+Transform: AWS::Serverless-2016-10-31
+Resources:
+  Stream:
+    Type: AWS::Kinesis::Stream
+    Properties:
+      Name: {stream}
+      ShardCount: 1
+  IdempotencyTable:
+    Type: AWS::DynamoDB::Table
+    Properties:
+      TableName: {table}
+      BillingMode: PAY_PER_REQUEST
+      AttributeDefinitions: [{{AttributeName: id, AttributeType: S}}]
+      KeySchema: [{{AttributeName: id, KeyType: HASH}}]
+  ShippingFunction:
+    Type: AWS::Serverless::Function
+    Metadata:
+      BuildMethod: rust-cargolambda
+      BuildProperties:
+        Binary: bootstrap
+    Properties:
+      CodeUri: '{code_uri}'
+      Handler: bootstrap
+      Runtime: provided.al2023
+      Timeout: 30
+      Environment:
+        Variables:
+          RUST_LOG: info
+          IDEMPOTENCY_TABLE: !Ref IdempotencyTable
+      Events:
+        Shipments:
+          Type: Kinesis
+          Properties:
+            Stream: !GetAtt Stream.Arn
+            StartingPosition: TRIM_HORIZON
+            BatchSize: 5
+            FunctionResponseTypes:
+              - ReportBatchItemFailures
+"#,
+        code_uri = workspace_dir().join("functions/shipping").display(),
+    )
+}
+
+/// The ids of the "shipment booked" lines of a run's log.
+fn booked_ids(log: &str) -> Vec<u64> {
+    log.lines()
+        .filter(|line| line.contains("shipment booked"))
+        .map(|line| {
+            let after = line
+                .split("shipment_id=")
+                .nth(1)
+                .unwrap_or_else(|| panic!("a booked line names its shipment: {line}"));
+            let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().expect("a shipment id")
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn over_the_emulator_a_restart_redelivers_yet_each_shipment_is_booked_once() {
+    let aws = LocalAws::connect().await;
+    let store = idempotency_table(&aws).await;
+    let stream = aws.create_stream("idempotency", 1).await;
+    aws.publish_shipments(&stream, &shipments_held_at(SHIPMENTS, HELD))
+        .await;
+    let scratch = ScratchDir::new("idempotency");
+    let template = scratch.join("template.yaml");
+    std::fs::write(&template, shipping_template(&stream, store.table())).unwrap();
+    let template = template.to_string_lossy().into_owned();
+    let kinesis = kinesis_endpoint();
+    let mut booked = Vec::new();
+    // Each run keeps its checkpoints in memory, so the second starts again at TRIM_HORIZON: every
+    // shipment in front of the held one comes again, and the held one with those behind it again
+    // and again within each run.
+    for run in ["first", "second"] {
+        let args = [
+            "--template",
+            template.as_str(),
+            "--kinesis-endpoint",
+            kinesis.as_str(),
+            "--no-listen",
+            "--until-idle",
+        ];
+        let mut command = kinesis_esm_run(&args).await;
+        command
+            .env("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_endpoint())
+            .env("AWS_ACCESS_KEY_ID", "local")
+            .env("AWS_SECRET_ACCESS_KEY", "local")
+            .env("RUST_LOG", "info");
+        let output = within(
+            &format!("the {run} run"),
+            command
+                .spawn()
+                .expect("kinesis-esm starts")
+                .wait_with_output(),
+        )
+        .await
+        .expect("its output");
+        let log = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "the {run} run ends held:\n{log}"
+        );
+        if run == "second" {
+            assert!(
+                log.contains("duplicate record"),
+                "the second run meets duplicates:\n{log}"
+            );
+        }
+        booked.extend(booked_ids(&log));
+    }
+    booked.sort_unstable();
+    assert_eq!(
+        booked,
+        (1..HELD).collect::<Vec<_>>(),
+        "each shipment in front of the held one is booked exactly once"
+    );
+}
+
+/// A table shaped as the template's `IdempotencyTable`: keyed `id`, a string.
+async fn idempotency_table(aws: &LocalAws) -> DynamoDbStore {
+    let table = test_support::unique_name("idempotency");
+    aws.dynamodb()
+        .create_table()
+        .table_name(&table)
+        .billing_mode(BillingMode::PayPerRequest)
+        .attribute_definitions(
+            AttributeDefinition::builder()
+                .attribute_name("id")
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .unwrap(),
+        )
+        .key_schema(
+            KeySchemaElement::builder()
+                .attribute_name("id")
+                .key_type(KeyType::Hash)
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .expect("dynalite creates the idempotency table");
+    DynamoDbStore::new(aws.dynamodb().clone(), table)
+}
+
+fn taking(id: &str, now: SystemTime, deadline: Option<SystemTime>) -> IdempotencyRecord {
+    IdempotencyRecord::in_progress(
+        id.to_owned(),
+        "hash".to_owned(),
+        now,
+        Duration::from_secs(3600),
+        deadline,
+    )
+}
+
+#[tokio::test]
+async fn the_dynamodb_store_takes_a_key_once_and_names_its_holder() {
+    let aws = LocalAws::connect().await;
+    let store = idempotency_table(&aws).await;
+    let now = SystemTime::now();
+    let first = taking("shipping#1", now, Some(now + Duration::from_secs(30)));
+    assert_eq!(store.take(&first, now).await.unwrap(), Take::Taken);
+    assert_eq!(
+        store.take(&first, now).await.unwrap(),
+        Take::Held(first.clone())
+    );
+    let completed = first.completed(StoredOutcome::Ack);
+    store.complete(&completed).await.unwrap();
+    // Long past the first invocation's deadline, the completed key still holds.
+    let later = now + Duration::from_secs(600);
+    assert_eq!(
+        store
+            .take(&taking("shipping#1", later, None), later)
+            .await
+            .unwrap(),
+        Take::Held(completed)
+    );
+    // An hour on, it has lapsed.
+    let next_hour = now + Duration::from_secs(3601);
+    let again = taking("shipping#1", next_hour, None);
+    assert_eq!(store.take(&again, next_hour).await.unwrap(), Take::Taken);
+    store.release("shipping#1").await.unwrap();
+    assert_eq!(store.take(&first, now).await.unwrap(), Take::Taken);
+}
+
+#[tokio::test]
+async fn a_key_whose_invocation_died_is_taken_after_its_deadline() {
+    let aws = LocalAws::connect().await;
+    let store = idempotency_table(&aws).await;
+    let now = SystemTime::now();
+    let deadline = now + Duration::from_secs(5);
+    let died = taking("shipping#2", now, Some(deadline));
+    assert_eq!(store.take(&died, now).await.unwrap(), Take::Taken);
+    // Nothing completes or releases it: the invocation was killed mid-record.
+    let before = deadline - Duration::from_millis(10);
+    let Take::Held(holder) = store
+        .take(&taking("shipping#2", before, None), before)
+        .await
+        .unwrap()
+    else {
+        panic!("the key is held until the deadline");
+    };
+    assert_eq!(holder.status, Status::InProgress);
+    let after = deadline + Duration::from_millis(10);
+    assert_eq!(
+        store
+            .take(&taking("shipping#2", after, None), after)
+            .await
+            .unwrap(),
+        Take::Taken
+    );
+}
+
+/// Books a shipment slowly, so that a second delivery arrives while the first is in progress.
+async fn book_slowly(booked: &Arc<AtomicUsize>, _shipment: &Shipment) -> HandlerOutcome {
+    booked.fetch_add(1, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    HandlerOutcome::ack()
+}
+
+#[tokio::test]
+async fn two_concurrent_deliveries_of_one_shipment_book_it_once() {
+    let aws = LocalAws::connect().await;
+    let store = Arc::new(idempotency_table(&aws).await);
+    let booked = Arc::new(AtomicUsize::new(0));
+    let shipment = Shipment {
+        id: 7,
+        address: "1 Main St".into(),
+        carrier: "dhl".into(),
+    };
+    let event = TestEvent::new().json(&shipment);
+    let instance = || {
+        Idempotency::new(store.clone())
+            .function_name("shipping")
+            .wrap_with_state(booked.clone(), book_slowly)
+            .key(|shipment: &Shipment| shipment.id)
+            .into_adapter()
+    };
+    let (first, second) = (instance(), instance());
+    let context = context_with_deadline(Duration::from_secs(30));
+    let (one, two) = within("two deliveries", async {
+        tokio::join!(
+            first.settle(&event, &context),
+            second.settle(&event, &context)
+        )
+    })
+    .await;
+    let mut summaries = [one.summary(), two.summary()];
+    summaries.sort();
+    assert_eq!(summaries, ["ack", "hold"]);
+    assert_eq!(booked.load(Ordering::SeqCst), 1);
+    // The held delivery comes again and settles from the stored outcome, unbooked.
+    let again = instance().settle(&event, &Context::default()).await;
+    assert_eq!(again.summary(), "ack");
+    assert_eq!(booked.load(Ordering::SeqCst), 1);
+}
