@@ -118,7 +118,10 @@ async fn over_the_emulator_a_restart_redelivers_yet_each_shipment_is_booked_once
             .env("AWS_ACCESS_KEY_ID", "local")
             .env("AWS_SECRET_ACCESS_KEY", "local")
             .env("RUST_LOG", "info");
-        let output = within(
+        // Each shipment costs DynamoDB round trips to dynalite, slow when the whole suite runs at
+        // once on two cores: a watchdog longer than the usual one.
+        let output = end_to_end::within_time(
+            Duration::from_secs(300),
             &format!("the {run} run"),
             command
                 .spawn()

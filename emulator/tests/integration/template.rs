@@ -52,7 +52,7 @@ fn the_shipping_fixture_reads_into_exact_configs() {
         vec![FunctionResource {
             logical_id: "ShippingFunction".into(),
             function_name: "ShippingFunction".into(),
-            code_uri: ".".into(),
+            code_uri: "../../../functions/shipping".into(),
             code_dir: workspace_root().join("functions/shipping"),
             binary: "bootstrap".into(),
             build_method: Some("rust-cargolambda".into()),

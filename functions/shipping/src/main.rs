@@ -16,7 +16,7 @@ async fn main() -> Result<(), lambda_kinesis::Error> {
         }
         None => {
             lambda_kinesis::tracing::warn!(
-                "no idempotency table ({} is not set): a shipment delivered again is booked again",
+                "{} is not set: a shipment delivered twice is booked twice",
                 shipping::IDEMPOTENCY_TABLE_VARIABLE
             );
             shipping::function().run().await
