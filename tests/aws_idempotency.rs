@@ -6,9 +6,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
-use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
-};
 use end_to_end::aws::{
     LocalAws, ScratchDir, dynamodb_endpoint, kinesis_endpoint, kinesis_esm_run, shipments_held_at,
     within, workspace_dir,
@@ -152,31 +149,17 @@ async fn over_the_emulator_a_restart_redelivers_yet_each_shipment_is_booked_once
     );
 }
 
-/// A table shaped as the template's `IdempotencyTable`: keyed `id`, a string.
+/// A table shaped as the template's `IdempotencyTable`, ready for writes.
 async fn idempotency_table(aws: &LocalAws) -> DynamoDbStore {
-    let table = test_support::unique_name("idempotency");
-    aws.dynamodb()
+    let store = DynamoDbStore::new(
+        aws.dynamodb().clone(),
+        test_support::unique_name("idempotency"),
+    );
+    store
         .create_table()
-        .table_name(&table)
-        .billing_mode(BillingMode::PayPerRequest)
-        .attribute_definitions(
-            AttributeDefinition::builder()
-                .attribute_name("id")
-                .attribute_type(ScalarAttributeType::S)
-                .build()
-                .unwrap(),
-        )
-        .key_schema(
-            KeySchemaElement::builder()
-                .attribute_name("id")
-                .key_type(KeyType::Hash)
-                .build()
-                .unwrap(),
-        )
-        .send()
         .await
-        .expect("dynalite creates the idempotency table");
-    DynamoDbStore::new(aws.dynamodb().clone(), table)
+        .unwrap_or_else(|error| panic!("dynalite creates the idempotency table: {error}"));
+    store
 }
 
 fn taking(id: &str, now: SystemTime, deadline: Option<SystemTime>) -> IdempotencyRecord {

@@ -9,9 +9,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
-};
 use lambda_kinesis::lambda_runtime::Context;
 use lambda_kinesis::testing::TestEvent;
 use lambda_kinesis::{HandlerOutcome, KinesisAdapter};
@@ -103,29 +100,12 @@ async fn dynamodb_store() -> DynamoDbStore {
         .load()
         .await;
     let client = aws_sdk_dynamodb::Client::new(&config);
-    let table = format!("idempotency-bench-{}", std::process::id());
-    client
+    let store = DynamoDbStore::new(client, format!("idempotency-bench-{}", std::process::id()));
+    store
         .create_table()
-        .table_name(&table)
-        .billing_mode(BillingMode::PayPerRequest)
-        .attribute_definitions(
-            AttributeDefinition::builder()
-                .attribute_name("id")
-                .attribute_type(ScalarAttributeType::S)
-                .build()
-                .expect("a complete attribute definition"),
-        )
-        .key_schema(
-            KeySchemaElement::builder()
-                .attribute_name("id")
-                .key_type(KeyType::Hash)
-                .build()
-                .expect("a complete key schema"),
-        )
-        .send()
         .await
-        .expect("dynalite creates the bench's table");
-    DynamoDbStore::new(client, table)
+        .unwrap_or_else(|error| panic!("dynalite creates the bench's table: {error}"));
+    store
 }
 
 fn micros(duration: Duration) -> f64 {

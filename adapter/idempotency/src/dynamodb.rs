@@ -1,16 +1,23 @@
 //! The DynamoDB store: a table keyed `id` (a string), with `expiration` as its TTL attribute.
 //!
-//! Creating the table is the deployment's job (the template's), not the function's. The item's
-//! attributes and the condition are those of Powertools' DynamoDB persistence layer (see
-//! `docs/idempotency.md`).
+//! Creating the table is the deployment's job (the template's), not the function's;
+//! [`DynamoDbStore::create_table`] is there for local servers and tests. The item's attributes and
+//! the condition are those of Powertools' DynamoDB persistence layer (see `docs/idempotency.md`).
 
 use std::collections::HashMap;
-use std::time::SystemTime;
+use std::error::Error as StdError;
+use std::time::{Duration, SystemTime};
 
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
+use aws_sdk_dynamodb::client::Waiters;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::create_table::CreateTableError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType,
+    ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
+};
+use aws_sdk_dynamodb::waiters::table_exists::WaitUntilTableExistsError as WaiterError;
 
 use crate::record::{IdempotencyRecord, Status, StoredOutcome, unix_millis, unix_seconds};
 use crate::store::{Store, StoreError, Take};
@@ -48,11 +55,70 @@ impl DynamoDbStore {
         &self.table
     }
 
-    fn error(&self, request: &str, id: &str, error: impl std::error::Error) -> StoreError {
+    /// Creates the table as the template's `IdempotencyTable` declares it (keyed `id`, a string;
+    /// on-demand) unless it exists, and waits until it is `ACTIVE`: a new table answers
+    /// `ResourceNotFoundException` to writes while it is `CREATING`. For local servers and
+    /// tests; on AWS the deployment creates the table.
+    pub async fn create_table(&self) -> Result<(), StoreError> {
+        let created = self
+            .client
+            .create_table()
+            .table_name(&self.table)
+            .billing_mode(BillingMode::PayPerRequest)
+            .attribute_definitions(
+                AttributeDefinition::builder()
+                    .attribute_name("id")
+                    .attribute_type(ScalarAttributeType::S)
+                    .build()
+                    .expect("the attribute definition names its attribute and type"),
+            )
+            .key_schema(
+                KeySchemaElement::builder()
+                    .attribute_name("id")
+                    .key_type(KeyType::Hash)
+                    .build()
+                    .expect("the key schema names its attribute and type"),
+            )
+            .send()
+            .await;
+        match created {
+            Ok(_) => {}
+            Err(SdkError::ServiceError(service))
+                if matches!(service.err(), CreateTableError::ResourceInUseException(_)) => {}
+            Err(error) => return Err(self.error("CreateTable", "", error)),
+        }
+        self.client
+            .wait_until_table_exists()
+            .table_name(&self.table)
+            .wait(TABLE_ACTIVE_WITHIN)
+            .await
+            .map_err(|error| {
+                let message = match error {
+                    WaiterError::OperationFailed(failed) => describe(failed.error()),
+                    WaiterError::ExceededMaxWait(_) => format!(
+                        "the table is still not ACTIVE after {} s",
+                        TABLE_ACTIVE_WITHIN.as_secs()
+                    ),
+                    other => innermost(&other),
+                };
+                StoreError {
+                    operation: format!("waiting for DynamoDB table {} to be ACTIVE", self.table),
+                    id: String::new(),
+                    message,
+                }
+            })?;
+        Ok(())
+    }
+
+    fn error<E, R>(&self, request: &str, id: &str, error: SdkError<E, R>) -> StoreError
+    where
+        E: ProvideErrorMetadata + StdError + 'static,
+        R: std::fmt::Debug + 'static,
+    {
         StoreError {
             operation: format!("DynamoDB {request} on table {}", self.table),
             id: id.to_owned(),
-            message: DisplayErrorContext(error).to_string(),
+            message: describe(&error),
         }
     }
 
@@ -151,6 +217,50 @@ impl Store for DynamoDbStore {
     }
 }
 
+/// How long a new table may stay `CREATING`: DynamoDB takes seconds, local servers less.
+const TABLE_ACTIVE_WITHIN: Duration = Duration::from_secs(60);
+
+/// A failed call in one sentence: the service's code and message, or the innermost reason the
+/// call got no answer (the SDK's own `Display` says only "dispatch failure", its `Debug` is a
+/// dump no user should read).
+fn describe<E, R>(error: &SdkError<E, R>) -> String
+where
+    E: ProvideErrorMetadata + StdError + 'static,
+    R: std::fmt::Debug + 'static,
+{
+    match error {
+        SdkError::ServiceError(service) => {
+            let err = service.err();
+            match (
+                err.code(),
+                err.message().filter(|message| !message.is_empty()),
+            ) {
+                (Some(code), Some(message)) => format!("{code}: {message}"),
+                (Some(code), None) => code.to_owned(),
+                (None, Some(message)) => format!("an answer without an error code: {message}"),
+                (None, None) => "an answer without an error code".to_owned(),
+            }
+        }
+        SdkError::TimeoutError(_) => "no answer in time".to_owned(),
+        SdkError::DispatchFailure(_) => {
+            format!("DynamoDB could not be reached: {}", innermost(error))
+        }
+        SdkError::ResponseError(_) => {
+            format!("the answer is not DynamoDB's: {}", innermost(error))
+        }
+        _ => innermost(error),
+    }
+}
+
+/// The text of the last error in `error`'s chain: the OS's or the parser's reason.
+fn innermost(error: &(dyn StdError + 'static)) -> String {
+    let mut current = error;
+    while let Some(source) = current.source() {
+        current = source;
+    }
+    current.to_string()
+}
+
 fn number(value: u64) -> AttributeValue {
     AttributeValue::N(value.to_string())
 }
@@ -214,7 +324,66 @@ fn from_item(item: &HashMap<String, AttributeValue>) -> Result<IdempotencyRecord
 mod tests {
     use std::time::{Duration, UNIX_EPOCH};
 
+    use aws_sdk_dynamodb::config::http::HttpResponse;
+    use aws_sdk_dynamodb::error::ErrorMetadata;
+
     use super::*;
+
+    fn answered(code: Option<&str>, message: &str) -> SdkError<PutItemError, HttpResponse> {
+        let mut meta = ErrorMetadata::builder().message(message);
+        if let Some(code) = code {
+            meta = meta.code(code);
+        }
+        SdkError::service_error(
+            PutItemError::generic(meta.build()),
+            HttpResponse::new(400.try_into().unwrap(), "".into()),
+        )
+    }
+
+    #[test]
+    fn a_service_error_is_its_code_and_message_without_a_dump() {
+        let error = answered(
+            Some("ResourceNotFoundException"),
+            "Requested resource not found",
+        );
+        assert_eq!(
+            describe(&error),
+            "ResourceNotFoundException: Requested resource not found"
+        );
+        assert_eq!(
+            describe(&answered(None, "bad")),
+            "an answer without an error code: bad"
+        );
+    }
+
+    #[test]
+    fn an_unreachable_server_is_named_by_its_innermost_reason() {
+        let refused =
+            std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
+        let error: SdkError<PutItemError, HttpResponse> = SdkError::dispatch_failure(
+            aws_sdk_dynamodb::error::ConnectorError::io(Box::new(refused)),
+        );
+        assert_eq!(
+            describe(&error),
+            "DynamoDB could not be reached: connection refused"
+        );
+        let timeout: SdkError<PutItemError, HttpResponse> =
+            SdkError::timeout_error("attempt timeout");
+        assert_eq!(describe(&timeout), "no answer in time");
+    }
+
+    #[test]
+    fn a_table_request_names_no_key() {
+        let error = StoreError {
+            operation: "DynamoDB CreateTable on table t".into(),
+            id: String::new(),
+            message: "no answer in time".into(),
+        };
+        assert_eq!(
+            error.to_string(),
+            "DynamoDB CreateTable on table t failed: no answer in time"
+        );
+    }
 
     #[test]
     fn a_record_reads_back_as_it_was_stored() {

@@ -18,14 +18,23 @@ pub enum Take {
 
 /// A store failed; the text says which request, on which key.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{operation} for idempotency key {id} failed: {message}")]
+#[error("{operation}{} failed: {message}", for_key(.id))]
 pub struct StoreError {
     /// The request that failed, such as "DynamoDB PutItem on table idempotency".
     pub operation: String,
-    /// The key it was for.
+    /// The key it was for; empty for a request about the table itself.
     pub id: String,
     /// What the store said.
     pub message: String,
+}
+
+/// " for idempotency key K", or nothing for a request about the table itself.
+fn for_key(id: &str) -> String {
+    if id.is_empty() {
+        String::new()
+    } else {
+        format!(" for idempotency key {id}")
+    }
 }
 
 /// A store of idempotency records: one item per key.
