@@ -42,7 +42,6 @@
 //! `cargo lambda watch` does not know tries the fallback once, says so in a warning, and keeps
 //! it when it is known.
 
-use std::borrow::Cow;
 use std::error::Error as StdError;
 use std::fmt::{self, Write as _};
 use std::future::Future;
@@ -54,16 +53,12 @@ use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
 use aws_config::BehaviorVersion;
-use aws_credential_types::Credentials;
-use aws_credential_types::provider::{ProvideCredentials as _, SharedCredentialsProvider};
-use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings};
 use aws_types::SdkConfig;
-use aws_types::service_config::ServiceConfigKey;
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full, LengthLimitError, Limited};
-use hyper::header::{CONTENT_TYPE, HOST, HeaderMap, HeaderName, HeaderValue, USER_AGENT};
+use hyper::header::{CONTENT_TYPE, HOST, HeaderName, HeaderValue, USER_AGENT};
 use hyper::http::uri::{Authority, Scheme};
-use hyper::{Method, Request, StatusCode, Uri};
+use hyper::{Method, Request, Uri};
 use hyper_rustls::{HttpsConnector, MaybeHttpsStream};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -71,7 +66,12 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use lambda_kinesis::tower::Service;
 use tokio::net::TcpStream;
 
+use self::answer::{RejectionKind, classify};
+use self::signing::{Signer, aws_endpoint, encode_uri_component};
 use super::{Invocation, InvokeError, InvokeOutcome, Invoker};
+
+mod answer;
+mod signing;
 
 /// The largest answer a synchronous invocation may return: Lambda's 6 MB limit, which it counts
 /// as 6 MiB and 100 bytes.
@@ -541,309 +541,6 @@ impl Invoker for InvokeApi {
     }
 }
 
-/// Why an answer did not come from the function.
-#[derive(Debug)]
-struct Rejection {
-    kind: RejectionKind,
-    /// The status, the error's type and its message.
-    summary: String,
-}
-
-/// Reads an answer of the Invoke API.
-fn classify(
-    status: StatusCode,
-    headers: &HeaderMap,
-    body: Bytes,
-) -> Result<InvokeOutcome, Rejection> {
-    if let Some(reported) = headers.get(FUNCTION_ERROR) {
-        let reported = reported.to_str().unwrap_or("Unhandled");
-        return Ok(function_error(&body, reported));
-    }
-    if status.is_success() {
-        return Ok(InvokeOutcome::Response(body));
-    }
-    // `cargo lambda watch` answers a function error with HTTP 500 and the runtime's error as
-    // the body. Its own failures, and Lambda's `ServiceException`, are 500s too, but their
-    // bodies are problem documents or service errors, and AWS names the latter's type in a
-    // header.
-    if status == StatusCode::INTERNAL_SERVER_ERROR
-        && !headers.contains_key(ERROR_TYPE)
-        && is_runtime_error(&body)
-    {
-        return Ok(function_error(&body, "Unhandled"));
-    }
-    let kind = if status == StatusCode::TOO_MANY_REQUESTS {
-        RejectionKind::Throttled
-    } else if status == StatusCode::NOT_FOUND && says_no_such_function(headers, &body) {
-        RejectionKind::NoSuchFunction
-    } else {
-        RejectionKind::Other
-    };
-    Err(Rejection {
-        kind,
-        summary: describe_service_error(status, headers, &body),
-    })
-}
-
-/// What a rejection means for the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum RejectionKind {
-    /// 429: try again later.
-    Throttled,
-    /// The target has no function by that name: a configuration error.
-    NoSuchFunction,
-    /// Anything else the target refused or failed at.
-    Other,
-}
-
-/// Whether a 404's answer says the function does not exist, rather than that the endpoint has
-/// no such path: Lambda's `ResourceNotFoundException`, SAM's `ResourceNotFound` (both in
-/// `X-Amzn-ErrorType`), `cargo lambda watch`'s problem document titled `Missing function`.
-fn says_no_such_function(headers: &HeaderMap, body: &[u8]) -> bool {
-    let named_type = headers
-        .get(ERROR_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .map(|value| value.split(':').next().unwrap_or(value));
-    if matches!(
-        named_type,
-        Some("ResourceNotFoundException" | "ResourceNotFound")
-    ) {
-        return true;
-    }
-    serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(body).is_ok_and(|object| {
-        object.get("title").and_then(serde_json::Value::as_str) == Some("Missing function")
-            || object
-                .get("__type")
-                .and_then(serde_json::Value::as_str)
-                .is_some_and(|kind| kind.rsplit('#').next() == Some("ResourceNotFoundException"))
-    })
-}
-
-/// Whether `body` is an error as a Lambda runtime reports it: a JSON object with a string
-/// `errorType` or `errorMessage`.
-fn is_runtime_error(body: &[u8]) -> bool {
-    serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(body).is_ok_and(|object| {
-        ["errorType", "errorMessage"]
-            .iter()
-            .any(|key| object.get(*key).is_some_and(serde_json::Value::is_string))
-    })
-}
-
-/// The outcome of a function error whose body is the runtime's error document, with `reported`
-/// (`Handled`, `Unhandled`) as the type when the body names none.
-fn function_error(body: &[u8], reported: &str) -> InvokeOutcome {
-    let object = serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(body).ok();
-    let field = |key: &str| {
-        object
-            .as_ref()
-            .and_then(|object| object.get(key))
-            .and_then(serde_json::Value::as_str)
-            .filter(|text| !text.is_empty())
-    };
-    let error_type = field("errorType");
-    let message = field("errorMessage");
-    // Lambda reports a function it stopped at its timeout as `Sandbox.Timedout`; older
-    // runtimes' reports carry only the message.
-    let timed_out = match (error_type, message) {
-        (Some(error_type), _) => error_type == SANDBOX_TIMEDOUT,
-        (None, Some(message)) => message.contains("Task timed out after"),
-        (None, None) => false,
-    };
-    if timed_out {
-        return InvokeOutcome::Timeout;
-    }
-    InvokeOutcome::FunctionError {
-        error_type: error_type.unwrap_or(reported).to_owned(),
-        message: message.map_or_else(|| quote(body), str::to_owned),
-    }
-}
-
-/// A service error's status, type and message, from whichever of AWS's shapes it takes
-/// (`X-Amzn-ErrorType` with `{"Type", "message"}` from Lambda and SAM, `__type` or `code` in
-/// other AWS JSON errors, `{"title", "detail"}` from `cargo lambda watch`).
-fn describe_service_error(status: StatusCode, headers: &HeaderMap, body: &[u8]) -> String {
-    let object = serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(body).ok();
-    let field = |keys: &[&str]| {
-        keys.iter().find_map(|key| {
-            object
-                .as_ref()
-                .and_then(|object| object.get(*key))
-                .and_then(serde_json::Value::as_str)
-                .filter(|text| !text.is_empty())
-        })
-    };
-    let error_type = headers
-        .get(ERROR_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .map(|value| value.split(':').next().unwrap_or(value))
-        .or_else(|| {
-            field(&["__type", "code"]).map(|value| value.rsplit('#').next().unwrap_or(value))
-        })
-        .or_else(|| field(&["title"]));
-    let message = field(&["message", "Message", "errorMessage", "detail"]);
-    let mut summary = format!("HTTP {status}");
-    if let Some(error_type) =
-        error_type.filter(|&error_type| Some(error_type) != status.canonical_reason())
-    {
-        let _ = write!(summary, " [{error_type}]");
-    }
-    match message {
-        Some(message) => {
-            let _ = write!(summary, ": {message}");
-        }
-        None if object.is_none() && !body.is_empty() => {
-            let _ = write!(summary, ": {}", quote(body));
-        }
-        None => {}
-    }
-    if let Some(reason) = field(&["Reason"]) {
-        let _ = write!(summary, " ({reason})");
-    }
-    if let Some(retry_after) = headers
-        .get("retry-after")
-        .and_then(|value| value.to_str().ok())
-    {
-        let _ = write!(summary, "; retry after {retry_after} s");
-    }
-    summary
-}
-
-/// The start of `body` as text, for a message.
-fn quote(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(body);
-    let text = text.trim();
-    match text.char_indices().nth(QUOTED_BODY_CHARS) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_owned(),
-    }
-}
-
-/// Percent-encodes everything but RFC 3986's unreserved characters, as the AWS SDKs encode a
-/// function name (`arn:aws:lambda:...` becomes `arn%3Aaws%3Alambda%3A...`) in the path.
-fn encode_uri_component(text: &str) -> String {
-    let mut encoded = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
-            encoded.push(char::from(byte));
-        } else {
-            let _ = write!(encoded, "%{byte:02X}");
-        }
-    }
-    encoded
-}
-
-/// Lambda's endpoint for `config`, chosen as the AWS SDK chooses it (see [`InvokeApi::aws`]).
-fn aws_endpoint(config: &SdkConfig, region: &str) -> String {
-    let explicit = config.get_origin("endpoint_url").is_client_config();
-    let from_settings = || {
-        config
-            .service_config()
-            .and_then(|settings| {
-                let key = ServiceConfigKey::builder()
-                    .service_id("Lambda")
-                    .env("AWS_ENDPOINT_URL")
-                    .profile("endpoint_url")
-                    .build()
-                    .ok()?;
-                settings.load_config(key)
-            })
-            .or_else(|| config.endpoint_url().map(str::to_owned))
-    };
-    let configured = if explicit {
-        config.endpoint_url().map(str::to_owned)
-    } else {
-        from_settings()
-    };
-    configured.unwrap_or_else(|| {
-        regional_endpoint(
-            region,
-            config.use_fips().unwrap_or(false),
-            config.use_dual_stack().unwrap_or(false),
-        )
-    })
-}
-
-/// Lambda's endpoint in `region`: `https://lambda[-fips].{region}.{domain}`, whose domain depends
-/// on the partition (and on `dual_stack` where the partition has a dual-stack domain).
-fn regional_endpoint(region: &str, fips: bool, dual_stack: bool) -> String {
-    let (domain, dual_stack_domain) = if region.starts_with("cn-") {
-        ("amazonaws.com.cn", Some("api.amazonwebservices.com.cn"))
-    } else if region.starts_with("us-isob-") {
-        ("sc2s.sgov.gov", None)
-    } else if region.starts_with("us-iso-") {
-        ("c2s.ic.gov", None)
-    } else {
-        ("amazonaws.com", Some("api.aws"))
-    };
-    let domain = match dual_stack_domain {
-        Some(dual_stack_domain) if dual_stack => dual_stack_domain,
-        _ => domain,
-    };
-    let fips = if fips { "-fips" } else { "" };
-    format!("https://lambda{fips}.{region}.{domain}")
-}
-
-/// Signs requests for Lambda with Signature Version 4.
-struct Signer {
-    credentials: SharedCredentialsProvider,
-    region: String,
-    /// The credentials last loaded, and when. A lock held across the loading makes concurrent
-    /// invocations wait for one load instead of each starting its own.
-    cached: tokio::sync::Mutex<Option<(Credentials, Instant)>>,
-}
-
-impl Signer {
-    async fn credentials(&self) -> Result<Credentials, String> {
-        let mut cached = self.cached.lock().await;
-        if let Some((credentials, loaded)) = cached.as_ref() {
-            let fresh = match credentials.expiry() {
-                Some(expiry) => expiry > SystemTime::now() + CREDENTIALS_RENEWAL_MARGIN,
-                None => loaded.elapsed() < CREDENTIALS_WITHOUT_EXPIRY_TTL,
-            };
-            if fresh {
-                return Ok(credentials.clone());
-            }
-        }
-        let credentials = self
-            .credentials
-            .provide_credentials()
-            .await
-            .map_err(|error| format!("no AWS credentials to sign with: {}", ErrorChain(&error)))?;
-        *cached = Some((credentials.clone(), Instant::now()));
-        Ok(credentials)
-    }
-
-    async fn sign(&self, request: &mut Request<Full<Bytes>>, body: &[u8]) -> Result<(), String> {
-        let identity = self.credentials().await?.into();
-        let params = aws_sigv4::sign::v4::SigningParams::builder()
-            .identity(&identity)
-            .region(&self.region)
-            .name("lambda")
-            .time(SystemTime::now())
-            .settings(SigningSettings::default())
-            .build()
-            .map_err(|error| format!("could not sign the request: {error}"))?
-            .into();
-        let uri = request.uri().to_string();
-        let headers = request
-            .headers()
-            .iter()
-            .filter_map(|(name, value)| value.to_str().ok().map(|value| (name.as_str(), value)));
-        let signable = SignableRequest::new(
-            request.method().as_str(),
-            Cow::Owned(uri),
-            headers,
-            SignableBody::Bytes(body),
-        )
-        .map_err(|error| format!("could not sign the request: {error}"))?;
-        let (instructions, _signature) = aws_sigv4::http_request::sign(signable, &params)
-            .map_err(|error| format!("could not sign the request: {error}"))?
-            .into_parts();
-        instructions.apply_to_request_http1x(request);
-        Ok(())
-    }
-}
-
 /// The HTTP client: HTTP/1.1, plain or over TLS, with pooled connections.
 fn http_client(
     endpoint: &str,
@@ -928,88 +625,5 @@ impl fmt::Display for ErrorChain<'_> {
             source = error.source();
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[track_caller]
-    fn check_encoding(text: &str, expected: &str) {
-        assert_eq!(encode_uri_component(text), expected);
-    }
-
-    #[test]
-    fn names_and_arns_are_encoded_as_the_sdks_encode_them() {
-        check_encoding("bootstrap", "bootstrap");
-        check_encoding("my-function_2.v~1", "my-function_2.v~1");
-        check_encoding(
-            "arn:aws:lambda:eu-west-1:123456789012:function:shipping",
-            "arn%3Aaws%3Alambda%3Aeu-west-1%3A123456789012%3Afunction%3Ashipping",
-        );
-        check_encoding("$LATEST", "%24LATEST");
-        check_encoding("a/b c", "a%2Fb%20c");
-    }
-
-    #[track_caller]
-    fn check_endpoint(region: &str, fips: bool, dual_stack: bool, expected: &str) {
-        assert_eq!(regional_endpoint(region, fips, dual_stack), expected);
-    }
-
-    #[test]
-    fn regional_endpoints_follow_the_partition() {
-        check_endpoint(
-            "eu-west-1",
-            false,
-            false,
-            "https://lambda.eu-west-1.amazonaws.com",
-        );
-        check_endpoint(
-            "us-east-1",
-            true,
-            false,
-            "https://lambda-fips.us-east-1.amazonaws.com",
-        );
-        check_endpoint("us-east-2", false, true, "https://lambda.us-east-2.api.aws");
-        check_endpoint(
-            "cn-north-1",
-            false,
-            false,
-            "https://lambda.cn-north-1.amazonaws.com.cn",
-        );
-        check_endpoint(
-            "cn-northwest-1",
-            false,
-            true,
-            "https://lambda.cn-northwest-1.api.amazonwebservices.com.cn",
-        );
-        check_endpoint(
-            "us-gov-west-1",
-            true,
-            false,
-            "https://lambda-fips.us-gov-west-1.amazonaws.com",
-        );
-        check_endpoint(
-            "us-iso-east-1",
-            false,
-            true,
-            "https://lambda.us-iso-east-1.c2s.ic.gov",
-        );
-        check_endpoint(
-            "us-isob-east-1",
-            false,
-            false,
-            "https://lambda.us-isob-east-1.sc2s.sgov.gov",
-        );
-    }
-
-    #[test]
-    fn long_bodies_are_quoted_in_part() {
-        let body = "x".repeat(QUOTED_BODY_CHARS + 50);
-        let quoted = quote(body.as_bytes());
-        assert_eq!(quoted.chars().count(), QUOTED_BODY_CHARS + 1);
-        assert!(quoted.ends_with('…'));
-        assert_eq!(quote(b"  short  "), "short");
     }
 }
