@@ -89,6 +89,10 @@ const GLOBAL_SECTIONS: &[&str] = &[
     "LayerVersion",
 ];
 
+/// The variable that gives the functions (and the AWS SDK) a local DynamoDB, read by the CLI into
+/// [`TemplateOptions::local_dynamodb`].
+pub const LOCAL_DYNAMODB_VARIABLE: &str = "AWS_ENDPOINT_URL_DYNAMODB";
+
 /// What a local run stands in for: the account, region and stack the template would be deployed
 /// to, and the parameter values `sam deploy --parameter-overrides` would give.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,6 +105,10 @@ pub struct TemplateOptions {
     pub stack_name: String,
     /// Values for parameters, taking precedence over their `Default`.
     pub parameter_overrides: BTreeMap<String, String>,
+    /// The local DynamoDB the functions are given (the run's `AWS_ENDPOINT_URL_DYNAMODB`): `Ref`
+    /// of a template's table names a table there, and the functions get the endpoint. Without
+    /// one, `Ref` of a table is empty, so that a function runs without it rather than call AWS.
+    pub local_dynamodb: Option<String>,
 }
 
 impl Default for TemplateOptions {
@@ -111,6 +119,7 @@ impl Default for TemplateOptions {
             account_id: "123456789012".to_owned(),
             stack_name: "local".to_owned(),
             parameter_overrides: BTreeMap::new(),
+            local_dynamodb: None,
         }
     }
 }

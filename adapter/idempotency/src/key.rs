@@ -38,6 +38,11 @@ pub enum KeyError {
     /// The decoded record cannot be written as JSON, so its payload cannot be hashed.
     #[error("the record cannot be written as JSON to hash its payload: {0}")]
     Unhashable(String),
+    /// Keyed by position without one: a batch handler is not given its records' places.
+    #[error(
+        "the record has no position to be keyed by (a batch handler's records are keyed by their data or a field)"
+    )]
+    NoPosition,
 }
 
 /// A record's key and payload hash.
@@ -49,7 +54,8 @@ pub struct Keyed {
     pub payload_hash: String,
 }
 
-/// Keys `record` by `source` within `namespace`.
+/// Keys `record`, found at `meta` (a record handler's record) or not (a batch handler's), by
+/// `source` within `namespace`.
 ///
 /// The payload is the decoded record written again as JSON: the same shipment hashes the same
 /// whatever the producer's field order or spacing.
@@ -57,19 +63,22 @@ pub(crate) fn key<T: Serialize>(
     namespace: &str,
     source: &KeySource<T>,
     record: &T,
-    meta: &RecordMeta<'_>,
+    meta: Option<&RecordMeta<'_>>,
 ) -> Result<Keyed, KeyError> {
     let payload =
         serde_json::to_vec(record).map_err(|error| KeyError::Unhashable(error.to_string()))?;
     let payload_hash = format!("{:x}", Md5::digest(&payload));
     let key = match source {
         KeySource::Data => payload_hash.clone(),
-        KeySource::Position => format!(
-            "{}/{}/{}",
-            meta.shard_id(),
-            meta.sequence_number(),
-            meta.sub_sequence_number()
-        ),
+        KeySource::Position => {
+            let meta = meta.ok_or(KeyError::NoPosition)?;
+            format!(
+                "{}/{}/{}",
+                meta.shard_id(),
+                meta.sequence_number(),
+                meta.sub_sequence_number()
+            )
+        }
         KeySource::Field(field) => field(record),
     };
     Ok(Keyed {
@@ -113,7 +122,7 @@ mod tests {
         batch
             .records()
             .zip(records)
-            .map(|(meta, record)| key("ship", source, record, &meta).unwrap())
+            .map(|(meta, record)| key("ship", source, record, Some(&meta)).unwrap())
             .collect()
     }
 
@@ -154,6 +163,14 @@ mod tests {
         assert_ne!(keys[0].id, keys[1].id);
         let keys = keys_of(&KeySource::Data, event, &records);
         assert_ne!(keys[0].id, keys[1].id);
+    }
+
+    #[test]
+    fn a_record_without_a_position_cannot_be_keyed_by_one() {
+        let record = shipment(1, "dhl");
+        let keyed = key("ship", &KeySource::Position, &record, None);
+        assert_eq!(keyed, Err(KeyError::NoPosition));
+        assert!(key("ship", &KeySource::Data, &record, None).is_ok());
     }
 
     #[test]

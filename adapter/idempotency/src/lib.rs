@@ -27,17 +27,21 @@
 //! }
 //! ```
 //!
-//! Only record handlers (one record at a time) are wrapped: a batch handler's outcome is the
-//! batch's, which cannot be stored per record.
+//! A batch handler is wrapped with [`Idempotency::wrap_batch`]: each record is keyed on its own,
+//! duplicates settle with their stored outcomes, and the handler is given only the records not
+//! yet completed.
 
+mod batch;
 mod dynamodb;
+mod inner;
 mod key;
 mod record;
 mod store;
 mod wrap;
 
 pub use dynamodb::DynamoDbStore;
+pub use inner::{Batch, BatchInner, Inner, Stateful};
 pub use key::{FUNCTION_NAME_VARIABLE, KeyError, KeySource, Keyed};
 pub use record::{Found, IdempotencyRecord, Status, StoredOutcome, judge, may_take};
 pub use store::{MemoryStore, Store, StoreError, Take};
-pub use wrap::{DEFAULT_EXPIRY, Idempotency, IdempotencyError, Idempotent, Inner, Stateful};
+pub use wrap::{DEFAULT_EXPIRY, Idempotency, IdempotencyError, Idempotent};

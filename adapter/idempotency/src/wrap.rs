@@ -2,20 +2,17 @@
 //! duplicate with the stored outcome (see `docs/idempotency.md`).
 
 use std::fmt;
-use std::future::Future;
 use std::marker::PhantomData;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use futures_util::FutureExt as _;
-use lambda_kinesis::handler::{
-    FromRecordData, Handler, HandlerError, IntoOutcome, RecordHandler, RecordMetaHandler,
-    StatefulRecordHandler, StatefulRecordMetaHandler, kind,
-};
+use lambda_kinesis::handler::{FromRecordData, Handler, HandlerError, kind};
 use lambda_kinesis::{HandlerOutcome, KinesisAdapter, RecordMeta};
 use serde::Serialize;
 
+use crate::inner::{Batch, BatchInner, Inner, Stateful};
 use crate::key::{self, KeyError, KeySource};
 use crate::record::{Found, IdempotencyRecord, StoredOutcome, judge};
 use crate::store::{Store, StoreError, Take};
@@ -123,18 +120,53 @@ impl<St: Store> Idempotency<St> {
     {
         Idempotent::new(self, Stateful { state, handler })
     }
-}
 
-/// A handler and the state it borrows, inside an [`Idempotent`].
-pub struct Stateful<S, H> {
-    state: S,
-    handler: H,
+    /// Makes the batch handler `handler` (`async fn(&[T])`) idempotent, each record keyed on its
+    /// own: the handler is given only the records not yet completed (see `docs/idempotency.md`).
+    ///
+    /// ```
+    /// use lambda_kinesis::HandlerOutcome;
+    /// use lambda_kinesis_idempotency::{Idempotency, MemoryStore};
+    ///
+    /// #[derive(Clone, serde::Deserialize, serde::Serialize)]
+    /// struct Shipment { id: u64 }
+    ///
+    /// async fn book_all(shipments: &[Shipment]) -> Vec<HandlerOutcome> {
+    ///     shipments.iter().map(|_| HandlerOutcome::ack()).collect()
+    /// }
+    ///
+    /// let adapter = Idempotency::new(MemoryStore::new())
+    ///     .function_name("shipping")
+    ///     .wrap_batch(book_all)
+    ///     .key(|shipment: &Shipment| shipment.id)
+    ///     .into_batch_adapter();
+    /// # let _ = adapter;
+    /// ```
+    pub fn wrap_batch<H, T, K>(self, handler: H) -> Idempotent<Batch<H>, T, K, St>
+    where
+        Batch<H>: BatchInner<T, K>,
+    {
+        Idempotent::new(self, Batch(handler))
+    }
+
+    /// Makes the batch handler `handler` (`async fn(&S, &[T])`) idempotent, with the state it
+    /// borrows.
+    pub fn wrap_batch_with_state<S, H, T, K>(
+        self,
+        state: S,
+        handler: H,
+    ) -> Idempotent<Batch<Stateful<S, H>>, T, K, St>
+    where
+        Batch<Stateful<S, H>>: BatchInner<T, K>,
+    {
+        Idempotent::new(self, Batch(Stateful { state, handler }))
+    }
 }
 
 /// A record handler made idempotent: run it as the adapter's handler with
 /// [`into_adapter`](Self::into_adapter).
 pub struct Idempotent<I, T, K, St> {
-    inner: I,
+    pub(crate) inner: I,
     store: St,
     function_name: Option<String>,
     handler_name: Option<String>,
@@ -197,13 +229,6 @@ impl<I, T, K, St> Idempotent<I, T, K, St> {
         self
     }
 
-    /// Keys each record by its place in the stream (shard, sequence number, and a KPL user
-    /// record's sub-sequence number): only redeliveries count as duplicates.
-    pub fn key_by_position(mut self) -> Self {
-        self.key = KeySource::Position;
-        self
-    }
-
     /// Reads the time from `clock` rather than the system's: for tests of the expiries.
     pub fn clock(mut self, clock: impl Fn() -> SystemTime + Send + Sync + 'static) -> Self {
         self.clock = Arc::new(clock);
@@ -221,23 +246,26 @@ impl<I, T, K, St> Idempotent<I, T, K, St> {
     }
 }
 
-impl<I, T, K, St> Idempotent<I, T, K, St>
-where
-    I: Inner<T, K>,
-    St: Store,
-    T: Serialize + FromRecordData + Send + Sync + 'static,
-    K: 'static,
-{
-    /// Handles one record: takes its key, runs the handler if the key was free, and stores the
-    /// outcome; a duplicate settles with the stored outcome. See `docs/idempotency.md`.
-    pub async fn handle(
+/// What trying to take a record's key came to.
+pub(crate) enum Tried {
+    /// The key is this invocation's: run the handler, then finish the item.
+    Taken(IdempotencyRecord),
+    /// The key is held: settle the record with this outcome (a duplicate's stored outcome, or a
+    /// hold while another invocation runs it), without running the handler.
+    Found(HandlerOutcome),
+}
+
+impl<I: Sync, T: Serialize + Sync, K, St: Store> Idempotent<I, T, K, St> {
+    /// Tries to take the key of `record` (at `meta`'s position, for a record handler) at `now`.
+    /// An error holds the record: its key could not be made or taken, or is used for another
+    /// payload.
+    pub(crate) async fn try_take(
         &self,
         record: &T,
-        meta: &RecordMeta<'_>,
-    ) -> Result<HandlerOutcome, HandlerError> {
-        let keyed = key::key(&self.namespace, &self.key, record, meta)
-            .map_err(|error| HandlerError::new(IdempotencyError::Key(error)))?;
-        let now = (self.clock)();
+        meta: Option<&RecordMeta<'_>>,
+        now: SystemTime,
+    ) -> Result<Tried, IdempotencyError> {
+        let keyed = key::key(&self.namespace, &self.key, record, meta)?;
         let taking = IdempotencyRecord::in_progress(
             keyed.id,
             keyed.payload_hash,
@@ -248,26 +276,16 @@ where
         // The store's futures are boxed: an SDK request's future is large, and a debug build
         // polls it on the stack of whatever runs the adapter.
         match Box::pin(self.store.take(&taking, now)).await {
-            Err(error) => Err(HandlerError::new(IdempotencyError::Take(error))),
-            Ok(Take::Held(existing)) => settle_found(&taking, &existing),
-            Ok(Take::Taken) => self.run(&taking, record, meta).await,
+            Err(error) => Err(IdempotencyError::Take(error)),
+            Ok(Take::Held(existing)) => settle_found(&taking, &existing).map(Tried::Found),
+            Ok(Take::Taken) => Ok(Tried::Taken(taking)),
         }
     }
 
-    /// Runs the handler under the key `taken`, then stores its outcome or releases the key.
-    async fn run(
-        &self,
-        taken: &IdempotencyRecord,
-        record: &T,
-        meta: &RecordMeta<'_>,
-    ) -> Result<HandlerOutcome, HandlerError> {
-        let result = AssertUnwindSafe(self.inner.call_inner(record, meta))
-            .catch_unwind()
-            .await;
-        let settled = match &result {
-            Ok(Ok(outcome)) => StoredOutcome::of(*outcome),
-            Ok(Err(_)) | Err(_) => None,
-        };
+    /// Finishes the item `taken` once the handler ran: stores the outcome that `settled` it, or,
+    /// when it did not (`None`: a hold, an error, a panic), deletes the item so that the next
+    /// delivery runs the handler again.
+    pub(crate) async fn finish(&self, taken: &IdempotencyRecord, settled: Option<StoredOutcome>) {
         match settled {
             Some(outcome) => {
                 let completed = taken.completed(outcome);
@@ -292,6 +310,58 @@ where
                 }
             }
         }
+    }
+
+    /// The time now, by the wrapper's clock.
+    pub(crate) fn now(&self) -> SystemTime {
+        (self.clock)()
+    }
+}
+
+impl<I, T, K, St> Idempotent<I, T, K, St>
+where
+    I: Inner<T, K>,
+    St: Store,
+    T: Serialize + FromRecordData + Send + Sync + 'static,
+    K: 'static,
+{
+    /// Keys each record by its place in the stream (shard, sequence number, and a KPL user
+    /// record's sub-sequence number): only redeliveries count as duplicates. Record handlers
+    /// only: a batch handler is not given its records' places.
+    pub fn key_by_position(mut self) -> Self {
+        self.key = KeySource::Position;
+        self
+    }
+
+    /// Handles one record: takes its key, runs the handler if the key was free, and stores the
+    /// outcome; a duplicate settles with the stored outcome. See `docs/idempotency.md`.
+    pub async fn handle(
+        &self,
+        record: &T,
+        meta: &RecordMeta<'_>,
+    ) -> Result<HandlerOutcome, HandlerError> {
+        match self.try_take(record, Some(meta), self.now()).await {
+            Err(error) => Err(HandlerError::new(error)),
+            Ok(Tried::Found(outcome)) => Ok(outcome),
+            Ok(Tried::Taken(taken)) => self.run(&taken, record, meta).await,
+        }
+    }
+
+    /// Runs the handler under the key `taken`, then stores its outcome or releases the key.
+    async fn run(
+        &self,
+        taken: &IdempotencyRecord,
+        record: &T,
+        meta: &RecordMeta<'_>,
+    ) -> Result<HandlerOutcome, HandlerError> {
+        let result = AssertUnwindSafe(self.inner.call_inner(record, meta))
+            .catch_unwind()
+            .await;
+        let settled = match &result {
+            Ok(Ok(outcome)) => StoredOutcome::of(*outcome),
+            Ok(Err(_)) | Err(_) => None,
+        };
+        self.finish(taken, settled).await;
         match result {
             Ok(outcome) => outcome,
             // The adapter catches it again, logs it and holds the record, as for any handler.
@@ -316,7 +386,7 @@ where
 fn settle_found(
     taking: &IdempotencyRecord,
     existing: &IdempotencyRecord,
-) -> Result<HandlerOutcome, HandlerError> {
+) -> Result<HandlerOutcome, IdempotencyError> {
     let id = &taking.id;
     match judge(existing, &taking.payload_hash) {
         Found::Completed(outcome) => {
@@ -334,99 +404,11 @@ fn settle_found(
             );
             Ok(HandlerOutcome::hold())
         }
-        Found::PayloadMismatch { stored } => {
-            Err(HandlerError::new(IdempotencyError::PayloadMismatch {
-                id: id.clone(),
-                stored,
-                given: taking.payload_hash.clone(),
-            }))
-        }
-        Found::NoOutcome => Err(HandlerError::new(IdempotencyError::NoOutcome {
+        Found::PayloadMismatch { stored } => Err(IdempotencyError::PayloadMismatch {
             id: id.clone(),
-        })),
-    }
-}
-
-mod sealed {
-    pub trait Sealed<T, Kind> {}
-}
-
-/// A handler an [`Idempotent`] can wrap: every record handler shape of `lambda_kinesis::handler`
-/// (with or without state and metadata). Sealed; `Kind` is inferred.
-pub trait Inner<T, Kind>: sealed::Sealed<T, Kind> + Send + Sync + 'static {
-    /// Calls the handler.
-    #[doc(hidden)]
-    fn call_inner<'r>(
-        &'r self,
-        record: &'r T,
-        meta: &'r RecordMeta<'r>,
-    ) -> impl Future<Output = Result<HandlerOutcome, HandlerError>> + Send + 'r;
-}
-
-impl<T, H> sealed::Sealed<T, kind::Record> for H where H: for<'a> RecordHandler<'a, T> {}
-impl<T: Sync, H> Inner<T, kind::Record> for H
-where
-    H: for<'a> RecordHandler<'a, T> + 'static,
-{
-    fn call_inner<'r>(
-        &'r self,
-        record: &'r T,
-        _meta: &'r RecordMeta<'r>,
-    ) -> impl Future<Output = Result<HandlerOutcome, HandlerError>> + Send + 'r {
-        let future = RecordHandler::call(self, record);
-        async move { future.await.into_outcome() }
-    }
-}
-
-impl<T, H> sealed::Sealed<T, kind::RecordWithMeta> for H where H: for<'a> RecordMetaHandler<'a, T> {}
-impl<T: Sync, H> Inner<T, kind::RecordWithMeta> for H
-where
-    H: for<'a> RecordMetaHandler<'a, T> + 'static,
-{
-    fn call_inner<'r>(
-        &'r self,
-        record: &'r T,
-        meta: &'r RecordMeta<'r>,
-    ) -> impl Future<Output = Result<HandlerOutcome, HandlerError>> + Send + 'r {
-        let future = RecordMetaHandler::call(self, record, meta);
-        async move { future.await.into_outcome() }
-    }
-}
-
-impl<S, T, H> sealed::Sealed<T, kind::Stateful<kind::Record>> for Stateful<S, H> where
-    H: for<'a> StatefulRecordHandler<'a, S, T>
-{
-}
-impl<S, T: Sync, H> Inner<T, kind::Stateful<kind::Record>> for Stateful<S, H>
-where
-    S: Send + Sync + 'static,
-    H: for<'a> StatefulRecordHandler<'a, S, T> + 'static,
-{
-    fn call_inner<'r>(
-        &'r self,
-        record: &'r T,
-        _meta: &'r RecordMeta<'r>,
-    ) -> impl Future<Output = Result<HandlerOutcome, HandlerError>> + Send + 'r {
-        let future = StatefulRecordHandler::call(&self.handler, &self.state, record);
-        async move { future.await.into_outcome() }
-    }
-}
-
-impl<S, T, H> sealed::Sealed<T, kind::Stateful<kind::RecordWithMeta>> for Stateful<S, H> where
-    H: for<'a> StatefulRecordMetaHandler<'a, S, T>
-{
-}
-impl<S, T: Sync, H> Inner<T, kind::Stateful<kind::RecordWithMeta>> for Stateful<S, H>
-where
-    S: Send + Sync + 'static,
-    H: for<'a> StatefulRecordMetaHandler<'a, S, T> + 'static,
-{
-    fn call_inner<'r>(
-        &'r self,
-        record: &'r T,
-        meta: &'r RecordMeta<'r>,
-    ) -> impl Future<Output = Result<HandlerOutcome, HandlerError>> + Send + 'r {
-        let future = StatefulRecordMetaHandler::call(&self.handler, &self.state, record, meta);
-        async move { future.await.into_outcome() }
+            stored,
+            given: taking.payload_hash.clone(),
+        }),
+        Found::NoOutcome => Err(IdempotencyError::NoOutcome { id: id.clone() }),
     }
 }

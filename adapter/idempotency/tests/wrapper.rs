@@ -2,29 +2,17 @@
 //!
 //! Run with `cargo test -p lambda-kinesis-idempotency --test wrapper`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+mod common;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use common::{Clock, Shipment, event, in_progress_elsewhere, shipment};
 use lambda_kinesis::testing::{TestEvent, context_with_deadline};
 use lambda_kinesis::{HandlerOutcome, RecordMeta};
 use lambda_kinesis_idempotency::{
     Idempotency, IdempotencyRecord, MemoryStore, Status, StoredOutcome,
 };
-use serde::{Deserialize, Serialize};
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct Shipment {
-    id: u64,
-    carrier: String,
-}
-
-fn shipment(id: u64, carrier: &str) -> Shipment {
-    Shipment {
-        id,
-        carrier: carrier.into(),
-    }
-}
 
 /// What the handler under test did: the ids it booked, in order.
 #[derive(Default)]
@@ -48,22 +36,6 @@ async fn book(ledger: &Ledger, shipment: &Shipment) -> Result<HandlerOutcome, St
         "broken" => Err("the carrier is down".into()),
         "panic" => panic!("the carrier client panicked"),
         _ => Ok(HandlerOutcome::ack()),
-    }
-}
-
-/// A clock a test moves by hand, in seconds since the epoch.
-#[derive(Clone, Default)]
-struct Clock(Arc<AtomicU64>);
-
-impl Clock {
-    fn at(seconds: u64) -> Self {
-        Self(Arc::new(AtomicU64::new(seconds)))
-    }
-    fn now(&self) -> SystemTime {
-        UNIX_EPOCH + Duration::from_secs(self.0.load(Ordering::SeqCst))
-    }
-    fn advance(&self, seconds: u64) {
-        self.0.fetch_add(seconds, Ordering::SeqCst);
     }
 }
 
@@ -91,12 +63,6 @@ fn adapter(
         .key(|s: &Shipment| s.id)
         .clock(move || clock.now())
         .into_adapter()
-}
-
-fn event(shipments: &[Shipment]) -> TestEvent {
-    shipments
-        .iter()
-        .fold(TestEvent::new(), |event, shipment| event.json(shipment))
 }
 
 struct Run {
@@ -179,9 +145,9 @@ async fn a_key_reused_for_another_payload_is_held_not_skipped() {
 #[tokio::test]
 async fn a_key_in_progress_elsewhere_holds_the_record_until_the_mark_lapses() {
     let run = Run::new();
-    let mut elsewhere = taken_elsewhere(&run, &shipment(1, "dhl")).await;
-    elsewhere.in_progress_expiration = Some(1_000_000 * 1000 + 30_000);
-    run.store.put(elsewhere);
+    let busy = shipment(1, "dhl");
+    run.store
+        .put(in_progress_elsewhere(&busy, &run.clock, Duration::from_secs(30)).await);
     assert_eq!(run.settle(&[shipment(1, "dhl")]).await, "hold");
     assert_eq!(run.ledger.booked(), Vec::<u64>::new());
     // The other invocation died: its deadline passes, and the next delivery books.
@@ -200,22 +166,6 @@ async fn a_completed_key_expires() {
     run.clock.advance(2);
     assert_eq!(run.settle(&[shipment(1, "dhl")]).await, "ack");
     assert_eq!(run.ledger.booked(), [1, 1]);
-}
-
-/// The item another invocation wrote when it took `shipment`'s key at the run's time.
-async fn taken_elsewhere(run: &Run, shipment: &Shipment) -> IdempotencyRecord {
-    // The key and payload hash the wrapper writes: those of a run in a store of its own.
-    let store = Arc::new(MemoryStore::new());
-    let probe = Run {
-        store: store.clone(),
-        ledger: Arc::new(Ledger::default()),
-        clock: run.clock.clone(),
-    };
-    probe.settle(std::slice::from_ref(shipment)).await;
-    let mut item = store.get(&format!("shipping#{}", shipment.id)).unwrap();
-    item.status = Status::InProgress;
-    item.outcome = None;
-    item
 }
 
 #[tokio::test]
@@ -285,47 +235,11 @@ async fn booked_by_position(ledger: &Arc<Ledger>, shipment: &Shipment) -> Handle
     HandlerOutcome::ack()
 }
 
-/// A store whose requests fail: taking always, or only storing the outcome.
-struct Failing {
-    take_fails: bool,
-    inner: MemoryStore,
-}
-
-fn unavailable(id: &str) -> lambda_kinesis_idempotency::StoreError {
-    lambda_kinesis_idempotency::StoreError {
-        operation: "DynamoDB PutItem on table idempotency".into(),
-        id: id.into(),
-        message: "service unavailable".into(),
-    }
-}
-
-impl lambda_kinesis_idempotency::Store for Failing {
-    async fn take(
-        &self,
-        record: &IdempotencyRecord,
-        now: SystemTime,
-    ) -> Result<lambda_kinesis_idempotency::Take, lambda_kinesis_idempotency::StoreError> {
-        if self.take_fails {
-            return Err(unavailable(&record.id));
-        }
-        self.inner.take(record, now).await
-    }
-    async fn complete(
-        &self,
-        record: &IdempotencyRecord,
-    ) -> Result<(), lambda_kinesis_idempotency::StoreError> {
-        Err(unavailable(&record.id))
-    }
-    async fn release(&self, id: &str) -> Result<(), lambda_kinesis_idempotency::StoreError> {
-        self.inner.release(id).await
-    }
-}
-
 async fn settle_over(
     take_fails: bool,
     ledger: Arc<Ledger>,
 ) -> lambda_kinesis::settlement::Settlement {
-    let store = Failing {
+    let store = common::Failing {
         take_fails,
         inner: MemoryStore::new(),
     };

@@ -26,7 +26,7 @@ use crate::records_file::{RecordToPut, put_records_batches, read_records};
 use crate::source::{ShardSource, SourceError};
 use crate::state::StateDir;
 use crate::summary;
-use crate::template::{FunctionResource, Template, TemplateOptions};
+use crate::template::{FunctionResource, LOCAL_DYNAMODB_VARIABLE, Template, TemplateOptions};
 
 /// `kinesis-esm run`.
 #[derive(Debug, Args)]
@@ -157,6 +157,7 @@ pub(super) async fn run(
         account_id: args.account_id.clone(),
         parameter_overrides: super::sam_options::parameter_overrides(&args.parameter_overrides)
             .map_err(anyhow::Error::msg)?,
+        local_dynamodb: std::env::var(LOCAL_DYNAMODB_VARIABLE).ok(),
         ..TemplateOptions::default()
     };
     let template = Template::load_with(&args.template, &options)?;

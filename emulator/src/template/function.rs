@@ -10,7 +10,7 @@ use super::error::{Problem, Section};
 use super::event::{self, Target};
 use super::fields::{Fault, Fields};
 use super::intrinsic::{Resolver, intrinsic, render};
-use super::{Architecture, FunctionResource, StreamResource};
+use super::{Architecture, FunctionResource, LOCAL_DYNAMODB_VARIABLE, StreamResource};
 
 /// The properties of `AWS::Serverless::Function`, as SAM defines them.
 const PROPERTIES: &[&str] = &[
@@ -554,10 +554,10 @@ fn environment(
     }
     // The local DynamoDB that `Ref` of a template's table names a table of (see `intrinsic.rs`)
     // reaches the function the way the AWS SDK reads it, unless the function sets its own.
-    if let Ok(endpoint) = std::env::var(LOCAL_DYNAMODB_VARIABLE) {
+    if let Some(endpoint) = resolver.local_dynamodb() {
         resolved
             .entry(LOCAL_DYNAMODB_VARIABLE.to_owned())
-            .or_insert(endpoint);
+            .or_insert_with(|| endpoint.to_owned());
     }
     Ok(resolved)
 }
@@ -610,9 +610,6 @@ fn logging_config(
         system_log_level,
     })
 }
-
-/// The variable that gives the emulator, and its functions, a local DynamoDB.
-const LOCAL_DYNAMODB_VARIABLE: &str = "AWS_ENDPOINT_URL_DYNAMODB";
 
 /// `Metadata.BuildMethod` and `Metadata.BuildProperties.Binary` (`bootstrap` when absent).
 fn build_metadata(logical_id: &str, resource: &Mapping) -> Result<(Option<String>, String), Fault> {

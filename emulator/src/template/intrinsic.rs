@@ -6,16 +6,13 @@ use std::collections::BTreeMap;
 
 use serde_yaml_ng::{Mapping, Value};
 
-use super::TemplateOptions;
+use super::{LOCAL_DYNAMODB_VARIABLE, TemplateOptions};
 
 /// The resource type whose `Ref` and `Arn` kinesis-esm knows.
 pub(super) const KINESIS_STREAM: &str = "AWS::Kinesis::Stream";
 
 /// The resource type whose `Ref` (its name) kinesis-esm gives, for a function's environment.
 const DYNAMODB_TABLE: &str = "AWS::DynamoDB::Table";
-
-/// The variable that gives functions a local DynamoDB; without it, `Ref` of a table is empty.
-const DYNAMODB_ENDPOINT_VARIABLE: &str = "AWS_ENDPOINT_URL_DYNAMODB";
 
 /// The pseudo-parameters a local run can answer, and how.
 const PSEUDO_PARAMETERS: &str =
@@ -110,6 +107,7 @@ pub(super) struct Resolver<'t> {
     url_suffix: &'static str,
     parameters: BTreeMap<String, ParameterValue>,
     resources: &'t Mapping,
+    local_dynamodb: Option<&'t str>,
     /// The names of the template's Kinesis streams by logical id, once they are known.
     stream_names: BTreeMap<String, String>,
 }
@@ -130,6 +128,7 @@ impl<'t> Resolver<'t> {
             url_suffix,
             parameters,
             resources,
+            local_dynamodb: options.local_dynamodb.as_deref(),
             stream_names: BTreeMap::new(),
         }
     }
@@ -138,6 +137,11 @@ impl<'t> Resolver<'t> {
     pub(super) fn know_stream(&mut self, logical_id: &str, name: &str) {
         self.stream_names
             .insert(logical_id.to_owned(), name.to_owned());
+    }
+
+    /// The local DynamoDB endpoint the functions are given, if the run has one.
+    pub(super) fn local_dynamodb(&self) -> Option<&'t str> {
+        self.local_dynamodb
     }
 
     /// The `Type` of a resource of the template.
@@ -229,13 +233,13 @@ impl<'t> Resolver<'t> {
 
     /// `Ref` of a DynamoDB table: its `TableName`, or `<stack>-<logical id>` as CloudFormation
     /// starts the names it makes up. A local run has a table only where the functions are given a
-    /// local DynamoDB (`AWS_ENDPOINT_URL_DYNAMODB`); without one the name is empty, so that a
-    /// function reading it runs without the table rather than calling AWS.
+    /// local DynamoDB ([`TemplateOptions::local_dynamodb`]); without one the name is empty, so
+    /// that a function reading it runs without the table rather than calling AWS.
     fn table_name(&self, logical_id: &str) -> Result<String, String> {
-        if std::env::var_os(DYNAMODB_ENDPOINT_VARIABLE).is_none() {
+        if self.local_dynamodb.is_none() {
             tracing::warn!(
                 table = logical_id,
-                "no local DynamoDB ({DYNAMODB_ENDPOINT_VARIABLE} is not set): Ref of the table is \
+                "no local DynamoDB ({LOCAL_DYNAMODB_VARIABLE} is not set): Ref of the table is \
                  empty, and functions run without it"
             );
             return Ok(String::new());

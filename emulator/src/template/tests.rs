@@ -437,6 +437,7 @@ Resources:
             ("Stage".to_owned(), "prod".to_owned()),
             ("Size".to_owned(), "25".to_owned()),
         ]),
+        local_dynamodb: None,
     };
     let template = Template::parse(PATH, yaml, &options).unwrap();
     let function = &template.functions[0];
@@ -448,6 +449,46 @@ Resources:
     assert_eq!(function.environment["SUFFIX"], "amazonaws.com.cn");
     assert_eq!(function.mappings[0].batch_size, 25);
     assert_eq!(function.mappings[0].stream_name, "Shipments");
+}
+
+/// The environment of a function that reads two tables' `Ref`, given `local_dynamodb`.
+fn table_environment(local_dynamodb: Option<&str>) -> BTreeMap<String, String> {
+    let yaml =
+        with_function_extra("Environment: {Variables: {NAMED: !Ref Named, UNNAMED: !Ref Unnamed}}")
+            .replace(
+                "  Queue:\n",
+                "  Named:
+    Type: AWS::DynamoDB::Table
+    Properties: {TableName: idempotency}
+  Unnamed:
+    Type: AWS::DynamoDB::Table
+  Queue:\n",
+            );
+    let options = TemplateOptions {
+        local_dynamodb: local_dynamodb.map(str::to_owned),
+        ..TemplateOptions::default()
+    };
+    let template = Template::parse(PATH, &yaml, &options).unwrap();
+    template.functions[0].environment.clone()
+}
+
+#[test]
+fn a_tables_ref_names_a_table_of_the_local_dynamodb_the_functions_are_given() {
+    let environment = table_environment(Some("http://127.0.0.1:4567"));
+    assert_eq!(environment["NAMED"], "idempotency");
+    assert_eq!(environment["UNNAMED"], "local-Unnamed");
+    assert_eq!(
+        environment[LOCAL_DYNAMODB_VARIABLE],
+        "http://127.0.0.1:4567"
+    );
+}
+
+#[test]
+fn without_a_local_dynamodb_a_tables_ref_is_empty_and_no_endpoint_is_given() {
+    let environment = table_environment(None);
+    assert_eq!(environment["NAMED"], "");
+    assert_eq!(environment["UNNAMED"], "");
+    assert!(!environment.contains_key(LOCAL_DYNAMODB_VARIABLE));
 }
 
 #[test]
