@@ -367,15 +367,18 @@ impl Running {
     /// Starts `kinesis-esm run --template <template> --put <records>` with its logs at `info`,
     /// so that the function's own lines show.
     async fn start(template: &Path, records: &Path) -> Self {
+        let mut args: Vec<std::ffi::OsString> = vec!["run".into(), "--template".into()];
+        args.extend([template.into(), "--put".into(), records.into()]);
+        args.extend(["--listen".into(), "127.0.0.1:0".into()]);
+        Self::spawn(&args).await
+    }
+
+    /// Starts `kinesis-esm` with these arguments, its logs at `info`.
+    async fn spawn(args: &[std::ffi::OsString]) -> Self {
         use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _};
         let binary = kinesis_esm_binary().await;
         let mut child = tokio::process::Command::new(binary)
-            .arg("run")
-            .arg("--template")
-            .arg(template)
-            .arg("--put")
-            .arg(records)
-            .args(["--listen", "127.0.0.1:0"])
+            .args(args)
             .env("KINESIS_ESM_LOG", "info")
             .current_dir(workspace_dir())
             .stdin(Stdio::null())
@@ -676,4 +679,294 @@ async fn a_taken_default_port_stops_the_run_and_names_its_owner() {
         let owner = format!("(pid {}) listens on port 4566", std::process::id());
         assert!(stderr.contains(&owner), "{owner:?} is not in:\n{stderr}");
     }
+}
+
+// SAM's habits: --env-vars, options before or after the command.
+
+/// A file of this test's own in the temporary folder, holding `text`.
+fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("kinesis-esm-{}-{name}", std::process::id()));
+    std::fs::write(&path, text).expect("the temporary folder is writable");
+    path
+}
+
+/// `--env-vars` in SAM's shape: the function's own object wins over the template's value (the
+/// canned answer becomes `exit`, so the function now exits at start), and a variable the
+/// template does not declare, or a key that names no function, is said and not used.
+#[tokio::test]
+async fn env_vars_override_the_templates_declared_variables_as_sam_does() {
+    canned_answer_bootstrap().await;
+    let env_vars = temp_file(
+        "env-vars.json",
+        r#"{"Parameters": {"ANSWER": "garbage", "UNDECLARED": "1"},
+            "GarbageFunction": {"ANSWER": "exit"},
+            "NoSuchFunction": {"ANSWER": "{}"}}"#,
+    );
+    let env_vars_arg = env_vars.to_string_lossy().into_owned();
+    let run = kinesis_esm_with(
+        &cli_template("answers-garbage.yaml"),
+        &records(),
+        &["--env-vars", &env_vars_arg],
+    )
+    .await;
+    let _ = std::fs::remove_file(&env_vars);
+    check_held_with_nothing_lost(&run, "Runtime.ExitError");
+    assert!(run.stdout.contains("exit status 3"), "{}", run.stdout);
+    for fragment in [
+        "NoSuchFunction names no function of the template with a Kinesis event, and is not \
+         used; the template has GarbageFunction",
+        "not passed to the function: its Environment.Variables does not declare them",
+        "UNDECLARED",
+    ] {
+        assert!(
+            run.stderr.contains(fragment),
+            "{fragment:?} is not in:\n{}",
+            run.stderr
+        );
+    }
+}
+
+/// A malformed `--env-vars` file stops the run before anything starts, naming the file, line
+/// and column.
+#[tokio::test]
+async fn a_malformed_env_vars_file_is_refused_with_its_position() {
+    let env_vars = temp_file(
+        "broken-env-vars.json",
+        "{\n  \"GarbageFunction\": {\"A\": 1,}\n}",
+    );
+    let env_vars_arg = env_vars.to_string_lossy().into_owned();
+    let run = kinesis_esm_with(
+        &cli_template("answers-garbage.yaml"),
+        &records(),
+        &["--env-vars", &env_vars_arg],
+    )
+    .await;
+    let _ = std::fs::remove_file(&env_vars);
+    assert_eq!(run.code, Some(2), "{run:#?}");
+    assert_eq!(run.stdout, "", "no summary: {run:#?}");
+    let expected =
+        format!("kinesis-esm: --env-vars {env_vars_arg}:2:30: invalid JSON: trailing comma");
+    assert!(
+        run.stderr.contains(&expected),
+        "{expected:?} is not in:\n{}",
+        run.stderr
+    );
+}
+
+/// Runs `kinesis-esm` with `args` until it ends, and returns its exit code and standard error.
+async fn kinesis_esm_args(args: &[&str]) -> (Option<i32>, String) {
+    let output = tokio::process::Command::new(kinesis_esm_binary().await)
+        .args(args)
+        .env("KINESIS_ESM_LOG", "warn")
+        .current_dir(workspace_dir())
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(RUN_TIMEOUT, output)
+        .await
+        .expect("kinesis-esm ends")
+        .expect("kinesis-esm starts");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// The shared options (`--template`, `--region`, `--state-dir`, `--listen`, ...) are read before
+/// the command's name as after it, and a command that has no use for one refuses it.
+#[tokio::test]
+async fn shared_options_go_before_or_after_the_command() {
+    let template = cli_template("broken-yaml.yaml");
+    let template = template.to_string_lossy();
+    let expected = "templates/cli/broken-yaml.yaml:7:6: invalid YAML";
+    for args in [
+        vec![
+            "--template",
+            &template,
+            "--listen",
+            "127.0.0.1:0",
+            "run",
+            "--until-idle",
+        ],
+        vec![
+            "run",
+            "--until-idle",
+            "--template",
+            &template,
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        vec![
+            "--region",
+            "eu-west-1",
+            "run",
+            "--template",
+            &template,
+            "--no-listen",
+        ],
+    ] {
+        let (code, stderr) = kinesis_esm_args(&args).await;
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(expected),
+            "{args:?}: {expected:?} is not in:\n{stderr}"
+        );
+    }
+    for (args, expected) in [
+        (
+            vec!["--template", "t.yaml", "put", "--stream", "s", "x"],
+            "kinesis-esm: --template is not an option of `kinesis-esm put` (only of run and serve)",
+        ),
+        (
+            vec!["status", "--state-dir", "d"],
+            "kinesis-esm: --state-dir is not an option of `kinesis-esm status` (only of run and serve)",
+        ),
+        (
+            vec!["serve", "--no-listen"],
+            "kinesis-esm: --no-listen is not an option of `kinesis-esm serve` (only of run)",
+        ),
+    ] {
+        let (code, stderr) = kinesis_esm_args(&args).await;
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(expected),
+            "{args:?}: {expected:?} is not in:\n{stderr}"
+        );
+    }
+}
+
+// A plain local Kinesis: `kinesis-esm serve`.
+
+impl Running {
+    /// The endpoint `kinesis-esm serve` or `run` says it serves the Kinesis API at.
+    async fn kinesis_endpoint(&mut self) -> String {
+        let line = self.wait_for_line("kinesis-esm: Kinesis API at ").await;
+        line.split("Kinesis API at ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no URL in {line:?}"))
+            .to_owned()
+    }
+}
+
+/// An `aws-sdk-kinesis` client of `endpoint`, with placeholder credentials.
+async fn sdk_client(endpoint: &str) -> aws_sdk_kinesis::Client {
+    let config = kinesis_esm::aws::AwsConnection::local(endpoint)
+        .sdk_config()
+        .await
+        .expect("an SDK configuration");
+    aws_sdk_kinesis::Client::new(&config)
+}
+
+/// Every record's data on every shard of `stream`, from TRIM_HORIZON, through the SDK.
+async fn read_every_record(client: &aws_sdk_kinesis::Client, stream: &str) -> Vec<String> {
+    use aws_sdk_kinesis::types::ShardIteratorType;
+    let shards = client
+        .list_shards()
+        .stream_name(stream)
+        .send()
+        .await
+        .expect("ListShards answers");
+    let mut data = Vec::new();
+    for shard in shards.shards() {
+        let iterator = client
+            .get_shard_iterator()
+            .stream_name(stream)
+            .shard_id(shard.shard_id())
+            .shard_iterator_type(ShardIteratorType::TrimHorizon)
+            .send()
+            .await
+            .expect("GetShardIterator answers");
+        let records = client
+            .get_records()
+            .shard_iterator(iterator.shard_iterator().expect("an iterator"))
+            .send()
+            .await
+            .expect("GetRecords answers");
+        data.extend(
+            records
+                .records()
+                .iter()
+                .map(|record| String::from_utf8_lossy(record.data().as_ref()).into_owned()),
+        );
+    }
+    data.sort();
+    data
+}
+
+/// `kinesis-esm serve` with no function: a template's streams and `--stream`s, served to an SDK
+/// producer and consumer; SIGTERM stops it (exit 0), and with `--state-dir` a second `serve`
+/// still holds the records.
+#[tokio::test]
+async fn serve_is_a_local_kinesis_for_sdk_clients_that_keeps_its_records() {
+    use aws_sdk_kinesis::primitives::Blob;
+    use aws_sdk_kinesis::types::PutRecordsRequestEntry;
+    let state_dir = std::env::temp_dir().join(format!("kinesis-esm-serve-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&state_dir);
+    let args: Vec<std::ffi::OsString> = vec![
+        "--state-dir".into(),
+        state_dir.clone().into(),
+        "serve".into(),
+        "--template".into(),
+        cli_template("streams-only.yaml").into(),
+        "--stream".into(),
+        "clicks:3".into(),
+        "--listen".into(),
+        "127.0.0.1:0".into(),
+    ];
+    let mut served = Running::spawn(&args).await;
+    let endpoint = served.kinesis_endpoint().await;
+    let client = sdk_client(&endpoint).await;
+    let streams = client
+        .list_streams()
+        .send()
+        .await
+        .expect("ListStreams answers");
+    let mut names: Vec<&str> = streams.stream_names().iter().map(String::as_str).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["audit", "clicks", "orders"]);
+    let entries: Vec<PutRecordsRequestEntry> = (0..20)
+        .map(|index| {
+            PutRecordsRequestEntry::builder()
+                .partition_key(format!("key-{index}"))
+                .data(Blob::new(format!("order-{index:02}")))
+                .build()
+                .expect("an entry")
+        })
+        .collect();
+    let put = client
+        .put_records()
+        .stream_name("orders")
+        .set_records(Some(entries))
+        .send()
+        .await
+        .expect("PutRecords answers");
+    assert_eq!(put.failed_record_count(), Some(0));
+    let expected: Vec<String> = (0..20).map(|index| format!("order-{index:02}")).collect();
+    assert_eq!(read_every_record(&client, "orders").await, expected);
+
+    served.send_sigterm();
+    let ended = served.ended_within(RUN_TIMEOUT).await;
+    assert_eq!(ended.code, Some(0), "{ended:#?}");
+    assert!(
+        ended.stderr.contains("kinesis-esm: SIGTERM: stopping"),
+        "{ended:#?}"
+    );
+
+    // Started again on the same state directory, with no template: the records are there.
+    let args: Vec<std::ffi::OsString> = vec![
+        "serve".into(),
+        "--state-dir".into(),
+        state_dir.clone().into(),
+        "--listen".into(),
+        "127.0.0.1:0".into(),
+    ];
+    let mut served = Running::spawn(&args).await;
+    let endpoint = served.kinesis_endpoint().await;
+    let client = sdk_client(&endpoint).await;
+    assert_eq!(read_every_record(&client, "orders").await, expected);
+    served.send_sigterm();
+    let ended = served.ended_within(RUN_TIMEOUT).await;
+    assert_eq!(ended.code, Some(0), "{ended:#?}");
+    let _ = std::fs::remove_dir_all(&state_dir);
 }

@@ -30,9 +30,9 @@ pub(super) struct KinesisTarget {
     /// Talks to real AWS Kinesis instead, through the standard credential and region chains.
     #[arg(long, global = true)]
     aws: bool,
-    /// The region.
-    #[arg(long, default_value = "us-east-1", global = true)]
-    region: String,
+    /// The region: `--region`, given before or after the command (see `SharedOptions`).
+    #[arg(skip)]
+    pub(super) region: String,
 }
 
 impl KinesisTarget {
@@ -67,7 +67,7 @@ pub(super) struct PutArgs {
     #[arg(long)]
     aggregate: bool,
     #[command(flatten)]
-    target: KinesisTarget,
+    pub(super) target: KinesisTarget,
 }
 
 pub(super) async fn put(args: PutArgs) -> anyhow::Result<()> {
@@ -231,7 +231,7 @@ pub(super) struct ReshardArgs {
     #[command(subcommand)]
     action: ReshardAction,
     #[command(flatten)]
-    target: KinesisTarget,
+    pub(super) target: KinesisTarget,
 }
 
 #[derive(Debug, Subcommand)]

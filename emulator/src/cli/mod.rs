@@ -14,6 +14,7 @@ mod port_owner;
 mod progress;
 mod run;
 mod sam_options;
+mod serve;
 
 pub use commands::STATUS_PATH;
 
@@ -35,6 +36,99 @@ pub struct Cli {
     log_format: LogFormat,
     #[command(flatten)]
     logs: LogOptions,
+    #[command(flatten)]
+    shared: SharedOptions,
+}
+
+/// Options that mean the same to every command that takes them, accepted before or after the
+/// command's name (`kinesis-esm --template t.yaml run` as `kinesis-esm run --template t.yaml`).
+/// A command refuses those it has no use for, rather than passing over them.
+#[derive(Debug, Clone, Default, Args)]
+struct SharedOptions {
+    /// The SAM template: for `run`, whose streams and functions to run (by default
+    /// template.yaml); for `serve`, whose streams to serve.
+    #[arg(long, value_name = "PATH", global = true)]
+    template: Option<std::path::PathBuf>,
+    /// The region of the emulated resources (run, serve), or of the Kinesis to talk to (put,
+    /// reshard). By default us-east-1.
+    #[arg(long, global = true)]
+    region: Option<String>,
+    /// The account id in the emulated resources' ARNs (run, serve). By default 123456789012.
+    #[arg(long, value_name = "ID", global = true)]
+    account_id: Option<String>,
+    /// Keeps the embedded Kinesis (streams, shards, records) and the checkpoints in this
+    /// directory (created if missing), so that a restarted `run` or `serve` finds its records
+    /// and `run` resumes at its checkpoints. A `PutRecords` that answered and a checkpoint that
+    /// was written survive a crash. With `--lease-table`, the checkpoints stay in the table.
+    #[arg(long, value_name = "DIR", global = true)]
+    state_dir: Option<std::path::PathBuf>,
+    /// Serves the embedded Kinesis' API (for the aws CLI, SDKs, `kinesis-esm put`) and `run`'s
+    /// status (for `kinesis-esm status`) on this address. By default 127.0.0.1:4566; the command
+    /// stops (exit 2) if that port is taken, naming what holds it.
+    #[arg(long, value_name = "ADDR", global = true)]
+    listen: Option<std::net::SocketAddr>,
+    /// `run` serves neither the embedded Kinesis nor the status.
+    #[arg(long, global = true, conflicts_with = "listen")]
+    no_listen: bool,
+}
+
+/// A shared option by name, and whether it was given.
+type GivenOption = (&'static str, bool);
+
+impl SharedOptions {
+    const DEFAULT_REGION: &str = "us-east-1";
+    const DEFAULT_ACCOUNT_ID: &str = "123456789012";
+
+    fn given(&self) -> [GivenOption; 6] {
+        [
+            ("--template", self.template.is_some()),
+            ("--region", self.region.is_some()),
+            ("--account-id", self.account_id.is_some()),
+            ("--state-dir", self.state_dir.is_some()),
+            ("--listen", self.listen.is_some()),
+            ("--no-listen", self.no_listen),
+        ]
+    }
+
+    /// Refuses the options given that `command` has no use for (it uses `used`).
+    fn refuse_unused(&self, command: &str, used: &[&str]) -> Result<(), String> {
+        match self
+            .given()
+            .into_iter()
+            .find(|(name, given)| *given && !used.contains(name))
+        {
+            Some((name, _)) => Err(format!(
+                "{name} is not an option of `kinesis-esm {command}`{}",
+                match Self::users(name) {
+                    "" => String::new(),
+                    users => format!(" (only of {users})"),
+                }
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// The commands that take the option `name`, for a message.
+    fn users(name: &str) -> &'static str {
+        match name {
+            "--template" | "--account-id" | "--state-dir" | "--listen" => "run and serve",
+            "--region" => "run, serve, put and reshard",
+            "--no-listen" => "run",
+            _ => "",
+        }
+    }
+
+    fn region(&self) -> String {
+        self.region
+            .clone()
+            .unwrap_or_else(|| Self::DEFAULT_REGION.to_owned())
+    }
+
+    fn account_id(&self) -> String {
+        self.account_id
+            .clone()
+            .unwrap_or_else(|| Self::DEFAULT_ACCOUNT_ID.to_owned())
+    }
 }
 
 /// Which log lines are written, and how much of a function's lines (`docs/function-logs.md`).
@@ -100,6 +194,10 @@ enum Command {
     /// Runs the Kinesis event sources of a SAM template's functions.
     #[command(after_help = RUN_AFTER_HELP)]
     Run(Box<RunArgs>),
+    /// Serves the embedded Kinesis alone, with no function: a local Kinesis for producers and
+    /// tests, holding a template's streams, the streams named by --stream, or none.
+    #[command(after_help = serve::SERVE_AFTER_HELP)]
+    Serve(serve::ServeArgs),
     /// Publishes records to a stream, as a producer would (to `kinesis-esm run`'s endpoint by
     /// default).
     Put(commands::PutArgs),
@@ -174,12 +272,14 @@ impl Cli {
             json: self.log_format == LogFormat::Json,
             quiet: self.logs.quiet,
         };
-        let result = match self.command {
-            Command::Run(args) => run::run(*args, progress, function_logs).await,
-            Command::Put(args) => commands::put(args).await.map(|()| Exit::Settled),
-            Command::Reshard(args) => commands::reshard(args).await.map(|()| Exit::Settled),
-            Command::Events(args) => commands::events(args).map(|()| Exit::Settled),
-            Command::Status(args) => commands::status(args).await.map(|()| Exit::Settled),
+        let result = match self.shared.fill(self.command) {
+            Err(message) => Err(anyhow::Error::msg(message)),
+            Ok(Command::Run(args)) => run::run(*args, progress, function_logs).await,
+            Ok(Command::Serve(args)) => serve::serve(args, self.logs.quiet).await,
+            Ok(Command::Put(args)) => commands::put(args).await.map(|()| Exit::Settled),
+            Ok(Command::Reshard(args)) => commands::reshard(args).await.map(|()| Exit::Settled),
+            Ok(Command::Events(args)) => commands::events(args).map(|()| Exit::Settled),
+            Ok(Command::Status(args)) => commands::status(args).await.map(|()| Exit::Settled),
         };
         match result {
             Ok(exit) => exit,
@@ -190,6 +290,66 @@ impl Cli {
         }
     }
 }
+
+impl SharedOptions {
+    /// `command`, with the shared options it takes filled in; an error for one it does not
+    /// take.
+    fn fill(&self, mut command: Command) -> Result<Command, String> {
+        let shared = self;
+        match &mut command {
+            Command::Run(args) => {
+                shared.refuse_unused("run", &SHARED_BY_RUN)?;
+                args.template = shared
+                    .template
+                    .clone()
+                    .unwrap_or_else(|| "template.yaml".into());
+                args.region = shared.region();
+                args.account_id = shared.account_id();
+                args.state_dir.clone_from(&shared.state_dir);
+                args.listen = shared.listen;
+                args.no_listen = shared.no_listen;
+            }
+            Command::Serve(args) => {
+                shared.refuse_unused("serve", &SHARED_BY_SERVE)?;
+                args.template.clone_from(&shared.template);
+                args.region = shared.region();
+                args.account_id = shared.account_id();
+                args.state_dir.clone_from(&shared.state_dir);
+                args.listen = shared.listen;
+            }
+            Command::Put(args) => {
+                shared.refuse_unused("put", &["--region"])?;
+                args.target.region = shared.region();
+            }
+            Command::Reshard(args) => {
+                shared.refuse_unused("reshard", &["--region"])?;
+                args.target.region = shared.region();
+            }
+            Command::Events(_) => shared.refuse_unused("events", &[])?,
+            Command::Status(_) => shared.refuse_unused("status", &[])?,
+        }
+        Ok(command)
+    }
+}
+
+/// The shared options `run` takes: all of them.
+const SHARED_BY_RUN: [&str; 6] = [
+    "--template",
+    "--region",
+    "--account-id",
+    "--state-dir",
+    "--listen",
+    "--no-listen",
+];
+
+/// The shared options `serve` takes: all but `--no-listen` (serving is all it does).
+const SHARED_BY_SERVE: [&str; 5] = [
+    "--template",
+    "--region",
+    "--account-id",
+    "--state-dir",
+    "--listen",
+];
 
 fn init_logging(format: LogFormat, options: &LogOptions, progress: Option<&progress::Progress>) {
     use tracing_subscriber::EnvFilter;

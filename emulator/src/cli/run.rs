@@ -12,6 +12,7 @@ use tokio::sync::watch;
 
 use super::commands::put_every_record;
 use super::progress::Progress;
+use super::sam_options::EnvVarsFile;
 use super::{Exit, STATUS_PATH, connection_to, parse_duration};
 use crate::aws::{AwsConnection, DynamoLeaseStore, SdkKinesis};
 use crate::function::build_function;
@@ -31,9 +32,9 @@ use crate::template::{FunctionResource, LOCAL_DYNAMODB_VARIABLE, Template, Templ
 /// `kinesis-esm run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The SAM template whose Kinesis streams and functions to run.
-    #[arg(long, default_value = "template.yaml")]
-    template: PathBuf,
+    /// The template (`--template`, `template.yaml` by default): see `SharedOptions`.
+    #[arg(skip)]
+    pub(super) template: PathBuf,
     /// Publishes records before the mappings start: a file of JSON lines
     /// (`{"data": ..., "partitionKey": "..."}`), a Lambda Kinesis event file, or a folder of them.
     /// With several streams in the template, name one: `STREAM=PATH`.
@@ -54,12 +55,12 @@ pub struct RunArgs {
     /// Builds the functions' binaries with `--release`.
     #[arg(long)]
     release: bool,
-    /// The region the emulated resources live in.
-    #[arg(long, default_value = "us-east-1")]
-    region: String,
-    /// The account id in the emulated resources' ARNs.
-    #[arg(long, default_value = "123456789012")]
-    account_id: String,
+    /// `--region`: see `SharedOptions`.
+    #[arg(skip)]
+    pub(super) region: String,
+    /// `--account-id`: see `SharedOptions`.
+    #[arg(skip)]
+    pub(super) account_id: String,
     /// Reads a Kinesis at this endpoint (LocalStack, kinesis-local, ...) instead of the embedded
     /// one. Without AWS credentials in the environment, placeholder credentials are used.
     #[arg(long, value_name = "URL")]
@@ -75,12 +76,9 @@ pub struct RunArgs {
     /// that a restarted run resumes where the last one stopped.
     #[arg(long, value_name = "NAME")]
     lease_table: Option<String>,
-    /// Keeps the embedded Kinesis (streams, shards, records) and the checkpoints in this
-    /// directory (created if missing), so that a restarted run finds its records and resumes at
-    /// its checkpoints. A `PutRecords` that answered and a checkpoint that was written survive
-    /// a crash. With `--lease-table`, the checkpoints stay in the table.
-    #[arg(long, value_name = "DIR")]
-    state_dir: Option<PathBuf>,
+    /// `--state-dir`: see `SharedOptions`.
+    #[arg(skip)]
+    pub(super) state_dir: Option<PathBuf>,
     /// The lease table's DynamoDB endpoint; by default the standard chain (which honours
     /// `AWS_ENDPOINT_URL_DYNAMODB`).
     #[arg(long, value_name = "URL", requires = "lease_table")]
@@ -101,14 +99,12 @@ pub struct RunArgs {
     /// its logical id (`sam local start-lambda`) or its binary (`cargo lambda watch`).
     #[arg(long, value_enum, default_value_t = InvokeName::FunctionName)]
     invoke_name: InvokeName,
-    /// Serves the mappings' status for `kinesis-esm status` on this address, and with the
-    /// embedded Kinesis its Kinesis API too (for the aws CLI, SDKs, `kinesis-esm put`). By
-    /// default 127.0.0.1:4566; the run stops (exit 2) if that port is taken, naming what holds it.
-    #[arg(long, value_name = "ADDR")]
-    listen: Option<std::net::SocketAddr>,
-    /// Serves neither the embedded Kinesis nor the status.
-    #[arg(long, conflicts_with = "listen")]
-    no_listen: bool,
+    /// `--listen`: see `SharedOptions`.
+    #[arg(skip)]
+    pub(super) listen: Option<std::net::SocketAddr>,
+    /// `--no-listen`: see `SharedOptions`.
+    #[arg(skip)]
+    pub(super) no_listen: bool,
     /// The first pause before retrying a failed batch; pauses then grow.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "100ms")]
     retry_pause: Duration,
@@ -120,6 +116,12 @@ pub struct RunArgs {
     /// credentials: `--function-env RUST_BACKTRACE=1` is how to give it a backtrace.
     #[arg(long = "function-env", value_name = "KEY=VALUE", value_parser = parse_variable)]
     function_env: Vec<(String, String)>,
+    /// Values for the functions' environment variables from a JSON file, as `sam local` takes
+    /// it: `{"Parameters": {"VAR": "value"}, "FunctionLogicalId": {"VAR": "value"}}`, a
+    /// function's own object over `Parameters`. As with SAM, only variables the template
+    /// declares in `Environment.Variables` take a value; --function-env wins over the file.
+    #[arg(long, value_name = "FILE")]
+    env_vars: Option<PathBuf>,
     /// How long another worker's lease may go unrenewed before this one takes it.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
     failover_time: Duration,
@@ -174,6 +176,12 @@ pub(super) async fn run(
             known_functions(&template)
         );
     }
+    let env_vars = args
+        .env_vars
+        .as_deref()
+        .map(|path| read_env_vars(path, &template))
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
     let functions: Vec<&FunctionResource> = template
         .functions
         .iter()
@@ -248,13 +256,15 @@ pub(super) async fn run(
     let mut mappings: Vec<RunningMapping> = Vec::new();
     let source = streams.source();
     for function in functions {
-        let invoker = invoker_for(&args, function, logs).await.with_context(|| {
-            format!(
-                "{}: resource {}",
-                args.template.display(),
-                function.logical_id
-            )
-        })?;
+        let invoker = invoker_for(&args, function, env_vars.as_ref(), logs)
+            .await
+            .with_context(|| {
+                format!(
+                    "{}: resource {}",
+                    args.template.display(),
+                    function.logical_id
+                )
+            })?;
         let invoker: Arc<dyn Invoker> = match invoker {
             FunctionInvoker::RuntimeApi(invoker) => invoker,
             FunctionInvoker::InvokeApi(invoker) => {
@@ -358,6 +368,31 @@ pub(super) async fn run(
     Ok(if held { Exit::Held } else { Exit::Settled })
 }
 
+/// Reads `--env-vars`, warning of each key that names none of the template's functions (SAM
+/// passes over them without a word; a typo would go unseen).
+fn read_env_vars(path: &std::path::Path, template: &Template) -> Result<EnvVarsFile, String> {
+    let file = EnvVarsFile::read(path)?;
+    let functions: Vec<(&str, &str)> = template
+        .functions
+        .iter()
+        .map(|function| {
+            (
+                function.logical_id.as_str(),
+                function.function_name.as_str(),
+            )
+        })
+        .collect();
+    for key in file.unknown_keys(&functions) {
+        tracing::warn!(
+            "--env-vars {}: {key} names no function of the template with a Kinesis event, and \
+             is not used; the template has {}",
+            path.display(),
+            known_functions(template)
+        );
+    }
+    Ok(file)
+}
+
 /// The template's functions, for a message: `Logical (Name), ...`, or "none".
 fn known_functions(template: &Template) -> String {
     let names: Vec<String> = template
@@ -380,7 +415,7 @@ fn known_functions(template: &Template) -> String {
 
 /// The signals that stop a run gracefully: Ctrl-C (SIGINT) and SIGTERM, which `docker stop`,
 /// `timeout`, systemd and CI runners send.
-struct StopSignals {
+pub(super) struct StopSignals {
     #[cfg(unix)]
     interrupt: tokio::signal::unix::Signal,
     #[cfg(unix)]
@@ -388,7 +423,7 @@ struct StopSignals {
 }
 
 impl StopSignals {
-    fn listen() -> std::io::Result<Self> {
+    pub(super) fn listen() -> std::io::Result<Self> {
         #[cfg(unix)]
         {
             use tokio::signal::unix::{SignalKind, signal};
@@ -402,7 +437,7 @@ impl StopSignals {
     }
 
     /// Waits for the next stop signal and names it.
-    async fn next(&mut self) -> &'static str {
+    pub(super) async fn next(&mut self) -> &'static str {
         #[cfg(unix)]
         {
             tokio::select! {
@@ -450,6 +485,7 @@ enum FunctionInvoker {
 async fn invoker_for(
     args: &RunArgs,
     function: &FunctionResource,
+    env_vars: Option<&EnvVarsFile>,
     logs: FunctionLogs,
 ) -> anyhow::Result<FunctionInvoker> {
     let invoke_name = match args.invoke_name {
@@ -485,6 +521,23 @@ async fn invoker_for(
     definition.region.clone_from(&args.region);
     definition.account_id.clone_from(&args.account_id);
     definition.environment.clone_from(&function.environment);
+    if let Some(env_vars) = env_vars {
+        let given = env_vars.for_function(
+            &function.logical_id,
+            &function.function_name,
+            function.environment.keys(),
+        );
+        if !given.undeclared.is_empty() {
+            tracing::warn!(
+                function = %function.logical_id,
+                variables = %given.undeclared.join(", "),
+                "--env-vars {}: not passed to the function: its Environment.Variables does not \
+                 declare them (SAM passes only declared variables too)",
+                env_vars.path().display()
+            );
+        }
+        definition.environment.extend(given.values);
+    }
     definition
         .environment
         .extend(args.function_env.iter().cloned());
@@ -542,7 +595,10 @@ async fn serve(
 
 /// Why the endpoint could not listen, said once (the OS error is not repeated), with who holds
 /// the port when it can be told and how to choose another address.
-fn listen_failure(error: &crate::kinesis::http::ServeError, default_address: bool) -> String {
+pub(super) fn listen_failure(
+    error: &crate::kinesis::http::ServeError,
+    default_address: bool,
+) -> String {
     let addr = error.addr;
     let mut message = format!("cannot serve the Kinesis API on {addr}: {}", error.source);
     if error.source.kind() == std::io::ErrorKind::AddrInUse {
