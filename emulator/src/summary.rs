@@ -1,10 +1,184 @@
-//! The summary printed when a run ends: per shard, what was delivered and where it stands.
+//! What the emulator tells a user about a mapping: the summary printed when a run ends, the tree
+//! of `kinesis-esm status`, and the live progress line of each shard.
+//!
+//! Records are counted apart from deliveries: every record read is acked, dropped, discarded,
+//! filtered out or held (read and not settled yet), once, however often it was delivered. So for a
+//! run that starts at `TRIM_HORIZON` and reads every record, the records add up to what was
+//! published. Retries are those `MaximumRetryAttempts` counts, apart from bisection splits.
+//! Sequence numbers are shortened in tables ([`short_sequence_number`]); `--json` has them whole.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
+use std::time::SystemTime;
 
-use crate::mapping::{MappingStatus, ShardPhase};
+use crate::lease::Checkpoint;
+use crate::mapping::{MappingStatus, NextRetry, ShardPhase, ShardStatus};
+use crate::time::millis_since_epoch;
 
-/// Renders a mapping's status as a table: one line per shard, then the records left on it.
+/// Digits a sequence number keeps in front of the ellipsis.
+const HEAD_DIGITS: usize = 4;
+/// Digits a sequence number keeps at its end, at least.
+const TAIL_DIGITS: usize = 8;
+/// The shortest run of zeros taken for the padding between two fields of a sequence number.
+const PADDING_ZEROS: usize = 6;
+
+/// A sequence number as tables show it: its first 4 digits, an ellipsis, and its distinguishing
+/// tail. Numbers made of zero-padded fields (the embedded Kinesis': stream, counter, shard) keep
+/// every digit after their last padding of 6 or more zeros that ends before the final 8 digits,
+/// so that the counter which tells one record from the next stays in view
+/// (`4917…120000000003`); any other number keeps its final 8 digits (`4959…36588898`), where a
+/// real Kinesis' numbers differ. A number of 20 digits or fewer is shown whole.
+pub fn short_sequence_number(digits: &str) -> Cow<'_, str> {
+    const SHORT_ENOUGH: usize = 20;
+    if digits.len() <= SHORT_ENOUGH || !digits.is_ascii() {
+        return Cow::Borrowed(digits);
+    }
+    let bytes = digits.as_bytes();
+    let tail_limit = digits.len() - TAIL_DIGITS;
+    let mut tail_start = tail_limit;
+    let mut index = HEAD_DIGITS;
+    while index < tail_limit {
+        if bytes[index] != b'0' {
+            index += 1;
+            continue;
+        }
+        let run_start = index;
+        while index < bytes.len() && bytes[index] == b'0' {
+            index += 1;
+        }
+        // A run that reaches into the final digits pads the last field: the tail keeps it.
+        if index - run_start >= PADDING_ZEROS && index <= tail_limit {
+            tail_start = index;
+        }
+    }
+    Cow::Owned(format!(
+        "{}…{}",
+        &digits[..HEAD_DIGITS],
+        &digits[tail_start..]
+    ))
+}
+
+/// A checkpoint as tables show it: a sequence number shortened, a sentinel as it is, `-` for none.
+pub fn checkpoint_cell(checkpoint: Option<&Checkpoint>) -> String {
+    match checkpoint {
+        Some(Checkpoint::SequenceNumber(number)) => {
+            short_sequence_number(number.as_str()).into_owned()
+        }
+        Some(other) => other.to_string(),
+        None => "-".to_owned(),
+    }
+}
+
+/// What became of the records a shard read, each counted once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RecordCounts {
+    /// Settled as handled.
+    pub acked: u64,
+    /// Reported as dropped by the function.
+    pub dropped: u64,
+    /// Given up by the mapping (retries used up, or too old).
+    pub discarded: u64,
+    /// Passed by `FilterCriteria`: never delivered.
+    pub filtered: u64,
+    /// Read and not settled: a held record and the records behind it, or a batch in flight when
+    /// the mapping stopped. They come again.
+    pub held: u64,
+}
+
+impl RecordCounts {
+    /// The counts of one shard.
+    pub fn of(shard: &ShardStatus) -> Self {
+        Self {
+            acked: shard.acked,
+            dropped: shard.dropped,
+            discarded: shard.discarded,
+            filtered: shard.filtered,
+            held: shard.unsettled,
+        }
+    }
+
+    /// Every record read.
+    pub fn read(&self) -> u64 {
+        self.acked + self.dropped + self.discarded + self.filtered + self.held
+    }
+}
+
+/// What a held shard's pause is for: "retry 3 of 5, next in 25 s", "retry 3, next in 25 s, no
+/// retry limit" (`MaximumRetryAttempts: -1`), or "next try in 2.0 s, not a retry" when the last
+/// invocation did not reach the function and nothing has been charged against the limit yet.
+pub fn retry_wait(next: &NextRetry, now: SystemTime) -> String {
+    let wait = wait_text(next.at_epoch_millis - millis_since_epoch(now));
+    match (next.number, next.limit) {
+        (0, _) => format!("next try in {wait}, not a retry"),
+        (number, Some(limit)) => format!("retry {number} of {limit}, next in {wait}"),
+        (number, None) => format!("retry {number}, next in {wait}, no retry limit"),
+    }
+}
+
+/// A wait of `millis` milliseconds: tenths of a second under 10 s, whole seconds (rounded up)
+/// from there.
+fn wait_text(millis: i64) -> String {
+    let millis = millis.max(0);
+    if millis < 10_000 {
+        format!("{:.1} s", millis as f64 / 1000.0)
+    } else {
+        format!("{} s", (millis as u64).div_ceil(1000))
+    }
+}
+
+/// `count` and a noun, in the singular for 1.
+fn counted(count: u64, singular: &str, plural: &str) -> String {
+    format!("{count} {}", if count == 1 { singular } else { plural })
+}
+
+/// The records a mapping discarded and where they went, if it discarded any: "6 records in 1
+/// batch discarded and sent to the on-failure destination Queue", or "... discarded (no
+/// on-failure destination)".
+pub fn discards_note(status: &MappingStatus) -> Option<String> {
+    let records = status.totals().discarded;
+    if records == 0 {
+        return None;
+    }
+    let batches = status.on_failure.len() as u64;
+    let discarded = format!(
+        "{} in {} discarded",
+        counted(records, "record", "records"),
+        counted(batches, "batch", "batches")
+    );
+    Some(match &status.on_failure_destination {
+        Some(destination) => {
+            format!("{discarded} and sent to the on-failure destination {destination}")
+        }
+        None => format!("{discarded} (no on-failure destination)"),
+    })
+}
+
+/// A mapping's totals in one line: "12 records: 5 acked, 1 dropped, 6 discarded, 0 held; 48
+/// deliveries in 7 invocations, 5 retries, 0 splits".
+pub fn totals_line(status: &MappingStatus) -> String {
+    let total = status.totals();
+    let records = RecordCounts::of(&total);
+    let filtered = if records.filtered > 0 {
+        format!(", {} filtered out", records.filtered)
+    } else {
+        String::new()
+    };
+    format!(
+        "{}: {} acked, {} dropped, {} discarded{filtered}, {} held; {} in {}, {}, {}",
+        counted(records.read(), "record", "records"),
+        records.acked,
+        records.dropped,
+        records.discarded,
+        records.held,
+        counted(total.delivered, "delivery", "deliveries"),
+        counted(total.invocations, "invocation", "invocations"),
+        counted(total.retries, "retry", "retries"),
+        counted(total.splits, "split", "splits"),
+    )
+}
+
+/// Renders a mapping's status as a table: one line per shard, the totals, then the records left
+/// on each shard and what was discarded.
 pub fn render(status: &MappingStatus) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -12,64 +186,49 @@ pub fn render(status: &MappingStatus) -> String {
         "{} <- stream {}",
         status.function_name, status.stream_name
     );
-    let header = [
-        "shard",
-        "state",
-        "delivered",
-        "acked",
-        "dropped",
-        "discarded",
+    // Filtered records only matter to a mapping with filters.
+    let show_filtered = status.shards.values().any(|shard| shard.filtered > 0);
+    let mut header = vec!["shard", "state", "records", "acked", "dropped", "discarded"];
+    if show_filtered {
+        header.push("filtered");
+    }
+    header.extend([
         "held",
+        "deliveries",
         "invocations",
         "retries",
+        "splits",
         "checkpoint",
-    ];
-    let mut rows: Vec<[String; 10]> = Vec::new();
-    for shard in status.shards.values() {
-        // The held record and the records read behind it: all of them come again.
-        let held = if shard.held.is_some() {
-            shard.unsettled.max(1)
-        } else {
-            0
-        };
-        rows.push([
-            shard.shard_id.clone(),
-            shard.phase.as_str().to_owned(),
-            shard.delivered.to_string(),
-            shard.acked.to_string(),
-            shard.dropped.to_string(),
-            shard.discarded.to_string(),
-            held.to_string(),
-            shard.invocations.to_string(),
-            shard.retries.to_string(),
-            shard
-                .checkpoint
-                .as_ref()
-                .map_or_else(|| "-".to_owned(), ToString::to_string),
-        ]);
-    }
-    let mut widths = header.map(str::len);
-    for row in &rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.len());
-        }
-    }
-    let mut line = |cells: &[&str]| {
-        let mut text = String::new();
-        for (index, (cell, width)) in cells.iter().zip(widths).enumerate() {
-            // Names are left-aligned, numbers right-aligned; the checkpoint ends the line.
-            if index < 2 || index == cells.len() - 1 {
-                let _ = write!(text, "{cell:<width$}  ");
-            } else {
-                let _ = write!(text, "{cell:>width$}  ");
+    ]);
+    let rows: Vec<Vec<String>> = status
+        .shards
+        .values()
+        .map(|shard| {
+            let records = RecordCounts::of(shard);
+            let mut row = vec![
+                shard.shard_id.clone(),
+                shard.phase.as_str().to_owned(),
+                records.read().to_string(),
+                records.acked.to_string(),
+                records.dropped.to_string(),
+                records.discarded.to_string(),
+            ];
+            if show_filtered {
+                row.push(records.filtered.to_string());
             }
-        }
-        let _ = writeln!(out, "  {}", text.trim_end());
-    };
-    line(&header);
-    for row in &rows {
-        line(&row.each_ref().map(String::as_str));
-    }
+            row.extend([
+                records.held.to_string(),
+                shard.delivered.to_string(),
+                shard.invocations.to_string(),
+                shard.retries.to_string(),
+                shard.splits.to_string(),
+                checkpoint_cell(shard.checkpoint.as_ref()),
+            ]);
+            row
+        })
+        .collect();
+    write_table(&mut out, &header, &rows);
+    let _ = writeln!(out, "  {}", totals_line(status));
     for shard in status.shards.values() {
         if let Some(held) = &shard.held {
             let _ = writeln!(
@@ -90,12 +249,8 @@ pub fn render(status: &MappingStatus) -> String {
             );
         }
     }
-    if !status.on_failure.is_empty() {
-        let _ = writeln!(
-            out,
-            "  {} batch(es) discarded and sent to the on-failure destination",
-            status.on_failure.len()
-        );
+    if let Some(note) = discards_note(status) {
+        let _ = writeln!(out, "  {note}");
     }
     if let Some(error) = &status.last_error {
         let _ = writeln!(out, "  last error: {error}");
@@ -103,10 +258,79 @@ pub fn render(status: &MappingStatus) -> String {
     out
 }
 
+/// Writes `rows` under `header`, columns padded to their widest cell: names left-aligned,
+/// numbers right-aligned, the checkpoint (last) left-aligned.
+fn write_table(out: &mut String, header: &[&str], rows: &[Vec<String>]) {
+    let mut widths: Vec<usize> = header.iter().map(|cell| cell.len()).collect();
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut line = |cells: &[&str]| {
+        let mut text = String::new();
+        for (index, (cell, &width)) in cells.iter().zip(&widths).enumerate() {
+            if index < 2 || index == cells.len() - 1 {
+                let _ = write!(text, "{cell:<width$}  ");
+            } else {
+                let _ = write!(text, "{cell:>width$}  ");
+            }
+        }
+        let _ = writeln!(out, "  {}", text.trim_end());
+    };
+    line(header);
+    for row in rows {
+        line(&row.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+}
+
+/// What a held shard is doing, for the tree and the progress line: "held at N (2 failed
+/// deliveries; retry 2 of 5, next in 25 s)". `sequence_number` is how to show the held record.
+fn held_text(shard: &ShardStatus, now: SystemTime, short: bool) -> Option<String> {
+    let held = shard.held.as_ref()?;
+    let number = held.sequence_number.as_str();
+    let number = if short {
+        short_sequence_number(number)
+    } else {
+        Cow::Borrowed(number)
+    };
+    let mut text = format!(
+        "held at {number} ({} failed deliveries",
+        held.failed_deliveries
+    );
+    if let Some(next) = &held.next_retry {
+        let _ = write!(text, "; {}", retry_wait(next, now));
+    }
+    text.push(')');
+    Some(text)
+}
+
+/// One shard's live progress line, redrawn while `run` works in a terminal.
+pub fn progress_line(function_name: &str, shard: &ShardStatus, now: SystemTime) -> String {
+    let records = RecordCounts::of(shard);
+    let mut line = format!(
+        "{function_name} {}  {:<17}  records {}  acked {}  dropped {}  discarded {}  held {}  \
+         deliveries {}  retries {}",
+        shard.shard_id,
+        shard.phase.as_str(),
+        records.read(),
+        records.acked,
+        records.dropped,
+        records.discarded,
+        records.held,
+        shard.delivered,
+        shard.retries,
+    );
+    if let Some(held) = held_text(shard, now, true) {
+        let _ = write!(line, "  {held}");
+    }
+    line
+}
+
 /// Renders running mappings for `kinesis-esm status`: each stream's shards as a lineage tree
-/// (children under their parents), with state, checkpoint, lease owner, held record and how far
-/// behind the newest record the last read ended.
-pub fn render_tree(statuses: &[MappingStatus]) -> String {
+/// (children under their parents), with state, checkpoint, lease owner, held record (and the
+/// retry it waits for), discards and how far behind the newest record the last read ended.
+pub fn render_tree(statuses: &[MappingStatus], now: SystemTime) -> String {
     let mut out = String::new();
     for status in statuses {
         let _ = writeln!(
@@ -114,14 +338,17 @@ pub fn render_tree(statuses: &[MappingStatus]) -> String {
             "{} <- stream {}",
             status.function_name, status.stream_name
         );
-        let is_root = |shard: &crate::mapping::ShardStatus| {
+        let is_root = |shard: &ShardStatus| {
             shard
                 .parent_shard_ids
                 .iter()
                 .all(|parent| !status.shards.contains_key(parent))
         };
         for shard in status.shards.values().filter(|shard| is_root(shard)) {
-            render_branch(&mut out, status, &shard.shard_id, 1);
+            render_branch(&mut out, status, &shard.shard_id, 1, now);
+        }
+        if let Some(note) = discards_note(status) {
+            let _ = writeln!(out, "  {note}");
         }
         if let Some(error) = &status.last_error {
             let _ = writeln!(out, "  last error: {error}");
@@ -130,7 +357,13 @@ pub fn render_tree(statuses: &[MappingStatus]) -> String {
     out
 }
 
-fn render_branch(out: &mut String, status: &MappingStatus, shard_id: &str, depth: usize) {
+fn render_branch(
+    out: &mut String,
+    status: &MappingStatus,
+    shard_id: &str,
+    depth: usize,
+    now: SystemTime,
+) {
     let Some(shard) = status.shards.get(shard_id) else {
         return;
     };
@@ -139,19 +372,23 @@ fn render_branch(out: &mut String, status: &MappingStatus, shard_id: &str, depth
         "{indent}{}  {}  checkpoint {}",
         shard.shard_id,
         shard.phase.as_str(),
-        shard
-            .checkpoint
-            .as_ref()
-            .map_or_else(|| "-".to_owned(), ToString::to_string)
+        checkpoint_cell(shard.checkpoint.as_ref())
     );
     if let Some(owner) = &shard.lease_owner {
         let _ = write!(line, "  owner {owner}");
     }
-    if let Some(held) = &shard.held {
+    // The held record whole: it is the one a user looks up.
+    if let Some(held) = held_text(shard, now, false) {
+        let _ = write!(line, "  {held}");
+    }
+    if let Some(range) = &shard.last_discarded {
         let _ = write!(
             line,
-            "  held at {} ({} failed deliveries)",
-            held.sequence_number, held.failed_deliveries
+            "  discarded {} (the last: {} to {}, {})",
+            shard.discarded,
+            short_sequence_number(range.first.as_str()),
+            short_sequence_number(range.last.as_str()),
+            range.condition
         );
     }
     if shard.phase == ShardPhase::Reading || shard.millis_behind_latest > 0 {
@@ -171,6 +408,248 @@ fn render_branch(out: &mut String, status: &MappingStatus, shard_id: &str, depth
         .values()
         .filter(|child| child.parent_shard_ids.first().map(String::as_str) == Some(shard_id))
     {
-        render_branch(out, status, &child.shard_id, depth + 1);
+        render_branch(out, status, &child.shard_id, depth + 1, now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::mapping::{DiscardedRange, HeldRecord};
+    use crate::sequence::SequenceNumber;
+
+    /// An embedded Kinesis sequence number: `49`, stream tag, counter (34 digits), shard index.
+    fn embedded(counter: u64, shard: u32) -> String {
+        format!("49{:010}{counter:034}{shard:010}", 1_764_650_000_u64)
+    }
+
+    fn sequence_number(text: &str) -> SequenceNumber {
+        text.parse().expect("a sequence number")
+    }
+
+    #[test]
+    fn an_embedded_sequence_number_keeps_its_counter_and_shard() {
+        assert_eq!(short_sequence_number(&embedded(12, 3)), "4917…120000000003");
+        // Trailing zeros of the counter run into the shard's padding: the tail keeps them.
+        assert_eq!(
+            short_sequence_number(&embedded(1200, 3)),
+            "4917…12000000000003"
+        );
+        assert_eq!(
+            short_sequence_number(&embedded(123_456_789, 0)),
+            "4917…1234567890000000000"
+        );
+        // Consecutive records stay apart.
+        assert_ne!(
+            short_sequence_number(&embedded(41, 0)),
+            short_sequence_number(&embedded(42, 0))
+        );
+    }
+
+    #[test]
+    fn another_sequence_number_keeps_its_last_eight_digits() {
+        assert_eq!(
+            short_sequence_number("49590338271490256608559692538361571095921575989136588898"),
+            "4959…36588898"
+        );
+        assert_eq!(
+            short_sequence_number("49590338271490256608559692540925702759324208523137515618"),
+            "4959…37515618"
+        );
+    }
+
+    #[test]
+    fn a_short_number_or_a_sentinel_is_shown_whole() {
+        assert_eq!(
+            short_sequence_number("12345678901234567890"),
+            "12345678901234567890"
+        );
+        assert_eq!(
+            checkpoint_cell(Some(&Checkpoint::TrimHorizon)),
+            "TRIM_HORIZON"
+        );
+        assert_eq!(checkpoint_cell(Some(&Checkpoint::ShardEnd)), "SHARD_END");
+        assert_eq!(checkpoint_cell(None), "-");
+        assert_eq!(
+            checkpoint_cell(Some(&Checkpoint::SequenceNumber(sequence_number(
+                &embedded(7, 1)
+            )))),
+            "4917…70000000001"
+        );
+    }
+
+    #[test]
+    fn the_wait_for_a_retry_names_the_retry_and_the_limit() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        let at = |millis_from_now: i64| millis_since_epoch(now) + millis_from_now;
+        let wait = |number, limit, millis| {
+            retry_wait(
+                &NextRetry {
+                    number,
+                    limit,
+                    at_epoch_millis: at(millis),
+                },
+                now,
+            )
+        };
+        assert_eq!(wait(3, Some(5), 24_200), "retry 3 of 5, next in 25 s");
+        assert_eq!(
+            wait(3, None, 25_000),
+            "retry 3, next in 25 s, no retry limit"
+        );
+        assert_eq!(wait(1, Some(1), 2_500), "retry 1 of 1, next in 2.5 s");
+        assert_eq!(wait(0, Some(5), 400), "next try in 0.4 s, not a retry");
+        assert_eq!(wait(2, Some(5), -300), "retry 2 of 5, next in 0.0 s");
+    }
+
+    /// A mapping of the shards given, each with its records' fates.
+    fn mapping(shards: Vec<ShardStatus>, destination: Option<&str>) -> MappingStatus {
+        MappingStatus {
+            function_name: "ShippingFunction".to_owned(),
+            stream_name: "shipments".to_owned(),
+            shards: shards
+                .into_iter()
+                .map(|shard| (shard.shard_id.clone(), shard))
+                .collect::<BTreeMap<_, _>>(),
+            on_failure: vec![Arc::new(serde_json::json!({}))],
+            on_failure_destination: destination.map(str::to_owned),
+            ..MappingStatus::default()
+        }
+    }
+
+    /// The README's main command: 12 records, 5 acked, 1 dropped, 6 discarded after 5 retries.
+    fn main_command_shard() -> ShardStatus {
+        ShardStatus {
+            shard_id: "shardId-000000000000".to_owned(),
+            phase: ShardPhase::CaughtUp,
+            checkpoint: Some(Checkpoint::SequenceNumber(sequence_number(&embedded(
+                11, 0,
+            )))),
+            delivered: 48,
+            acked: 5,
+            dropped: 1,
+            discarded: 6,
+            invocations: 7,
+            retries: 5,
+            last_discarded: Some(DiscardedRange {
+                first: sequence_number(&embedded(6, 0)),
+                last: sequence_number(&embedded(11, 0)),
+                records: 6,
+                condition: "RetryAttemptsExhausted".to_owned(),
+            }),
+            ..ShardStatus::default()
+        }
+    }
+
+    #[test]
+    fn the_summary_counts_records_apart_from_deliveries() {
+        let text = render(&mapping(vec![main_command_shard()], Some("Queue")));
+        assert_eq!(
+            text,
+            "ShippingFunction <- stream shipments\n\
+             \x20 shard                 state      records  acked  dropped  discarded  held  deliveries  invocations  retries  splits  checkpoint\n\
+             \x20 shardId-000000000000  caught up       12      5        1          6     0          48            7        5       0  4917…110000000000\n\
+             \x20 12 records: 5 acked, 1 dropped, 6 discarded, 0 held; 48 deliveries in 7 invocations, 5 retries, 0 splits\n\
+             \x20 6 records in 1 batch discarded and sent to the on-failure destination Queue\n"
+        );
+    }
+
+    #[test]
+    fn the_records_of_every_shard_add_up_in_the_totals() {
+        let held = ShardStatus {
+            shard_id: "shardId-000000000001".to_owned(),
+            phase: ShardPhase::Held,
+            acked: 3,
+            filtered: 2,
+            unsettled: 4,
+            delivered: 10,
+            invocations: 4,
+            retries: 2,
+            splits: 1,
+            held: Some(HeldRecord {
+                sequence_number: sequence_number(&embedded(20, 1)),
+                failed_deliveries: 3,
+                reason: "function error Panic: boom".to_owned(),
+                retries_capped: false,
+                next_retry: None,
+            }),
+            ..ShardStatus::default()
+        };
+        let status = mapping(vec![main_command_shard(), held.clone()], None);
+        assert_eq!(RecordCounts::of(&held).read(), 3 + 2 + 4);
+        assert_eq!(
+            totals_line(&status),
+            "21 records: 8 acked, 1 dropped, 6 discarded, 2 filtered out, 4 held; 58 deliveries \
+             in 11 invocations, 7 retries, 1 split"
+        );
+        let text = render(&status);
+        assert!(text.contains("  filtered  held  "), "{text}");
+        assert!(
+            text.contains(&format!(
+                "shardId-000000000001: held at {} after 3 failed deliveries (function error \
+                 Panic: boom); it and the 3 records behind it come again",
+                embedded(20, 1)
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains("6 records in 1 batch discarded (no on-failure destination)"),
+            "{text}"
+        );
+        assert!(!text.contains("sent to"), "{text}");
+    }
+
+    #[test]
+    fn nothing_discarded_says_nothing_of_discards() {
+        let shard = ShardStatus {
+            shard_id: "shardId-000000000000".to_owned(),
+            acked: 2,
+            ..ShardStatus::default()
+        };
+        let mut status = mapping(vec![shard], Some("Queue"));
+        status.on_failure.clear();
+        assert_eq!(discards_note(&status), None);
+        assert!(!render(&status).contains("on-failure"));
+    }
+
+    #[test]
+    fn the_status_tree_shows_the_retry_awaited_and_the_last_discarded_range() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(5_000);
+        let mut shard = main_command_shard();
+        shard.phase = ShardPhase::Held;
+        shard.held = Some(HeldRecord {
+            sequence_number: sequence_number(&embedded(12, 0)),
+            failed_deliveries: 3,
+            reason: "the function reported it in batchItemFailures".to_owned(),
+            retries_capped: true,
+            next_retry: Some(NextRetry {
+                number: 3,
+                limit: Some(5),
+                at_epoch_millis: millis_since_epoch(now) + 25_000,
+            }),
+        });
+        let tree = render_tree(&[mapping(vec![shard.clone()], Some("Queue"))], now);
+        assert_eq!(
+            tree,
+            format!(
+                "ShippingFunction <- stream shipments\n\
+                 \x20 shardId-000000000000  held  checkpoint 4917…110000000000  held at {} (3 \
+                 failed deliveries; retry 3 of 5, next in 25 s)  discarded 6 (the last: \
+                 4917…60000000000 to 4917…110000000000, RetryAttemptsExhausted)\n\
+                 \x20 6 records in 1 batch discarded and sent to the on-failure destination Queue\n",
+                embedded(12, 0)
+            )
+        );
+        let line = progress_line("ShippingFunction", &shard, now);
+        assert_eq!(
+            line,
+            "ShippingFunction shardId-000000000000  held               records 12  acked 5  \
+             dropped 1  discarded 6  held 0  deliveries 48  retries 5  held at \
+             4917…120000000000 (3 failed deliveries; retry 3 of 5, next in 25 s)"
+        );
     }
 }

@@ -440,7 +440,11 @@ pub(super) async fn status(args: StatusArgs) -> anyhow::Result<()> {
         serde_json::to_writer_pretty(&mut out, &statuses)?;
         writeln!(out)?;
     } else {
-        write!(out, "{}", crate::summary::render_tree(&statuses))?;
+        write!(
+            out,
+            "{}",
+            crate::summary::render_tree(&statuses, std::time::SystemTime::now())
+        )?;
     }
     Ok(())
 }

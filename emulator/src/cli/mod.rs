@@ -221,6 +221,8 @@ Exit codes:
   0    every record read was settled (acked, dropped or discarded)
   1    a shard is blocked on a held record
   2    an error: the template, a function's build, an endpoint, the options
+  3    with --fail-on-discard: records were discarded (retries used up, or too old); this wins
+       over 1
   130  a second Ctrl-C or SIGTERM stopped the run before the batches in flight finished";
 
 /// How logs are written.
@@ -241,6 +243,8 @@ pub enum Exit {
     Held,
     /// The run could not start or failed: bad template, function that does not build, ...
     Error,
+    /// `run --fail-on-discard`: the run discarded records.
+    Discarded,
     /// A second Ctrl-C or SIGTERM stopped the run at once, without waiting for the batches in
     /// flight (130, as a shell reports a command stopped by Ctrl-C).
     Interrupted,
@@ -252,7 +256,24 @@ impl From<Exit> for ExitCode {
             Exit::Settled => ExitCode::SUCCESS,
             Exit::Held => ExitCode::from(1),
             Exit::Error => ExitCode::from(2),
+            Exit::Discarded => ExitCode::from(3),
             Exit::Interrupted => ExitCode::from(130),
+        }
+    }
+}
+
+impl Exit {
+    /// How a run whose mappings ended as `finals` exits. Discarded records (with
+    /// `fail_on_discard`) win over a held shard: they will not come again, a held record will.
+    pub(crate) fn of_run(finals: &[crate::mapping::MappingStatus], fail_on_discard: bool) -> Self {
+        let discarded = finals.iter().any(|status| status.totals().discarded > 0);
+        let held = finals
+            .iter()
+            .any(|status| status.shards.values().any(|shard| shard.held.is_some()));
+        match (fail_on_discard && discarded, held) {
+            (true, _) => Self::Discarded,
+            (false, true) => Self::Held,
+            (false, false) => Self::Settled,
         }
     }
 }
@@ -415,5 +436,52 @@ impl std::io::Write for StderrLines {
     fn flush(&mut self) -> std::io::Result<()> {
         let _ = std::io::stderr().flush();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mapping::{HeldRecord, MappingStatus, ShardStatus};
+
+    fn ended(discarded: u64, held: bool) -> MappingStatus {
+        let shard = ShardStatus {
+            shard_id: "shardId-000000000000".to_owned(),
+            discarded,
+            held: held.then(|| HeldRecord {
+                sequence_number: "1".parse().expect("a sequence number"),
+                failed_deliveries: 2,
+                reason: "function error".to_owned(),
+                retries_capped: false,
+                next_retry: None,
+            }),
+            ..ShardStatus::default()
+        };
+        MappingStatus {
+            shards: [(shard.shard_id.clone(), shard)].into(),
+            ..MappingStatus::default()
+        }
+    }
+
+    #[test]
+    fn a_run_that_discarded_exits_3_only_with_fail_on_discard() {
+        let cases = [
+            // (discarded, held, --fail-on-discard, exit)
+            (0, false, false, Exit::Settled),
+            (0, false, true, Exit::Settled),
+            (0, true, true, Exit::Held),
+            (6, false, false, Exit::Settled),
+            (6, true, false, Exit::Held),
+            (6, false, true, Exit::Discarded),
+            (6, true, true, Exit::Discarded),
+        ];
+        for (discarded, held, fail_on_discard, expected) in cases {
+            assert_eq!(
+                Exit::of_run(&[ended(0, false), ended(discarded, held)], fail_on_discard),
+                expected,
+                "discarded {discarded}, held {held}, --fail-on-discard {fail_on_discard}"
+            );
+        }
+        assert_eq!(ExitCode::from(Exit::Discarded), ExitCode::from(3));
     }
 }

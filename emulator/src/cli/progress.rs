@@ -61,22 +61,10 @@ impl Progress {
                             bar.set_style(style.clone());
                             bar
                         });
-                    let held = shard.held.as_ref().map_or_else(String::new, |held| {
-                        format!(
-                            "  held at {} ({} failed)",
-                            held.sequence_number, held.failed_deliveries
-                        )
-                    });
-                    bar.set_message(format!(
-                        "{} {}  {:<17}  delivered {}  acked {}  dropped {}  discarded {}  retries {}{held}",
-                        status.function_name,
-                        shard.shard_id,
-                        shard.phase.as_str(),
-                        shard.delivered,
-                        shard.acked,
-                        shard.dropped,
-                        shard.discarded,
-                        shard.retries,
+                    bar.set_message(crate::summary::progress_line(
+                        &status.function_name,
+                        shard,
+                        std::time::SystemTime::now(),
                     ));
                     bar.tick();
                 }

@@ -105,6 +105,10 @@ pub struct RunArgs {
     /// `--no-listen`: see `SharedOptions`.
     #[arg(skip)]
     pub(super) no_listen: bool,
+    /// Exits with 3 when the run discarded records (their retries used up, or too old), for CI:
+    /// by default a run that discarded records exits 0, as Lambda moves on.
+    #[arg(long)]
+    fail_on_discard: bool,
     /// The first pause before retrying a failed batch; pauses then grow.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "100ms")]
     retry_pause: Duration,
@@ -360,12 +364,10 @@ pub(super) async fn run(
              for Lambda"
         );
     }
-    let mut held = false;
     for status in &finals {
         let _ = write!(std::io::stdout(), "{}", summary::render(status));
-        held |= status.shards.values().any(|shard| shard.held.is_some());
     }
-    Ok(if held { Exit::Held } else { Exit::Settled })
+    Ok(Exit::of_run(&finals, args.fail_on_discard))
 }
 
 /// Reads `--env-vars`, warning of each key that names none of the template's functions (SAM

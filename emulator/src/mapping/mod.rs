@@ -30,7 +30,9 @@ use crate::invoke::Invoker;
 use crate::lease::{Checkpoint, Lease, LeaseError, LeaseStore, MemoryLeaseStore};
 use crate::source::{Shard, ShardSource, SourceError, StreamDescription};
 
-pub use status::{HeldRecord, MappingEvent, MappingStatus, ShardPhase, ShardStatus};
+pub use status::{
+    DiscardedRange, HeldRecord, MappingEvent, MappingStatus, NextRetry, ShardPhase, ShardStatus,
+};
 use status::{Settled, ShardChange};
 
 use reader::{ReaderExit, ShardReader};
@@ -128,6 +130,7 @@ impl EventSourceMapping {
         let status = MappingStatus {
             function_name: self.config.function_name.clone(),
             stream_name: self.config.stream_name.clone(),
+            on_failure_destination: self.config.on_failure_destination.clone(),
             ..MappingStatus::default()
         };
         let (status, status_changes) = watch::channel(status);

@@ -161,6 +161,13 @@ impl BatchRetry {
         Some(Action::Invoke(range))
     }
 
+    /// Which retry the next invocation of the current range is, as `MaximumRetryAttempts`
+    /// counts them (1 for the first), or `None` when no counted attempt has failed on it yet: a
+    /// fresh range, a bisection's half, the rest after a partial response (§2.3, §2.4).
+    pub(super) fn retry_number(&self) -> Option<u32> {
+        (self.charged > 0).then_some(self.charged)
+    }
+
     /// Takes in how the invocation of the current range went, and says what follows.
     pub(super) fn record(&mut self, result: InvocationResult) -> Next {
         let Some(range) = self.ranges.last().cloned() else {
@@ -243,7 +250,8 @@ mod tests {
     }
 
     /// Runs a batch of `len` fresh records through `results`, one per invocation, and checks
-    /// each action and what followed, written as "invoke 0..4", "retry", "settle 0..2",
+    /// each action and what followed, written as "invoke 0..4" ("invoke 0..4 retry 2" for the
+    /// second counted retry of those records), "retry", "settle 0..2",
     /// "split", "discard 0..4 RetryAttemptsExhausted 3", "age 0..1 1"; "done" once nothing is
     /// left.
     #[track_caller]
@@ -275,7 +283,10 @@ mod tests {
                     seen.push(format!("age {records:?} {invoke_count}"));
                 }
                 Some(Action::Invoke(range)) => {
-                    seen.push(format!("invoke {range:?}"));
+                    seen.push(match batch.retry_number() {
+                        Some(number) => format!("invoke {range:?} retry {number}"),
+                        None => format!("invoke {range:?}"),
+                    });
                     let Some(&result) = results.next() else { break };
                     seen.push(match batch.record(result) {
                         Next::Settle(range) => format!("settle {range:?}"),
@@ -328,11 +339,11 @@ mod tests {
             &[
                 "invoke 0..2",
                 "retry",
-                "invoke 0..2",
+                "invoke 0..2 retry 1",
                 "retry",
-                "invoke 0..2",
+                "invoke 0..2 retry 2",
                 "retry",
-                "invoke 0..2",
+                "invoke 0..2 retry 3",
                 "settle 0..2",
                 "done",
             ],
@@ -350,9 +361,9 @@ mod tests {
             &[
                 "invoke 0..2",
                 "retry",
-                "invoke 0..2",
+                "invoke 0..2 retry 1",
                 "retry",
-                "invoke 0..2",
+                "invoke 0..2 retry 2",
                 "discard 0..2 RetryAttemptsExhausted 3",
                 "done",
             ],
@@ -399,7 +410,7 @@ mod tests {
                 "retry",
                 "invoke 0..1",
                 "retry",
-                "invoke 0..1",
+                "invoke 0..1 retry 1",
                 "discard 0..1 RetryAttemptsExhausted 2",
                 "done",
             ],
@@ -444,17 +455,17 @@ mod tests {
             &[
                 "invoke 0..3",
                 "retry",
-                "invoke 0..3",
+                "invoke 0..3 retry 1",
                 "retry",
-                "invoke 0..3",
+                "invoke 0..3 retry 2",
                 "settle 0..2",
                 "invoke 2..3",
                 "retry",
-                "invoke 2..3",
+                "invoke 2..3 retry 1",
                 "retry",
-                "invoke 2..3",
+                "invoke 2..3 retry 2",
                 "retry",
-                "invoke 2..3",
+                "invoke 2..3 retry 3",
                 "discard 2..3 RetryAttemptsExhausted 4",
                 "done",
             ],
@@ -472,7 +483,7 @@ mod tests {
             &[
                 "invoke 0..2",
                 "retry",
-                "invoke 0..2",
+                "invoke 0..2 retry 1",
                 "discard 0..2 RetryAttemptsExhausted 2",
                 "done",
             ],
@@ -504,6 +515,34 @@ mod tests {
                 "settle 2..3",
                 "invoke 3..4",
                 "discard 3..4 RetryAttemptsExhausted 1",
+                "done",
+            ],
+        );
+    }
+
+    #[test]
+    fn the_halves_of_a_bisection_start_their_retries_afresh() {
+        // §2.4: a half that fails again is retried on its own budget; the split itself is no
+        // retry, so the first invocation of each half is not one either.
+        check(
+            rules(Some(1), true),
+            2,
+            &[],
+            &[
+                FunctionError,
+                FunctionError,
+                FunctionError,
+                Returned { settled: 1 },
+            ],
+            &[
+                "invoke 0..2",
+                "split",
+                "invoke 0..1",
+                "retry",
+                "invoke 0..1 retry 1",
+                "discard 0..1 RetryAttemptsExhausted 2",
+                "invoke 1..2",
+                "settle 1..2",
                 "done",
             ],
         );

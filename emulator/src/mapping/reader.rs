@@ -30,7 +30,7 @@ use super::policy::{Action, BatchRetry, DiscardCondition, InvocationResult, Next
 mod position;
 mod shard_end;
 use super::misconfiguration::{TEMPLATE_LINE, ignored_item_failures};
-use super::{MappingEvent, Settled, ShardChange, Shared};
+use super::{DiscardedRange, MappingEvent, NextRetry, Settled, ShardChange, Shared};
 use crate::backoff::{Backoff, RetryKind, Retryable as _};
 use crate::config::StartingPosition;
 use crate::invoke::{Invocation, InvokeOutcome};
@@ -102,7 +102,6 @@ pub(super) struct ShardReader {
     /// Whether every record of the shard lies ahead of the reader until it reads one (it started
     /// at `TRIM_HORIZON`), so that "any record" is what it waits for.
     started_at_oldest: bool,
-    highest_delivered: Option<SequenceNumber>,
     /// The last record read that the filters removed, when no record to deliver was read after
     /// it: the checkpoint still owes it a write (`docs/filtering.md`, "Records that do not match").
     filtered_tail: Option<SequenceNumber>,
@@ -150,7 +149,6 @@ impl ShardReader {
             caught_up: false,
             last_read: None,
             started_at_oldest: false,
-            highest_delivered: None,
             filtered_tail: None,
             last_payload_len: 0,
             read_backoff,
@@ -455,6 +453,7 @@ impl ShardReader {
                 self.finish_checkpoint().await?;
             }
             let records = &batch[range.clone()];
+            let retry_number = retry.retry_number();
             let (result, dropped) = match self.invoke(records).await {
                 Ok(InvokeOutcome::Response(body)) => {
                     if !config.report_batch_item_failures {
@@ -513,6 +512,10 @@ impl ShardReader {
                 }
             };
             let reached_function = result != InvocationResult::NotInvoked;
+            if reached_function && retry_number.is_some() {
+                self.shared
+                    .update_shard(&self.shard.shard_id, ShardChange::Retried);
+            }
             if reached_function
                 && !matches!(result, InvocationResult::Returned { settled } if settled > 0)
             {
@@ -527,7 +530,11 @@ impl ShardReader {
                     backoff.reset();
                 }
                 // A range taken up afresh pauses afresh.
-                Next::Split => backoff.reset(),
+                Next::Split => {
+                    self.shared
+                        .update_shard(&self.shard.shard_id, ShardChange::Split);
+                    backoff.reset();
+                }
                 Next::Discard {
                     records,
                     condition,
@@ -545,6 +552,15 @@ impl ShardReader {
                 Next::RetryAfterPause => {
                     self.finish_checkpoint().await?;
                     let pause = backoff.next_pause(RetryKind::Error);
+                    let next_retry = NextRetry {
+                        number: retry.retry_number().unwrap_or(0),
+                        limit: config.maximum_retry_attempts,
+                        at_epoch_millis: millis_since_epoch(SystemTime::now() + pause),
+                    };
+                    self.shared.update_shard(
+                        &self.shard.shard_id,
+                        ShardChange::WaitingToRetry(next_retry),
+                    );
                     self.pause(pause).await?;
                 }
             }
@@ -556,19 +572,6 @@ impl ShardReader {
         &mut self,
         records: &[Record],
     ) -> Result<InvokeOutcome, crate::invoke::InvokeError> {
-        let first = &records[0].sequence_number;
-        let last = &records[records.len() - 1].sequence_number;
-        let redelivery = self
-            .highest_delivered
-            .as_ref()
-            .is_some_and(|highest| first <= highest);
-        if self
-            .highest_delivered
-            .as_ref()
-            .is_none_or(|highest| last > highest)
-        {
-            self.highest_delivered = Some(last.clone());
-        }
         let mut payload = Vec::with_capacity(self.last_payload_len);
         write_event(
             &mut payload,
@@ -588,10 +591,7 @@ impl ShardReader {
         let count = records.len() as u64;
         self.shared.update_shard(
             &self.shard.shard_id,
-            ShardChange::Invoked {
-                records: count,
-                redelivery,
-            },
+            ShardChange::Invoked { records: count },
         );
         self.shared.emit(|| MappingEvent::Invoked {
             shard_id: self.shard.shard_id.clone(),
@@ -713,18 +713,17 @@ impl ShardReader {
         self.checkpoint(Checkpoint::SequenceNumber(last.sequence_number.clone()))
             .await?;
         let record = Arc::new(record);
-        let count = records.len() as u64;
-        let last_sequence_number = last.sequence_number.clone();
+        let range = DiscardedRange {
+            first: first.sequence_number.clone(),
+            last: last.sequence_number.clone(),
+            records: records.len() as u64,
+            condition: condition.to_owned(),
+        };
         self.shared
             .status
             .send_modify(|status| status.on_failure.push(Arc::clone(&record)));
-        self.shared.update_shard(
-            &self.shard.shard_id,
-            ShardChange::Discarded {
-                records: count,
-                last: last_sequence_number,
-            },
-        );
+        self.shared
+            .update_shard(&self.shard.shard_id, ShardChange::Discarded(range));
         let shard_id = self.shard.shard_id.clone();
         self.shared
             .emit(|| MappingEvent::Discarded { shard_id, record });

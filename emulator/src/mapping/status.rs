@@ -58,6 +58,36 @@ pub struct HeldRecord {
     /// Whether a retry cap (`MaximumRetryAttempts`) applies: the batch is then discarded once its
     /// retries run out, so the shard is only waiting, not stuck.
     pub retries_capped: bool,
+    /// The retry the shard is pausing for, while it pauses.
+    #[serde(default)]
+    pub next_retry: Option<NextRetry>,
+}
+
+/// The retry a held shard pauses for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NextRetry {
+    /// Which retry of the held records it is, as `MaximumRetryAttempts` counts them: 1 for the
+    /// first. 0 when it is not counted: the last invocation never reached the function, and no
+    /// counted attempt failed on these records yet.
+    pub number: u32,
+    /// `MaximumRetryAttempts`; `None` for -1 (no limit).
+    pub limit: Option<u32>,
+    /// When it starts, in milliseconds since the Unix epoch.
+    pub at_epoch_millis: i64,
+}
+
+/// The last batch a shard discarded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiscardedRange {
+    /// Its first record.
+    pub first: SequenceNumber,
+    /// Its last record.
+    pub last: SequenceNumber,
+    /// How many records it held.
+    pub records: u64,
+    /// Why it was discarded, as the on-failure record's `condition` says it
+    /// (`RetryAttemptsExhausted`, `RecordAgeExceeded`).
+    pub condition: String,
 }
 
 /// One shard's status.
@@ -73,7 +103,8 @@ pub struct ShardStatus {
     pub checkpoint: Option<Checkpoint>,
     /// The worker holding its lease, as last seen.
     pub lease_owner: Option<String>,
-    /// Records delivered to the function, counting every redelivery.
+    /// Deliveries: records delivered to the function, counting every redelivery (a record
+    /// delivered 3 times is 3 deliveries of 1 record).
     pub delivered: u64,
     /// Records settled as handled (including drops the function did not report as such).
     pub acked: u64,
@@ -88,8 +119,18 @@ pub struct ShardStatus {
     pub filtered: u64,
     /// Invocations of the function.
     pub invocations: u64,
-    /// Invocations that delivered a record again.
+    /// Retries counted against `MaximumRetryAttempts`: invocations that reached the function
+    /// with records whose last counted attempt failed (a function error, a timeout, or an answer
+    /// that settled nothing). Not counted: the halves of a bisection, the rest of a batch after
+    /// a partial response (each starts with its retries afresh), and trying again after an
+    /// invocation that never reached the function (`docs/event-source-mapping.md` §2).
     pub retries: u64,
+    /// Batches split in halves by `BisectBatchOnFunctionError`.
+    #[serde(default)]
+    pub splits: u64,
+    /// The last batch discarded, if any.
+    #[serde(default)]
+    pub last_discarded: Option<DiscardedRange>,
     /// The record the shard is blocked on, if any.
     pub held: Option<HeldRecord>,
     /// Records read from the shard and not settled yet.
@@ -124,8 +165,14 @@ pub(super) enum ShardChange {
     },
     /// Every record read is settled and the shard holds nothing more for now.
     CaughtUp,
-    /// The function was invoked with `records` records, delivering one again if `redelivery`.
-    Invoked { records: u64, redelivery: bool },
+    /// The function was invoked with `records` records.
+    Invoked { records: u64 },
+    /// An invocation that retried held records reached the function (a counted retry).
+    Retried,
+    /// A failed batch was split in halves (`BisectBatchOnFunctionError`).
+    Split,
+    /// The shard pauses before this retry of its held records.
+    WaitingToRetry(NextRetry),
     /// An invocation failed: the shard is held on `sequence_number`.
     Failed {
         sequence_number: SequenceNumber,
@@ -137,8 +184,8 @@ pub(super) enum ShardChange {
         checkpoint: Checkpoint,
         settled: Settled,
     },
-    /// `records` records up to `last` were discarded (their checkpoint is written already).
-    Discarded { records: u64, last: SequenceNumber },
+    /// These records were discarded (their checkpoint is written already).
+    Discarded(DiscardedRange),
     /// The reader stopped, for this reason.
     Finished(ReaderExit),
 }
@@ -200,14 +247,20 @@ impl ShardStatus {
                     self.phase = ShardPhase::CaughtUp;
                 }
             }
-            ShardChange::Invoked {
-                records,
-                redelivery,
-            } => {
+            ShardChange::Invoked { records } => {
                 self.delivered += records;
                 self.invocations += 1;
-                self.retries += u64::from(redelivery);
+                if let Some(held) = &mut self.held {
+                    held.next_retry = None;
+                }
                 self.reading();
+            }
+            ShardChange::Retried => self.retries += 1,
+            ShardChange::Split => self.splits += 1,
+            ShardChange::WaitingToRetry(next_retry) => {
+                if let Some(held) = &mut self.held {
+                    held.next_retry = Some(next_retry);
+                }
             }
             ShardChange::Failed {
                 sequence_number,
@@ -226,6 +279,7 @@ impl ShardStatus {
                     failed_deliveries,
                     reason,
                     retries_capped,
+                    next_retry: None,
                 });
             }
             ShardChange::Checkpointed {
@@ -245,10 +299,11 @@ impl ShardStatus {
                     self.release_held_up_to(&last);
                 }
             }
-            ShardChange::Discarded { records, last } => {
-                self.discarded += records;
-                self.unsettled = self.unsettled.saturating_sub(records);
-                self.release_held_up_to(&last);
+            ShardChange::Discarded(range) => {
+                self.discarded += range.records;
+                self.unsettled = self.unsettled.saturating_sub(range.records);
+                self.release_held_up_to(&range.last);
+                self.last_discarded = Some(range);
             }
             ShardChange::Finished(exit) => {
                 self.phase = match exit {
@@ -297,6 +352,10 @@ pub struct MappingStatus {
     pub shards: BTreeMap<String, ShardStatus>,
     /// The records of discarded batches, as Lambda would send them to the on-failure destination.
     pub on_failure: Vec<Arc<Value>>,
+    /// The mapping's on-failure destination (`DestinationConfig.OnFailure.Destination`: a
+    /// resource's logical id or an ARN), if it has one.
+    #[serde(default)]
+    pub on_failure_destination: Option<String>,
     /// The last error the mapping met outside a batch (listing shards, leases), if it persists.
     pub last_error: Option<String>,
     /// Whether the coordinator has listed the shards and started their readers at least once,
@@ -342,6 +401,7 @@ impl MappingStatus {
             total.filtered += shard.filtered;
             total.invocations += shard.invocations;
             total.retries += shard.retries;
+            total.splits += shard.splits;
             total.unsettled += shard.unsettled;
         }
         total
@@ -405,6 +465,7 @@ mod tests {
                 failed_deliveries,
                 reason: "held".to_owned(),
                 retries_capped,
+                next_retry: None,
             }),
             ..ShardStatus::default()
         };
@@ -500,17 +561,63 @@ mod tests {
                 filtered: 0,
                 millis_behind_latest: 0,
             },
-            ShardChange::Invoked {
-                records: 1,
-                redelivery: true,
-            },
+            ShardChange::Invoked { records: 1 },
             ShardChange::CaughtUp,
         ]);
         assert_eq!(status.phase, ShardPhase::Held);
+        assert_eq!((status.delivered, status.invocations), (1, 1));
+    }
+
+    #[test]
+    fn retries_and_splits_are_counted_apart_from_deliveries() {
+        let status = fold([
+            ShardChange::Invoked { records: 4 },
+            ShardChange::Split,
+            ShardChange::Invoked { records: 2 },
+            failed("10"),
+            ShardChange::Invoked { records: 2 },
+            ShardChange::Retried,
+        ]);
         assert_eq!(
-            (status.delivered, status.invocations, status.retries),
-            (1, 1, 1)
+            (
+                status.delivered,
+                status.invocations,
+                status.retries,
+                status.splits
+            ),
+            (8, 3, 1, 1)
         );
+    }
+
+    #[test]
+    fn a_held_shard_shows_the_retry_it_waits_for_until_it_is_invoked() {
+        let next_retry = NextRetry {
+            number: 2,
+            limit: Some(5),
+            at_epoch_millis: 1_000,
+        };
+        let waiting = fold([
+            failed("10"),
+            ShardChange::WaitingToRetry(next_retry.clone()),
+        ]);
+        assert_eq!(
+            waiting
+                .held
+                .as_ref()
+                .and_then(|held| held.next_retry.clone()),
+            Some(next_retry.clone())
+        );
+        let retrying = fold([
+            failed("10"),
+            ShardChange::WaitingToRetry(next_retry.clone()),
+            ShardChange::Invoked { records: 1 },
+        ]);
+        assert_eq!(
+            retrying.held.as_ref().map(|held| held.next_retry.clone()),
+            Some(None)
+        );
+        let not_held = fold([ShardChange::WaitingToRetry(next_retry)]);
+        assert_eq!(not_held.held, None, "only a held shard waits for a retry");
     }
 
     #[test]
@@ -535,14 +642,20 @@ mod tests {
         let status = fold([
             read,
             failed("10"),
-            ShardChange::Discarded {
-                records: 4,
+            ShardChange::Discarded(DiscardedRange {
+                first: sequence_number("10"),
                 last: sequence_number("11"),
-            },
+                records: 4,
+                condition: "RetryAttemptsExhausted".to_owned(),
+            }),
         ]);
         assert_eq!(
             (status.phase, status.discarded, status.unsettled),
             (ShardPhase::Reading, 4, 0)
+        );
+        assert_eq!(
+            status.last_discarded.map(|range| (range.first, range.last)),
+            Some((sequence_number("10"), sequence_number("11")))
         );
     }
 
@@ -565,10 +678,7 @@ mod tests {
         );
         check(failed("1"), ReaderExit::Stopped, ShardPhase::Held);
         check(
-            ShardChange::Invoked {
-                records: 1,
-                redelivery: false,
-            },
+            ShardChange::Invoked { records: 1 },
             ReaderExit::Stopped,
             ShardPhase::Stopped,
         );

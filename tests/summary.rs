@@ -1,0 +1,193 @@
+//! What `kinesis-esm run` and `kinesis-esm status` tell a user, through the real CLI: records
+//! counted apart from deliveries so that they add up to what was published, the retry a held
+//! shard waits for, discards and where they went, `--fail-on-discard`, and the warning of a
+//! misconfigured mapping (`aws_lease_warning.rs` has the warning of a lease left by another
+//! stream of the same name).
+
+use std::time::Duration;
+
+use end_to_end::{fixture, kinesis_esm_binary, shipping_bootstrap, workspace_dir};
+
+use crate::cli::{Running, check_row, cli_template, kinesis_esm_with, records};
+
+/// How long a held shipment waits for its retry in [`the_records_add_up_with_acks_drops_holds_and_a_discard`]:
+/// long enough to read the status while it waits, on a busy machine.
+const RETRY_PAUSE: &str = "8s";
+
+/// Reads `kinesis-esm status` from the run at `endpoint` until `ready` accepts its text tree.
+async fn status_until(endpoint: &str, ready: impl Fn(&str) -> bool) -> String {
+    let binary = kinesis_esm_binary().await;
+    let mut last = String::new();
+    for _ in 0..100 {
+        let output = tokio::process::Command::new(binary)
+            .args(["status", "--endpoint", endpoint])
+            .output()
+            .await
+            .expect("kinesis-esm status starts");
+        last = String::from_utf8_lossy(&output.stdout).into_owned();
+        if output.status.success() && ready(&last) {
+            return last;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the status never became what the test waits for; the last one:\n{last}");
+}
+
+/// Eight shipments one at a time, `MaximumRetryAttempts: 1`, no on-failure destination: 1, 2, 5
+/// are booked (acked), 3 has no address (dropped), 4 is for fedex, which the function does not
+/// know, and is discarded after its one retry, and 6 (fedex too) is held, with 7 and 8 behind it,
+/// while it waits for its retry. Stopped then (SIGTERM), the run's counts add up to the 8
+/// published: 3 acked + 1 dropped + 1 discarded + 3 held; the deliveries (7) and the retries (1,
+/// shipment 4's) are counted apart.
+#[tokio::test]
+async fn the_records_add_up_with_acks_drops_holds_and_a_discard() {
+    shipping_bootstrap().await;
+    let mut run = Running::start_with(
+        &cli_template("summary-counts.yaml"),
+        &fixture("records/summary-counts.jsonl"),
+        &[
+            "--retry-pause",
+            RETRY_PAUSE,
+            "--max-retry-pause",
+            RETRY_PAUSE,
+        ],
+    )
+    .await;
+    let announced = run.wait_for_line("kinesis-esm: Kinesis API at ").await;
+    let endpoint = announced
+        .split_whitespace()
+        .find(|word| word.starts_with("http://"))
+        .expect("the endpoint's URL")
+        .to_owned();
+    run.wait_for_line("batch discarded").await;
+
+    // While shipment 6 waits for its retry, the text status says which retry it waits for, and
+    // what was discarded.
+    let tree = status_until(&endpoint, |tree| tree.contains("retry 1 of 1, next in ")).await;
+    assert!(tree.contains("  held  checkpoint "), "{tree}");
+    assert!(
+        tree.contains("(1 failed deliveries; retry 1 of 1, next in "),
+        "{tree}"
+    );
+    assert!(tree.contains("  discarded 1 (the last: "), "{tree}");
+    assert!(tree.contains(", RetryAttemptsExhausted)"), "{tree}");
+    assert!(
+        tree.contains("1 record in 1 batch discarded (no on-failure destination)"),
+        "{tree}"
+    );
+
+    run.send_sigterm();
+    let run = run.ended_within(Duration::from_secs(60)).await;
+    assert_eq!(run.code, Some(1), "held at the end: {run:#?}");
+    check_row(
+        &run,
+        &[
+            ("state", "held"),
+            ("records", "8"),
+            ("acked", "3"),
+            ("dropped", "1"),
+            ("discarded", "1"),
+            ("held", "3"),
+            ("deliveries", "7"),
+            ("invocations", "7"),
+            ("retries", "1"),
+            ("splits", "0"),
+        ],
+    );
+    assert!(
+        run.stdout.contains(
+            "8 records: 3 acked, 1 dropped, 1 discarded, 3 held; 7 deliveries in 7 invocations, \
+             1 retry, 0 splits"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("1 record in 1 batch discarded (no on-failure destination)"),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("sent to"), "{}", run.stdout);
+}
+
+/// `--fail-on-discard`: the README's main command discards the held shipment's batch, and exits 3
+/// instead of 0, the summary printed all the same and naming the destination.
+#[tokio::test]
+async fn fail_on_discard_makes_a_run_that_discarded_exit_3() {
+    shipping_bootstrap().await;
+    let run = kinesis_esm_with(
+        &workspace_dir().join("template.yaml"),
+        &workspace_dir().join("functions/shipping/events"),
+        &["--fail-on-discard"],
+    )
+    .await;
+    assert_eq!(run.code, Some(3), "{run:#?}");
+    check_row(
+        &run,
+        &[("records", "12"), ("discarded", "6"), ("held", "0")],
+    );
+    assert!(
+        run.stdout.contains(
+            "6 records in 1 batch discarded and sent to the on-failure destination Queue"
+        ),
+        "{}",
+        run.stdout
+    );
+
+    // Nothing discarded: 0 with the option too.
+    let run = kinesis_esm_with(
+        &cli_template("without-report-batch-item-failures.yaml"),
+        &records(),
+        &["--fail-on-discard"],
+    )
+    .await;
+    assert_eq!(run.code, Some(0), "{run:#?}");
+}
+
+/// The function names shipment 6 (fedex) in `batchItemFailures`, but the mapping does not ask
+/// for the partial response: Lambda settles the batch all the same, and the run warns once,
+/// naming the record and the line to add.
+#[tokio::test]
+async fn a_partial_response_the_mapping_ignores_is_warned_of_once() {
+    shipping_bootstrap().await;
+    let template = cli_template("without-report-batch-item-failures.yaml");
+    let run = kinesis_esm_with(&template, &records(), &[]).await;
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    check_row(
+        &run,
+        &[
+            ("records", "6"),
+            ("discarded", "0"),
+            ("held", "0"),
+            ("retries", "0"),
+        ],
+    );
+    let warning = "the function answered with batchItemFailures, but its event source mapping \
+                   has no `FunctionResponseTypes: [ReportBatchItemFailures]`";
+    assert_eq!(
+        run.stderr.matches(warning).count(),
+        1,
+        "warned once: {}",
+        run.stderr
+    );
+    let line = run
+        .stderr
+        .lines()
+        .find(|line| line.contains(warning))
+        .expect("the warning");
+    assert!(
+        line.contains("add `FunctionResponseTypes: [ReportBatchItemFailures]` to the event source's Properties"),
+        "{line}"
+    );
+    // The held shipment's sequence number, as the function named it.
+    let named = line
+        .split("records=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("the records named");
+    assert!(
+        named.len() == 56 && named.bytes().all(|byte| byte.is_ascii_digit()),
+        "{line}"
+    );
+}
