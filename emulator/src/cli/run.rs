@@ -69,6 +69,11 @@ pub struct RunArgs {
     /// names) through the standard credential and region chains.
     #[arg(long, conflicts_with = "kinesis_endpoint")]
     aws: bool,
+    /// The embedded Kinesis: how long a stream shows CREATING, UPDATING or DELETING after the
+    /// call that changed it (AWS takes seconds), in milliseconds. 0 (the default) keeps streams
+    /// ACTIVE throughout, for a fast local loop.
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    stream_status_delay: u64,
     /// With an external Kinesis: creates the template's streams that do not exist yet.
     #[arg(long)]
     create_streams: bool,
@@ -658,7 +663,8 @@ impl Streams {
             None => {
                 let builder = EmbeddedKinesis::builder()
                     .region(&args.region)
-                    .account_id(&args.account_id);
+                    .account_id(&args.account_id)
+                    .stream_status_delay(Duration::from_millis(args.stream_status_delay));
                 let kinesis = match state {
                     Some(state) => state.embedded_kinesis(builder)?,
                     None => builder.build(),
@@ -687,7 +693,10 @@ impl Streams {
             Self::Embedded(kinesis) if kinesis.list_streams().iter().any(|kept| kept == name) => {
                 Ok(())
             }
-            Self::Embedded(kinesis) => Ok(kinesis.create_stream(name, shard_count)?),
+            Self::Embedded(kinesis) => {
+                kinesis.create_stream(name, shard_count)?;
+                Ok(kinesis.wait_until_active(name).await?)
+            }
             Self::Sdk(kinesis) => {
                 // Only a stream Kinesis says is missing may be created: an endpoint where nothing
                 // answers, or something that is not Kinesis, is said as it is.

@@ -23,8 +23,10 @@
 //! ```
 //!
 //! How it differs from the service, on purpose:
-//! - Streams are `ACTIVE` at once: creating, deleting and resharding take effect before the
-//!   call returns, so there is no `CREATING`/`UPDATING`/`DELETING` state to wait through.
+//! - Creating, deleting and resharding take effect before the call returns. By default the
+//!   stream is `ACTIVE` at once; with a [`stream_status_delay`](EmbeddedKinesisBuilder::stream_status_delay)
+//!   it shows `CREATING`, `UPDATING` or `DELETING` for that long first, and refuses what
+//!   Kinesis refuses in those states (docs/kinesis.md, "Stream statuses").
 //! - Throughput is not modelled: no call is throttled.
 //! - Sequence numbers have 56 digits: `49`, the stream's creation time in seconds, a counter
 //!   shared by all shards of the stream, and the shard's index. So they grow within a shard, a
@@ -47,6 +49,7 @@ pub mod http;
 mod journal;
 mod numbering;
 mod restore;
+mod status;
 mod stream;
 
 use std::collections::BTreeMap;
@@ -65,6 +68,7 @@ use self::journal::Change;
 pub use self::journal::{Journal, JournalError, NoJournal};
 use self::numbering::IteratorToken;
 pub use self::restore::RestoreError;
+use self::status::{Needs, Refusal};
 use self::stream::{ShardBudget, Stream};
 use crate::sequence::SequenceNumber;
 use crate::source::{
@@ -108,6 +112,7 @@ struct Inner {
     account_id: String,
     retention: Duration,
     iterator_ttl: Duration,
+    status_delay_ms: u64,
     clock: Arc<dyn Clock>,
     journal: Arc<dyn Journal>,
     budget: ShardBudget,
@@ -128,6 +133,7 @@ pub struct EmbeddedKinesisBuilder {
     retention: Duration,
     iterator_ttl: Duration,
     shard_limit: usize,
+    status_delay: Duration,
     clock: Arc<dyn Clock>,
     journal: Arc<dyn Journal>,
 }
@@ -156,6 +162,13 @@ impl EmbeddedKinesisBuilder {
     /// How long a shard iterator stays valid (default 5 minutes).
     pub fn iterator_ttl(mut self, ttl: Duration) -> Self {
         self.iterator_ttl = ttl;
+        self
+    }
+
+    /// How long a stream shows `CREATING`, `UPDATING` or `DELETING` after the call that
+    /// changed it (default 0: `ACTIVE`, or gone, at once).
+    pub fn stream_status_delay(mut self, delay: Duration) -> Self {
+        self.status_delay = delay;
         self
     }
 
@@ -188,6 +201,7 @@ impl EmbeddedKinesisBuilder {
                 account_id: self.account_id,
                 retention: self.retention,
                 iterator_ttl: self.iterator_ttl,
+                status_delay_ms: duration_millis(self.status_delay),
                 clock: self.clock,
                 journal: self.journal,
                 streams: RwLock::default(),
@@ -245,20 +259,30 @@ pub struct PutRecordOutput {
     pub sequence_number: SequenceNumber,
 }
 
-/// A stream's state (`StreamStatus`). Streams of the embedded Kinesis are always `ACTIVE`:
-/// every change completes before its call returns.
+/// A stream's state (`StreamStatus`). Every change completes before its call returns; the
+/// other states show only for the configured
+/// [`stream_status_delay`](EmbeddedKinesisBuilder::stream_status_delay) after it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum StreamStatus {
+    /// Just created: neither readable nor writable yet.
+    Creating,
     /// Readable and writable.
     Active,
+    /// Resharded or changed: readable and writable, but no further change is accepted yet.
+    Updating,
+    /// Being deleted: gone once the delay has passed.
+    Deleting,
 }
 
 impl StreamStatus {
     /// The API's name for the state.
     pub fn as_str(self) -> &'static str {
         match self {
+            Self::Creating => "CREATING",
             Self::Active => "ACTIVE",
+            Self::Updating => "UPDATING",
+            Self::Deleting => "DELETING",
         }
     }
 }
@@ -370,6 +394,7 @@ impl EmbeddedKinesis {
             retention: DEFAULT_RETENTION,
             iterator_ttl: DEFAULT_ITERATOR_TTL,
             shard_limit: DEFAULT_SHARD_LIMIT,
+            status_delay: Duration::ZERO,
             clock: Arc::new(SystemClock),
             journal: Arc::new(NoJournal),
         }
@@ -423,13 +448,74 @@ impl EmbeddedKinesis {
             .ok_or_else(|| self.stream_not_found(name_or_arn))
     }
 
-    /// The stream given by name or ARN.
+    /// The stream given by name or ARN. A stream whose deletion is over is removed here.
     fn stream(&self, name_or_arn: &str) -> Result<Arc<Stream>, SourceError> {
         let name = self.stream_name(name_or_arn)?;
-        self.streams()
+        let stream = self
+            .streams()
             .get(name)
             .cloned()
-            .ok_or_else(|| self.stream_not_found(name))
+            .ok_or_else(|| self.stream_not_found(name))?;
+        if stream.is_deleted(self.now().1) {
+            self.forget_deleted(name);
+            return Err(self.stream_not_found(name));
+        }
+        Ok(stream)
+    }
+
+    /// Drops a stream whose deletion is over, and gives its shards back to the budget.
+    fn forget_deleted(&self, name: &str) {
+        let mut streams = self.streams_mut();
+        let now_ms = self.now().1;
+        if streams
+            .get(name)
+            .is_some_and(|stream| stream.is_deleted(now_ms))
+        {
+            let removed = streams.remove(name).expect("the stream was just found");
+            drop(streams);
+            self.inner.budget.release(removed.retire());
+        }
+    }
+
+    /// The stream given by name or ARN, if its status allows an operation that `needs` it.
+    fn stream_for(&self, name_or_arn: &str, needs: Needs) -> Result<Arc<Stream>, SourceError> {
+        let stream = self.stream(name_or_arn)?;
+        let status = stream.status(self.now().1);
+        match status::refusal(needs, status) {
+            None => Ok(stream),
+            Some(Refusal::NotFound) => Err(self.stream_not_found(&stream.name)),
+            Some(Refusal::InUse) => Err(SourceError::ResourceInUse {
+                message: format!(
+                    "Stream {} under account {} not ACTIVE, instead in state {}",
+                    stream.name,
+                    self.inner.account_id,
+                    status.as_str()
+                ),
+            }),
+        }
+    }
+
+    /// Makes `change` to an `ACTIVE` stream, which then shows `UPDATING` for the status delay:
+    /// the embedded Kinesis changes at once what Kinesis takes a while over.
+    fn update<T>(
+        &self,
+        name_or_arn: &str,
+        change: impl FnOnce(&Stream) -> Result<T, SourceError>,
+    ) -> Result<T, SourceError> {
+        let stream = self.stream_for(name_or_arn, Needs::Active)?;
+        let changed = change(&stream)?;
+        stream.begin(
+            StreamStatus::Updating,
+            self.now().1,
+            self.inner.status_delay_ms,
+        );
+        Ok(changed)
+    }
+
+    /// Checks that a stream is `ACTIVE` and shows it `UPDATING` for the status delay: for
+    /// changes kept outside the stream, such as `UpdateStreamMode`.
+    pub fn begin_update(&self, stream: &str) -> Result<(), SourceError> {
+        self.update(stream, |_| Ok(()))
     }
 
     /// `CreateStream`: a stream of `shard_count` shards that split the hash key space evenly,
@@ -501,6 +587,11 @@ impl EmbeddedKinesis {
             shard_count,
             self.inner.retention,
         );
+        streams[stream_name].begin(
+            StreamStatus::Creating,
+            millis_floor(self.inner.clock.now()),
+            self.inner.status_delay_ms,
+        );
         Ok(())
     }
 
@@ -527,8 +618,32 @@ impl EmbeddedKinesis {
 
     /// `DeleteStream`: the stream, its shards and records are gone when this returns; readers
     /// waiting on it wake, and its iterators stop working (`ResourceNotFound`).
+    /// With a status delay, the stream shows `DELETING` for that long first (still readable,
+    /// no longer writable).
     pub fn delete_stream(&self, stream: &str) -> Result<(), SourceError> {
-        self.remove_stream(stream, &*self.inner.journal)
+        if self.inner.status_delay_ms == 0 {
+            return self.remove_stream(stream, &*self.inner.journal);
+        }
+        let found = self.stream(stream)?;
+        if found.status(self.now().1) == StreamStatus::Deleting {
+            return Ok(());
+        }
+        if self.inner.journal.is_enabled() {
+            let change = Change::DeleteStream {
+                name: found.name.to_string(),
+                generation: found.generation,
+            };
+            self.inner
+                .journal
+                .append(&change.encode())
+                .map_err(|error| not_kept("DeleteStream", &found.name, &error))?;
+        }
+        found.begin(
+            StreamStatus::Deleting,
+            self.now().1,
+            self.inner.status_delay_ms,
+        );
+        Ok(())
     }
 
     fn remove_stream(&self, stream: &str, journal: &dyn Journal) -> Result<(), SourceError> {
@@ -555,12 +670,31 @@ impl EmbeddedKinesis {
 
     /// `DescribeStreamSummary`.
     pub fn describe_stream_summary(&self, stream: &str) -> Result<StreamSummary, SourceError> {
-        Ok(self.stream(stream)?.summary())
+        Ok(self.stream(stream)?.summary(self.now().1))
+    }
+
+    /// Returns once `stream` is `ACTIVE`: at once without a status delay, else after it (as
+    /// the SDK's `stream_exists` waiter does against Kinesis, on tokio's timer).
+    pub async fn wait_until_active(&self, stream: &str) -> Result<(), SourceError> {
+        let poll = Duration::from_millis(self.inner.status_delay_ms.clamp(1, 100));
+        while self.describe_stream_summary(stream)?.status != StreamStatus::Active {
+            tokio::time::sleep(poll).await;
+        }
+        Ok(())
     }
 
     /// `ListStreams`: the names of all streams, in alphabetical order.
     pub fn list_streams(&self) -> Vec<String> {
-        self.streams().keys().cloned().collect()
+        let now_ms = self.now().1;
+        let (names, deleted): (Vec<_>, Vec<_>) = self
+            .streams()
+            .iter()
+            .map(|(name, stream)| (name.clone(), stream.is_deleted(now_ms)))
+            .partition(|(_, deleted)| !deleted);
+        for (name, _) in deleted {
+            self.forget_deleted(&name);
+        }
+        names.into_iter().map(|(name, _)| name).collect()
     }
 
     /// `ListShards` (all pages): every shard that has not expired, open or closed, in order of
@@ -636,7 +770,7 @@ impl EmbeddedKinesis {
         records: Vec<PutRecordsEntry>,
         operation: &str,
     ) -> Result<Vec<PutRecordOutput>, SourceError> {
-        let stream = self.stream(stream)?;
+        let stream = self.stream_for(stream, Needs::Writable)?;
         // Hashing happens before the stream's lock is taken, to keep the lock short.
         let hash_keys = records
             .iter()
@@ -704,6 +838,17 @@ impl EmbeddedKinesis {
         stream.read(&token, limit, now_ms)
     }
 
+    /// When a shard iterator was issued, by this Kinesis' clock; `None` for text that is not
+    /// an iterator. Lets an `ExpiredIteratorException` say both times, as Kinesis' does.
+    pub fn shard_iterator_issued(&self, shard_iterator: &str) -> Option<SystemTime> {
+        IteratorToken::decode(shard_iterator).map(|token| clock::from_millis(token.issued_ms))
+    }
+
+    /// How long a shard iterator stays valid.
+    pub fn iterator_ttl(&self) -> Duration {
+        self.inner.iterator_ttl
+    }
+
     /// `SplitShard`: closes an open shard and opens two children with `ParentShardId` = it,
     /// one for its hash keys below `new_starting_hash_key` (decimal text) and one for the rest.
     /// The key must lie above the shard's starting hash key and within its range.
@@ -716,15 +861,17 @@ impl EmbeddedKinesis {
         shard_to_split: &str,
         new_starting_hash_key: &str,
     ) -> Result<(), SourceError> {
-        let stream = self.stream(stream)?;
-        let new_starting_hash_key = hash_key::parse(new_starting_hash_key, "NewStartingHashKey")?;
-        stream.split(
-            shard_to_split,
-            new_starting_hash_key,
-            &self.inner.budget,
-            self.now().1,
-            &*self.inner.journal,
-        )
+        self.update(stream, |stream| {
+            let new_starting_hash_key =
+                hash_key::parse(new_starting_hash_key, "NewStartingHashKey")?;
+            stream.split(
+                shard_to_split,
+                new_starting_hash_key,
+                &self.inner.budget,
+                self.now().1,
+                &*self.inner.journal,
+            )
+        })
     }
 
     /// `MergeShards`: closes two open shards with adjacent hash key ranges and opens one child
@@ -739,13 +886,15 @@ impl EmbeddedKinesis {
         shard_to_merge: &str,
         adjacent_shard_to_merge: &str,
     ) -> Result<(), SourceError> {
-        self.stream(stream)?.merge(
-            shard_to_merge,
-            adjacent_shard_to_merge,
-            &self.inner.budget,
-            self.now().1,
-            &*self.inner.journal,
-        )
+        self.update(stream, |stream| {
+            stream.merge(
+                shard_to_merge,
+                adjacent_shard_to_merge,
+                &self.inner.budget,
+                self.now().1,
+                &*self.inner.journal,
+            )
+        })
     }
 
     /// `UpdateShardCount`: leaves `target_shard_count` open shards that split the hash key
@@ -768,18 +917,19 @@ impl EmbeddedKinesis {
         scaling_type: ScalingType,
     ) -> Result<UpdateShardCountOutput, SourceError> {
         let ScalingType::UniformScaling = scaling_type;
-        let stream = self.stream(stream)?;
-        let current_shard_count = stream.scale_uniformly(
-            target_shard_count,
-            &self.inner.budget,
-            self.now().1,
-            &*self.inner.journal,
-        )?;
-        Ok(UpdateShardCountOutput {
-            stream_name: stream.name.to_string(),
-            stream_arn: stream.arn.clone(),
-            current_shard_count,
-            target_shard_count,
+        self.update(stream, |stream| {
+            let current_shard_count = stream.scale_uniformly(
+                target_shard_count,
+                &self.inner.budget,
+                self.now().1,
+                &*self.inner.journal,
+            )?;
+            Ok(UpdateShardCountOutput {
+                stream_name: stream.name.to_string(),
+                stream_arn: stream.arn.clone(),
+                current_shard_count,
+                target_shard_count,
+            })
         })
     }
 
@@ -789,8 +939,9 @@ impl EmbeddedKinesis {
         stream: &str,
         hours: u32,
     ) -> Result<(), SourceError> {
-        self.stream(stream)?
-            .change_retention(hours, true, &*self.inner.journal)
+        self.update(stream, |stream| {
+            stream.change_retention(hours, true, &*self.inner.journal)
+        })
     }
 
     /// `DecreaseStreamRetentionPeriod`: to `hours` (24 to 8,760), no longer than now. Records
@@ -800,8 +951,9 @@ impl EmbeddedKinesis {
         stream: &str,
         hours: u32,
     ) -> Result<(), SourceError> {
-        self.stream(stream)?
-            .change_retention(hours, false, &*self.inner.journal)
+        self.update(stream, |stream| {
+            stream.change_retention(hours, false, &*self.inner.journal)
+        })
     }
 }
 

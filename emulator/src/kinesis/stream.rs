@@ -20,6 +20,7 @@ use super::clock::{duration_millis, from_millis, millis_ceil};
 use super::hash_key;
 use super::journal::{Change, Journal, JournalError, encode_put};
 use super::numbering::{Cursor, IteratorToken, SequenceLayout};
+use super::status::Transition;
 use super::{
     MAX_GET_RECORDS_BYTES, MAX_RETENTION_HOURS, MIN_RETENTION_HOURS, PutRecordOutput,
     PutRecordsEntry, ShardLifetime, StreamStatus, StreamSummary,
@@ -79,6 +80,8 @@ pub(crate) struct Stream {
     pub(crate) generation: u64,
     layout: SequenceLayout,
     state: Mutex<StreamState>,
+    /// The change the stream is going through, if one is still showing (status.rs).
+    transition: Mutex<Option<Transition>>,
 }
 
 struct StreamState {
@@ -280,6 +283,7 @@ impl Stream {
             created,
             generation,
             layout: SequenceLayout::new(created_seconds),
+            transition: Mutex::new(None),
             state: Mutex::new(StreamState {
                 open: (0..shard_count).collect(),
                 shards,
@@ -367,12 +371,35 @@ impl Stream {
         }
     }
 
-    pub(crate) fn summary(&self) -> StreamSummary {
+    /// The status the stream shows at `now_ms`.
+    pub(crate) fn status(&self, now_ms: u64) -> StreamStatus {
+        Transition::status_at(*self.transition(), now_ms)
+    }
+
+    /// Whether a deletion of the stream is over at `now_ms`.
+    pub(crate) fn is_deleted(&self, now_ms: u64) -> bool {
+        Transition::is_deleted(*self.transition(), now_ms)
+    }
+
+    /// Shows `status` from `now_ms` for `delay_ms` (nothing when the delay is 0).
+    pub(crate) fn begin(&self, status: StreamStatus, now_ms: u64, delay_ms: u64) {
+        *self.transition() = Transition::begin(status, now_ms, delay_ms);
+    }
+
+    fn transition(&self) -> std::sync::MutexGuard<'_, Option<Transition>> {
+        // A plain value that no panic can leave half-written.
+        self.transition
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn summary(&self, now_ms: u64) -> StreamSummary {
+        let status = self.status(now_ms);
         let state = self.lock();
         StreamSummary {
             name: self.name.to_string(),
             arn: self.arn.clone(),
-            status: StreamStatus::Active,
+            status,
             created: self.created,
             retention_period: state.retention,
             open_shard_count: state.open.len(),

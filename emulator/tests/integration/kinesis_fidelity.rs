@@ -8,13 +8,16 @@
 //! Run with `cargo test -p kinesis-esm --test integration kinesis_fidelity`.
 
 use std::path::Path;
+use std::time::{Duration, UNIX_EPOCH};
 
+use aws_sdk_kinesis::client::Waiters;
 use aws_sdk_kinesis::primitives::Blob;
 use aws_sdk_kinesis::types::{
-    PutRecordsRequestEntry, ShardIteratorType, StreamMode, StreamModeDetails,
+    PutRecordsRequestEntry, ScalingType, ShardIteratorType, StreamMode, StreamModeDetails,
+    StreamStatus,
 };
-use kinesis_esm::kinesis::EmbeddedKinesis;
 use kinesis_esm::kinesis::http;
+use kinesis_esm::kinesis::{EmbeddedKinesis, ManualClock};
 
 use crate::kinesis_http::{check_failure, create, failure, serve};
 use crate::kinesis_http_tools::{command, finish, venv};
@@ -554,4 +557,248 @@ async fn boto3_sees_the_same_answers() {
         report.contains("Ran 6 tests") && report.contains("\nOK"),
         "{report}"
     );
+}
+
+/// The records TRIM_HORIZON reads from the only shard of `stream`, as text.
+async fn from_trim_horizon(client: &aws_sdk_kinesis::Client, stream: &str) -> Vec<String> {
+    let iterator = client
+        .get_shard_iterator()
+        .stream_name(stream)
+        .shard_id("shardId-000000000000")
+        .shard_iterator_type(ShardIteratorType::TrimHorizon)
+        .send()
+        .await
+        .unwrap()
+        .shard_iterator
+        .unwrap();
+    let read = client
+        .get_records()
+        .shard_iterator(iterator)
+        .send()
+        .await
+        .unwrap();
+    read.records
+        .iter()
+        .map(|record| String::from_utf8_lossy(record.data.as_ref()).into_owned())
+        .collect()
+}
+
+async fn put_text(client: &aws_sdk_kinesis::Client, stream: &str, text: &str) {
+    client
+        .put_record()
+        .stream_name(stream)
+        .partition_key("k")
+        .data(Blob::new(text))
+        .send()
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn iterators_expire_after_five_minutes_and_records_after_the_retention_period() {
+    // Wed Dec 02 05:38:15 UTC 2026.
+    let start = UNIX_EPOCH + Duration::from_secs(1_796_189_895);
+    let clock = ManualClock::new(start);
+    let kinesis = EmbeddedKinesis::builder().clock(clock.clone()).build();
+    let (_server, client) = serve(&kinesis).await;
+    create(&client, "orders", 1).await;
+    put_text(&client, "orders", "old").await;
+    let iterator = client
+        .get_shard_iterator()
+        .stream_name("orders")
+        .shard_id("shardId-000000000000")
+        .shard_iterator_type(ShardIteratorType::TrimHorizon)
+        .send()
+        .await
+        .unwrap()
+        .shard_iterator
+        .unwrap();
+
+    // Kinesis tolerates 300,000 ms and not one more.
+    clock.advance(Duration::from_secs(300));
+    let read = client.get_records().shard_iterator(&iterator).send().await;
+    assert_eq!(read.unwrap().records.len(), 1);
+    clock.advance(Duration::from_secs(1));
+    check_failure(
+        failure(client.get_records().shard_iterator(&iterator).send().await),
+        "ExpiredIteratorException",
+        "Iterator expired. The iterator was created at time Wed Dec 02 05:38:15 UTC 2026 while \
+         right now it is Wed Dec 02 05:43:16 UTC 2026 which is further in the future than the \
+         tolerated delay of 300000 milliseconds.",
+    );
+
+    // A longer retention keeps the old record past a day; shortening it trims at once.
+    client
+        .increase_stream_retention_period()
+        .stream_name("orders")
+        .retention_period_hours(48)
+        .send()
+        .await
+        .unwrap();
+    clock.advance(Duration::from_secs(30 * 3600));
+    put_text(&client, "orders", "new").await;
+    assert_eq!(from_trim_horizon(&client, "orders").await, ["old", "new"]);
+    client
+        .decrease_stream_retention_period()
+        .stream_name("orders")
+        .retention_period_hours(24)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(from_trim_horizon(&client, "orders").await, ["new"]);
+
+    // And time passing trims what is left.
+    clock.advance(Duration::from_secs(25 * 3600));
+    assert!(from_trim_horizon(&client, "orders").await.is_empty());
+}
+
+async fn status_of(client: &aws_sdk_kinesis::Client, stream: &str) -> StreamStatus {
+    client
+        .describe_stream_summary()
+        .stream_name(stream)
+        .send()
+        .await
+        .unwrap()
+        .stream_description_summary
+        .unwrap()
+        .stream_status
+}
+
+#[tokio::test]
+async fn streams_pass_through_creating_updating_and_deleting_for_the_status_delay() {
+    let clock = ManualClock::new(UNIX_EPOCH + Duration::from_secs(1_796_189_895));
+    let delay = Duration::from_millis(500);
+    let kinesis = EmbeddedKinesis::builder()
+        .clock(clock.clone())
+        .stream_status_delay(delay)
+        .build();
+    let (_server, client) = serve(&kinesis).await;
+    let put = || {
+        client
+            .put_record()
+            .stream_name("orders")
+            .partition_key("k")
+            .data(Blob::new("x"))
+            .send()
+    };
+    let split = || {
+        client
+            .split_shard()
+            .stream_name("orders")
+            .shard_to_split("shardId-000000000000")
+            .new_starting_hash_key("1")
+            .send()
+    };
+
+    create(&client, "orders", 2).await;
+    assert_eq!(status_of(&client, "orders").await, StreamStatus::Creating);
+    check_failure(
+        failure(put().await),
+        "ResourceNotFoundException",
+        "Stream orders under account 000000000000 not found.",
+    );
+    check_failure(
+        failure(split().await),
+        "ResourceInUseException",
+        "Stream orders under account 000000000000 not ACTIVE, instead in state CREATING",
+    );
+    clock.advance(delay);
+    assert_eq!(status_of(&client, "orders").await, StreamStatus::Active);
+    client
+        .wait_until_stream_exists()
+        .stream_name("orders")
+        .wait(Duration::from_secs(5))
+        .await
+        .unwrap();
+
+    // A reshard leaves the stream writable, but no second change is accepted until it is over.
+    client
+        .update_shard_count()
+        .stream_name("orders")
+        .target_shard_count(4)
+        .scaling_type(ScalingType::UniformScaling)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status_of(&client, "orders").await, StreamStatus::Updating);
+    put().await.unwrap();
+    check_failure(
+        failure(split().await),
+        "ResourceInUseException",
+        "not ACTIVE, instead in state UPDATING",
+    );
+    clock.advance(delay);
+    let arn = kinesis.stream_arn("orders");
+    client
+        .update_stream_mode()
+        .stream_arn(&arn)
+        .stream_mode_details(
+            StreamModeDetails::builder()
+                .stream_mode(StreamMode::OnDemand)
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status_of(&client, "orders").await, StreamStatus::Updating);
+    clock.advance(delay);
+    assert_eq!(status_of(&client, "orders").await, StreamStatus::Active);
+
+    // Deleting: still listed and described, no longer writable; then gone.
+    client
+        .delete_stream()
+        .stream_name("orders")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status_of(&client, "orders").await, StreamStatus::Deleting);
+    check_failure(
+        failure(put().await),
+        "ResourceNotFoundException",
+        "not found",
+    );
+    let listed = client.list_streams().send().await.unwrap();
+    assert_eq!(listed.stream_names, ["orders"]);
+    clock.advance(delay);
+    check_failure(
+        failure(
+            client
+                .describe_stream_summary()
+                .stream_name("orders")
+                .send()
+                .await,
+        ),
+        "ResourceNotFoundException",
+        "Stream orders under account 000000000000 not found.",
+    );
+    assert!(
+        client
+            .list_streams()
+            .send()
+            .await
+            .unwrap()
+            .stream_names
+            .is_empty()
+    );
+    // The name can be used again.
+    create(&client, "orders", 1).await;
+}
+
+#[tokio::test]
+async fn the_sdk_stream_exists_waiter_waits_through_creating() {
+    // The system clock: the waiter sleeps on it (10 s between polls, the SDK's model).
+    let kinesis = EmbeddedKinesis::builder()
+        .stream_status_delay(Duration::from_secs(2))
+        .build();
+    let (_server, client) = serve(&kinesis).await;
+    create(&client, "orders", 1).await;
+    assert_eq!(status_of(&client, "orders").await, StreamStatus::Creating);
+    client
+        .wait_until_stream_exists()
+        .stream_name("orders")
+        .wait(Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(status_of(&client, "orders").await, StreamStatus::Active);
 }

@@ -15,12 +15,12 @@ use super::validation::{
     HASH_KEY, PARTITION_KEY, SEQUENCE_NUMBER, SHARD_ID, SHARD_ITERATOR, Violations,
 };
 use super::wire::{
-    Timestamp, WireHashKeyRange, check_stream, epoch_seconds, named_stream, normalized_shard_id,
-    parse, reply,
+    Timestamp, WireHashKeyRange, check_stream, epoch_seconds, java_date_string, named_stream,
+    normalized_shard_id, parse, reply,
 };
 use crate::kinesis::{MAX_GET_RECORDS_LIMIT, MAX_PUT_RECORDS_ENTRIES, PutRecordsEntry};
 use crate::sequence::SequenceNumber;
-use crate::source::{ChildShard, IteratorPosition, Record};
+use crate::source::{ChildShard, IteratorPosition, Record, SourceError};
 
 /// `Data` in a request: base64 text, borrowed from the body when it holds no escapes.
 fn decode_data(data: &str, record: Option<usize>) -> Result<Bytes, ApiError> {
@@ -379,6 +379,23 @@ fn unquoted(iterator: &str) -> &str {
         .unwrap_or(iterator)
 }
 
+/// Kinesis' answer to an iterator past its time to live, with both times as it writes them.
+fn expired_iterator(api: &Api, iterator: &str) -> ApiError {
+    let issued = api
+        .kinesis
+        .shard_iterator_issued(iterator)
+        .map_or_else(|| "(unknown)".to_owned(), java_date_string);
+    ApiError::new(
+        ErrorKind::ExpiredIterator,
+        format!(
+            "Iterator expired. The iterator was created at time {issued} while right now it is \
+             {} which is further in the future than the tolerated delay of {} milliseconds.",
+            java_date_string(api.kinesis.current_time()),
+            api.kinesis.iterator_ttl().as_millis()
+        ),
+    )
+}
+
 /// `GetRecords`: up to `Limit` records (10,000 when not given). A `StreamARN` may come along,
 /// but the iterator alone says what is read.
 pub(super) fn get_records(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
@@ -393,7 +410,13 @@ pub(super) fn get_records(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
     let limit = input
         .limit
         .map_or(MAX_GET_RECORDS_LIMIT, |limit| limit as usize);
-    let output = api.kinesis.get_records(iterator, limit)?;
+    let output = api
+        .kinesis
+        .get_records(iterator, limit)
+        .map_err(|error| match error {
+            SourceError::ExpiredIterator => expired_iterator(api, iterator),
+            other => ApiError::from(other),
+        })?;
     Ok(reply(&GetRecordsOutput {
         records: output.records.iter().map(WireRecord::from).collect(),
         next_shard_iterator: output.next_shard_iterator.as_deref(),

@@ -158,7 +158,9 @@ pub(super) fn update_stream_mode(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiE
         &STREAM_MODES,
     );
     violations.finish()?;
-    let key = tag_key(api, &arn.unwrap_or_default())?;
+    let arn = arn.unwrap_or_default();
+    let key = tag_key(api, &arn)?;
+    api.kinesis.begin_update(&arn)?;
     let mut on_demand = api.on_demand();
     if mode.as_deref() == Some("ON_DEMAND") {
         on_demand.insert(key);

@@ -92,6 +92,27 @@ pub(super) fn epoch_seconds(time: SystemTime) -> f64 {
     millis as f64 / 1000.0
 }
 
+/// A time as Java's `Date.toString` writes it in UTC, `Wed Dec 02 05:38:15 UTC 2026`: the
+/// form of the times in Kinesis' `ExpiredIteratorException` message.
+pub(super) fn java_date_string(time: SystemTime) -> String {
+    const WEEKDAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let seconds = crate::time::millis_since_epoch(time).div_euclid(1000);
+    let days = seconds.div_euclid(86_400);
+    let in_day = seconds.rem_euclid(86_400);
+    let (year, month, day) = crate::time::civil_date(days);
+    format!(
+        "{} {} {day:02} {:02}:{:02}:{:02} UTC {year}",
+        WEEKDAYS[days.rem_euclid(7) as usize],
+        MONTHS[month as usize - 1],
+        in_day / 3600,
+        in_day / 60 % 60,
+        in_day % 60
+    )
+}
+
 /// Checks a stream name or shard id against the API's shape: `[a-zA-Z0-9_.-]+`, 1 to 128
 /// characters.
 pub(super) fn check_name(value: &str, member: &str) -> Result<(), ApiError> {
@@ -232,6 +253,16 @@ pub(super) fn count_in(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_read_as_java_writes_dates() {
+        let at = SystemTime::UNIX_EPOCH + Duration::from_millis(1_796_189_895_999);
+        assert_eq!(java_date_string(at), "Wed Dec 02 05:38:15 UTC 2026");
+        assert_eq!(
+            java_date_string(SystemTime::UNIX_EPOCH),
+            "Thu Jan 01 00:00:00 UTC 1970"
+        );
+    }
 
     #[track_caller]
     fn check_timestamp(json: &str, expected_micros: u64) {
