@@ -761,6 +761,47 @@ mod tests {
         );
     }
 
+    /// `text` with the `n`th occurrence (from 0) of `from` replaced by `to`.
+    fn replace_nth(text: &str, n: usize, from: &str, to: &str) -> String {
+        let (at, _) = text
+            .match_indices(from)
+            .nth(n)
+            .unwrap_or_else(|| panic!("no occurrence {n} of {from}"));
+        format!("{}{to}{}", &text[..at], &text[at + from.len()..])
+    }
+
+    #[test]
+    fn a_record_unlike_the_one_before_in_any_shared_piece_is_read_as_it_is() {
+        // The second of three records differs from the first where Lambda writes the same
+        // text for every record; the third is like the first again.
+        let event = written_event(&["a", "bb", "c"]);
+        for (from, to) in [
+            (
+                r#""kinesisSchemaVersion":"1.0""#,
+                r#""kinesisSchemaVersion":"1.1""#,
+            ),
+            ("shardId-000000000003:", "shardId-000000000004:"),
+            ("shardId-000000000003:4959", "shardId-000000000003:4959:"),
+            ("shardId-000000000003:", "shardId-000000000003"),
+            ("shardId-000000000003:", ":"),
+            (
+                r#""eventName":"aws:kinesis:record""#,
+                r#""eventName":"other""#,
+            ),
+            (r#""awsRegion":"us-east-1""#, r#""awsRegion":"us-east-2""#),
+            ("stream/orders", "stream/other"),
+            (r#"stream/orders"}"#, r#"stream/orders","extra":1}"#),
+            (":1767225600.124", r#":"1767225600.124""#),
+        ] {
+            // The first occurrence in the event is the second record's, for the arrival time.
+            let second = usize::from(!from.starts_with(":1767"));
+            let changed = replace_nth(&event, second, from, to);
+            assert_ne!(changed, event, "{from}");
+            check(&changed);
+            check_same_either_way(changed.as_bytes());
+        }
+    }
+
     /// One record whose `kinesis` object is `kinesis` and whose other fields are `rest`.
     fn record(kinesis: &str, rest: &str) -> String {
         format!(r#"{{"Records":[{{"kinesis":{{{kinesis}}}{rest}}}]}}"#)

@@ -90,6 +90,30 @@ struct Scanner<'t> {
     /// Whether the text is unchecked, so that the scanner accepts only plain JSON (see
     /// [`plain_event`]) and fails on anything else.
     strict: bool,
+    /// Where the text of the last record read in Lambda's layout lies, which the next record
+    /// most likely repeats (see [`LambdaLayout`]).
+    layout: Option<LambdaLayout>,
+}
+
+/// The text a record in Lambda's layout shares with the records around it: Lambda (and
+/// `write_event`) write every field but the partition key, sequence number, data, arrival time
+/// and the sequence number half of `eventID` the same for every record of an event. A record
+/// that repeats these pieces byte for byte, where they lie, is read by comparing them with the
+/// record before, which costs a fraction of reading each of their strings again; it reads as
+/// that record would have been read (see [`Scanner::lambda_record_like`]).
+#[derive(Clone, Copy)]
+struct LambdaLayout {
+    /// From the record's `{` to the opening quote of its partition key.
+    head: Span,
+    /// From the end of the arrival time to the `eventID` value's last `:` (included), or to
+    /// its opening quote when it has none: the shard id is all of it that lies in `eventID`.
+    middle: Span,
+    /// Where the shard id lies in the text, within `middle`.
+    shard_id: Span,
+    /// From the closing quote of `eventID` to the record's `}`.
+    tail: Span,
+    /// Where `eventSourceARN`'s value lies in the text, within `tail`.
+    event_source_arn: Span,
 }
 
 /// The index of the first byte of `bytes` that is a quote, a backslash or a control character:
@@ -212,6 +236,7 @@ impl<'t> Scanner<'t> {
             kept: String::new(),
             might_hold_aggregates: false,
             strict,
+            layout: None,
         }
     }
 
@@ -221,10 +246,14 @@ impl<'t> Scanner<'t> {
         self.expect(b'[', "an array of Kinesis event records")?;
         if !self.eat(b']') {
             loop {
+                let record_start = self.at;
                 let record = self
                     .record()
                     .map_err(|error| format!("record {}: {error}", records.len()))?;
                 let record = self.noted(record, records.last());
+                if records.is_empty() {
+                    self.reserve_like(&record, record_start, &mut records);
+                }
                 records.push(record);
                 if self.eat(b',') {
                     continue;
@@ -234,6 +263,20 @@ impl<'t> Scanner<'t> {
             }
         }
         Ok(records)
+    }
+
+    /// Makes room for as many records as the text holds if they are all as long as the first,
+    /// just read from `record_start`, and for their kept text: growing both by doubling copied
+    /// each several times over.
+    fn reserve_like(&mut self, first: &Spans, record_start: usize, records: &mut Vec<Spans>) {
+        let record_length = (self.at - record_start).max(1);
+        let expected = self.text.len() / record_length + 1;
+        records.reserve(expected);
+        // The shard id and stream are kept once, the rest of each record's fields every time.
+        let length = |span: Span| span.end - span.start;
+        let kept_length =
+            length(first.sequence_number) + length(first.partition_key) + length(first.data_base64);
+        self.kept.reserve(expected.saturating_mul(kept_length));
     }
 
     /// A record just read, its fields copied to the kept text while the record is in cache (see
@@ -329,31 +372,24 @@ impl<'t> Scanner<'t> {
     /// (escapes still in) and whether it holds any escape.
     fn raw_string(&mut self) -> Result<(usize, usize, bool), String> {
         let start = self.at + 1;
-        if self.strict {
-            let rest = self.bytes.get(start..).unwrap_or_default();
-            return match first_special(rest) {
-                Some(length) if rest[length] == b'"' => {
-                    self.at = start + length + 1;
-                    Ok((start, start + length, false))
-                }
-                _ => Err(NOT_PLAIN.to_owned()),
-            };
-        }
         let mut at = start;
         let mut escaped = false;
         loop {
             let rest = self.bytes.get(at..).unwrap_or_default();
-            match memchr::memchr2(b'"', b'\\', rest) {
-                Some(offset) if self.bytes[at + offset] == b'\\' => {
-                    // What follows a backslash is never a quote that ends the string; a `\u`
-                    // escape's hex digits are neither quotes nor backslashes.
-                    escaped = true;
-                    at += offset + 2;
-                }
-                Some(offset) => {
+            match first_special(rest).map(|offset| (offset, rest[offset])) {
+                Some((offset, b'"')) => {
                     self.at = at + offset + 1;
                     return Ok((start, at + offset, escaped));
                 }
+                // What follows a backslash is never a quote that ends the string; a `\u`
+                // escape's hex digits are neither quotes nor backslashes.
+                Some((offset, b'\\')) if !self.strict => {
+                    escaped = true;
+                    at += offset + 2;
+                }
+                _ if self.strict => return Err(NOT_PLAIN.to_owned()),
+                // Text serde_json checked has no control character in a string.
+                Some(_) => return Err("a control character in a string".to_owned()),
                 None => return Err("a string without its closing quote".to_owned()),
             }
         }
@@ -587,6 +623,12 @@ impl<'t> Scanner<'t> {
     /// find the same spans.
     fn lambda_record(&mut self) -> Option<Spans> {
         let start = self.at;
+        if let Some(layout) = self.layout {
+            if let Some(spans) = self.lambda_record_like(&layout) {
+                return Some(spans);
+            }
+            self.at = start;
+        }
         let spans = self.lambda_record_fields();
         if spans.is_none() {
             self.at = start;
@@ -594,7 +636,67 @@ impl<'t> Scanner<'t> {
         spans
     }
 
+    /// A record in Lambda's layout that repeats `layout`, the shared text of the record read
+    /// before it; `None` when it does not, with the scanner somewhere inside the record.
+    fn lambda_record_like(&mut self, layout: &LambdaLayout) -> Option<Spans> {
+        self.repeated(layout.head)?;
+        let partition_key = self.plain_string()?;
+        self.literal(br#","sequenceNumber":"#)?;
+        let sequence_number = self.plain_string()?;
+        self.literal(br#","data":"#)?;
+        let data_base64 = self.plain_string()?;
+        self.literal(br#","approximateArrivalTimestamp":"#)?;
+        let arrival_millis = self.arrival_number()?;
+        let middle_start = self.at;
+        self.repeated(layout.middle)?;
+        // The rest of `eventID`: with no `:` of its own, the shard id is the one of `middle`.
+        let rest = self.at;
+        let rest_length = first_special(&self.bytes[rest..])?;
+        let tail_start = rest + rest_length;
+        if self.bytes[tail_start] != b'"' || self.bytes[rest..tail_start].contains(&b':') {
+            return None;
+        }
+        self.at = tail_start;
+        self.repeated(layout.tail)?;
+        let moved = |span: Span, from: usize, to: usize| Span {
+            start: span.start - from + to,
+            end: span.end - from + to,
+        };
+        Some(Spans {
+            shard_id: moved(layout.shard_id, layout.middle.start, middle_start),
+            partition_key,
+            sequence_number,
+            data_base64,
+            event_source_arn: moved(layout.event_source_arn, layout.tail.start, tail_start),
+            arrival_millis,
+            aggregated: Aggregated::Plain,
+        })
+    }
+
+    /// Reads the text of `span` if it comes next, exactly.
+    #[inline(always)]
+    fn repeated(&mut self, span: Span) -> Option<()> {
+        let length = span.end - span.start;
+        let next = self.bytes.get(self.at..self.at + length)?;
+        if *next != self.bytes[span.start..span.end] {
+            return None;
+        }
+        self.at += length;
+        Some(())
+    }
+
+    /// An arrival time written as a JSON number, as Lambda writes it.
+    fn arrival_number(&mut self) -> Option<i64> {
+        if !matches!(self.bytes.get(self.at), Some(b'-' | b'0'..=b'9')) {
+            return None;
+        }
+        self.arrival_millis().ok()
+    }
+
+    /// A record in Lambda's layout, read field by field in Lambda's order; notes its shared text
+    /// as the layout the next record is compared with.
     fn lambda_record_fields(&mut self) -> Option<Spans> {
+        let record_start = self.at;
         self.literal(br#"{"kinesis":{"kinesisSchemaVersion":"#)?;
         self.plain_string()?;
         self.literal(br#","partitionKey":"#)?;
@@ -604,10 +706,8 @@ impl<'t> Scanner<'t> {
         self.literal(br#","data":"#)?;
         let data_base64 = self.plain_string()?;
         self.literal(br#","approximateArrivalTimestamp":"#)?;
-        if !matches!(self.bytes.get(self.at), Some(b'-' | b'0'..=b'9')) {
-            return None;
-        }
-        let arrival_millis = self.arrival_millis().ok()?;
+        let arrival_millis = self.arrival_number()?;
+        let middle_start = self.at;
         self.literal(br#"},"eventSource":"#)?;
         self.plain_string()?;
         self.literal(br#","eventVersion":"#)?;
@@ -624,12 +724,29 @@ impl<'t> Scanner<'t> {
         let event_source_arn = self.plain_string()?;
         self.literal(b"}")?;
         // As in `record`: the shard id is what precedes the last `:` of `eventID`.
-        let shard_len = self.text_of(event_id).rfind(':').unwrap_or(0);
-        Some(Spans {
-            shard_id: Span {
-                start: event_id.start,
-                end: event_id.start + shard_len,
+        let last_colon = self.text_of(event_id).rfind(':');
+        let shard_id = Span {
+            start: event_id.start,
+            end: event_id.start + last_colon.unwrap_or(0),
+        };
+        self.layout = Some(LambdaLayout {
+            head: Span {
+                start: record_start,
+                end: partition_key.start - 1,
             },
+            middle: Span {
+                start: middle_start,
+                end: event_id.start + last_colon.map_or(0, |colon| colon + 1),
+            },
+            shard_id,
+            tail: Span {
+                start: event_id.end,
+                end: self.at,
+            },
+            event_source_arn,
+        });
+        Some(Spans {
+            shard_id,
             partition_key,
             sequence_number,
             data_base64,
@@ -778,6 +895,31 @@ mod tests {
                 "shardId-000000000006",
                 "strict: {strict}"
             );
+        }
+    }
+
+    #[test]
+    fn a_record_like_the_one_before_is_read_by_comparison_as_field_by_field() {
+        let second = LAMBDA_RECORD
+            .replace(r#""partitionKey":"1""#, r#""partitionKey":"key-2""#)
+            .replace("SGVsbG8=", "SGVsbG8sIHdvcmxk")
+            .replace("1545084650.987", "1545084651")
+            .replace("88898", "88899");
+        let text = format!("{LAMBDA_RECORD},{second}");
+        for strict in [false, true] {
+            let mut scanner = Scanner::new(&text, strict);
+            scanner.lambda_record().expect("Lambda's layout is matched");
+            let layout = scanner.layout.expect("the first record's layout is noted");
+            assert!(scanner.eat(b','));
+            let like = scanner
+                .lambda_record_like(&layout)
+                .expect("the same layout");
+            assert_eq!(scanner.at, text.len());
+            let mut by_fields = Scanner::new(&text, strict);
+            by_fields.at = LAMBDA_RECORD.len() + 1;
+            let expected = by_fields.record_by_fields().unwrap();
+            assert_eq!(fields(&text, like), fields(&text, expected));
+            assert_eq!(fields(&text, like)[2], "key-2", "strict: {strict}");
         }
     }
 
