@@ -189,13 +189,7 @@ async fn call<T: Sync, C: CallRecord<T>>(
     value: &T,
     record: &RecordMeta<'_>,
 ) -> RecordOutcome {
-    let span = tracing::info_span!(
-        "record",
-        shard_id = record.shard_id(),
-        sequence_number = record.sequence_number(),
-        sub_sequence_number = record.is_aggregated().then(|| record.sub_sequence_number()),
-        partition_key = record.partition_key(),
-    );
+    let span = record_span(record);
     let started = std::panic::catch_unwind(AssertUnwindSafe(|| handler.call_record(value, record)));
     let result = match started {
         Ok(future) => {
@@ -221,6 +215,30 @@ async fn call<T: Sync, C: CallRecord<T>>(
             RecordOutcome::Held(HoldReason::Panicked(message))
         }
     }
+}
+
+/// The span a record is handled in, naming the record; `Span::none()` when nothing could
+/// see it (see [`record_span_is_seen`]), so that a function without logs pays neither for the
+/// span nor for reading its fields.
+fn record_span(record: &RecordMeta<'_>) -> tracing::Span {
+    if !record_span_is_seen(tracing::dispatcher::has_been_set(), log::max_level()) {
+        return tracing::Span::none();
+    }
+    tracing::info_span!(
+        "record",
+        shard_id = record.shard_id(),
+        sequence_number = record.sequence_number(),
+        sub_sequence_number = record.is_aggregated().then(|| record.sub_sequence_number()),
+        partition_key = record.partition_key(),
+    )
+}
+
+/// Whether an INFO span could reach anyone. A tracing subscriber, once one has been set,
+/// decides for itself (`info_span!` asks it). Until then tracing hands spans to the `log` crate
+/// (its `log` feature, which `lambda_runtime` turns on), and a span's lines reach a logger only
+/// when `log`'s maximum level lets INFO through: below that, the span is as good as none.
+fn record_span_is_seen(subscriber_set: bool, log_max_level: log::LevelFilter) -> bool {
+    subscriber_set || log_max_level >= log::LevelFilter::Info
 }
 
 fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
@@ -403,5 +421,33 @@ fn record_outcome(outcome: HandlerOutcome) -> RecordOutcome {
         HandlerOutcome::Ack => RecordOutcome::Acked,
         HandlerOutcome::Drop => RecordOutcome::Dropped(DropReason::Handler),
         HandlerOutcome::Hold => RecordOutcome::Held(HoldReason::Handler),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_span_is_made_only_when_a_subscriber_or_a_logger_can_see_it() {
+        use log::LevelFilter::{Debug, Error, Info, Off, Trace, Warn};
+        for level in [Off, Error, Warn, Info, Debug, Trace] {
+            assert!(
+                record_span_is_seen(true, level),
+                "a subscriber, log at {level}"
+            );
+        }
+        for level in [Info, Debug, Trace] {
+            assert!(
+                record_span_is_seen(false, level),
+                "no subscriber, log at {level}"
+            );
+        }
+        for level in [Off, Error, Warn] {
+            assert!(
+                !record_span_is_seen(false, level),
+                "no subscriber, log at {level}"
+            );
+        }
     }
 }

@@ -23,8 +23,11 @@
 //! event Lambda (or the emulator) writes. Any other text, malformed or merely unusual, is left
 //! to serde_json, so neither the batch nor an error ever depends on which way it was read.
 
+mod layout;
+
 use super::{Aggregated, Span, Spans};
 use crate::aggregate::MAGIC_BASE64_PREFIX;
+use layout::LambdaLayout;
 
 /// The records of an event, as spans of `text`.
 pub(super) struct Scanned {
@@ -90,6 +93,9 @@ struct Scanner<'t> {
     /// Whether the text is unchecked, so that the scanner accepts only plain JSON (see
     /// [`plain_event`]) and fails on anything else.
     strict: bool,
+    /// Where the text of the last record read in Lambda's layout lies, which the next record
+    /// most likely repeats (see [`LambdaLayout`]).
+    layout: Option<LambdaLayout>,
 }
 
 /// The index of the first byte of `bytes` that is a quote, a backslash or a control character:
@@ -212,6 +218,7 @@ impl<'t> Scanner<'t> {
             kept: String::new(),
             might_hold_aggregates: false,
             strict,
+            layout: None,
         }
     }
 
@@ -221,10 +228,14 @@ impl<'t> Scanner<'t> {
         self.expect(b'[', "an array of Kinesis event records")?;
         if !self.eat(b']') {
             loop {
+                let record_start = self.at;
                 let record = self
                     .record()
                     .map_err(|error| format!("record {}: {error}", records.len()))?;
                 let record = self.noted(record, records.last());
+                if records.is_empty() {
+                    self.reserve_like(&record, record_start, &mut records);
+                }
                 records.push(record);
                 if self.eat(b',') {
                     continue;
@@ -234,6 +245,20 @@ impl<'t> Scanner<'t> {
             }
         }
         Ok(records)
+    }
+
+    /// Makes room for as many records as the text holds if they are all as long as the first,
+    /// just read from `record_start`, and for their kept text: growing both by doubling copied
+    /// each several times over.
+    fn reserve_like(&mut self, first: &Spans, record_start: usize, records: &mut Vec<Spans>) {
+        let record_length = (self.at - record_start).max(1);
+        let expected = self.text.len() / record_length + 1;
+        records.reserve(expected);
+        // The shard id and stream are kept once, the rest of each record's fields every time.
+        let length = |span: Span| span.end - span.start;
+        let kept_length =
+            length(first.sequence_number) + length(first.partition_key) + length(first.data_base64);
+        self.kept.reserve(expected.saturating_mul(kept_length));
     }
 
     /// A record just read, its fields copied to the kept text while the record is in cache (see
@@ -329,31 +354,24 @@ impl<'t> Scanner<'t> {
     /// (escapes still in) and whether it holds any escape.
     fn raw_string(&mut self) -> Result<(usize, usize, bool), String> {
         let start = self.at + 1;
-        if self.strict {
-            let rest = self.bytes.get(start..).unwrap_or_default();
-            return match first_special(rest) {
-                Some(length) if rest[length] == b'"' => {
-                    self.at = start + length + 1;
-                    Ok((start, start + length, false))
-                }
-                _ => Err(NOT_PLAIN.to_owned()),
-            };
-        }
         let mut at = start;
         let mut escaped = false;
         loop {
             let rest = self.bytes.get(at..).unwrap_or_default();
-            match memchr::memchr2(b'"', b'\\', rest) {
-                Some(offset) if self.bytes[at + offset] == b'\\' => {
-                    // What follows a backslash is never a quote that ends the string; a `\u`
-                    // escape's hex digits are neither quotes nor backslashes.
-                    escaped = true;
-                    at += offset + 2;
-                }
-                Some(offset) => {
+            match first_special(rest).map(|offset| (offset, rest[offset])) {
+                Some((offset, b'"')) => {
                     self.at = at + offset + 1;
                     return Ok((start, at + offset, escaped));
                 }
+                // What follows a backslash is never a quote that ends the string; a `\u`
+                // escape's hex digits are neither quotes nor backslashes.
+                Some((offset, b'\\')) if !self.strict => {
+                    escaped = true;
+                    at += offset + 2;
+                }
+                _ if self.strict => return Err(NOT_PLAIN.to_owned()),
+                // Text serde_json checked has no control character in a string.
+                Some(_) => return Err("a control character in a string".to_owned()),
                 None => return Err("a string without its closing quote".to_owned()),
             }
         }
@@ -580,87 +598,6 @@ impl<'t> Scanner<'t> {
         Ok(spans)
     }
 
-    /// A record laid out exactly as Lambda writes it (and `write_event` does): every field in
-    /// Lambda's order, no whitespace, no escape, the arrival time a number. Such a record is
-    /// read by matching the text between its values, which costs a fraction of reading each key;
-    /// any other record gives `None`, with nothing read, and is read field by field. Both ways
-    /// find the same spans.
-    fn lambda_record(&mut self) -> Option<Spans> {
-        let start = self.at;
-        let spans = self.lambda_record_fields();
-        if spans.is_none() {
-            self.at = start;
-        }
-        spans
-    }
-
-    fn lambda_record_fields(&mut self) -> Option<Spans> {
-        self.literal(br#"{"kinesis":{"kinesisSchemaVersion":"#)?;
-        self.plain_string()?;
-        self.literal(br#","partitionKey":"#)?;
-        let partition_key = self.plain_string()?;
-        self.literal(br#","sequenceNumber":"#)?;
-        let sequence_number = self.plain_string()?;
-        self.literal(br#","data":"#)?;
-        let data_base64 = self.plain_string()?;
-        self.literal(br#","approximateArrivalTimestamp":"#)?;
-        if !matches!(self.bytes.get(self.at), Some(b'-' | b'0'..=b'9')) {
-            return None;
-        }
-        let arrival_millis = self.arrival_millis().ok()?;
-        self.literal(br#"},"eventSource":"#)?;
-        self.plain_string()?;
-        self.literal(br#","eventVersion":"#)?;
-        self.plain_string()?;
-        self.literal(br#","eventID":"#)?;
-        let event_id = self.plain_string()?;
-        self.literal(br#","eventName":"#)?;
-        self.plain_string()?;
-        self.literal(br#","invokeIdentityArn":"#)?;
-        self.plain_string()?;
-        self.literal(br#","awsRegion":"#)?;
-        self.plain_string()?;
-        self.literal(br#","eventSourceARN":"#)?;
-        let event_source_arn = self.plain_string()?;
-        self.literal(b"}")?;
-        // As in `record`: the shard id is what precedes the last `:` of `eventID`.
-        let shard_len = self.text_of(event_id).rfind(':').unwrap_or(0);
-        Some(Spans {
-            shard_id: Span {
-                start: event_id.start,
-                end: event_id.start + shard_len,
-            },
-            partition_key,
-            sequence_number,
-            data_base64,
-            event_source_arn,
-            arrival_millis,
-            aggregated: Aggregated::Plain,
-        })
-    }
-
-    /// Reads `text` if it comes next, exactly.
-    #[inline(always)]
-    fn literal(&mut self, text: &[u8]) -> Option<()> {
-        if self.bytes.get(self.at..)?.starts_with(text) {
-            self.at += text.len();
-            Some(())
-        } else {
-            None
-        }
-    }
-
-    /// A string without escapes that comes next (no whitespace before it), as a span.
-    fn plain_string(&mut self) -> Option<Span> {
-        if self.bytes.get(self.at) != Some(&b'"') {
-            return None;
-        }
-        match self.raw_string() {
-            Ok((start, end, false)) => Some(Span { start, end }),
-            _ => None,
-        }
-    }
-
     /// A record's `kinesis` object: the fields of the Kinesis record itself.
     fn kinesis(&mut self) -> Result<Spans, String> {
         // Every field Lambda writes, in the order it writes them, and `encryptionType`, which
@@ -734,70 +671,6 @@ mod tests {
                     assert_eq!(first_special(&bytes), Some(at), "{bytes:?}");
                 }
             }
-        }
-    }
-
-    const LAMBDA_RECORD: &str = concat!(
-        r#"{"kinesis":{"kinesisSchemaVersion":"1.0","partitionKey":"1","#,
-        r#""sequenceNumber":"49590338271490256608559692538361571095921575989136588898","#,
-        r#""data":"SGVsbG8=","approximateArrivalTimestamp":1545084650.987},"#,
-        r#""eventSource":"aws:kinesis","eventVersion":"1.0","#,
-        r#""eventID":"shardId-000000000006:49590338271490256608559692538361571095921575989136588898","#,
-        r#""eventName":"aws:kinesis:record","#,
-        r#""invokeIdentityArn":"arn:aws:iam::123456789012:role/lambda-role","#,
-        r#""awsRegion":"us-east-2","#,
-        r#""eventSourceARN":"arn:aws:kinesis:us-east-2:123456789012:stream/lambda-stream"}"#
-    );
-
-    fn fields(text: &str, spans: Spans) -> [String; 6] {
-        let of = |span: Span| text[span.start..span.end].to_owned();
-        [
-            of(spans.shard_id),
-            of(spans.sequence_number),
-            of(spans.partition_key),
-            of(spans.data_base64),
-            of(spans.event_source_arn),
-            spans.arrival_millis.to_string(),
-        ]
-    }
-
-    #[test]
-    fn records_as_lambda_writes_them_are_matched_whole_and_read_as_field_by_field() {
-        for strict in [false, true] {
-            let mut whole = Scanner::new(LAMBDA_RECORD, strict);
-            let spans = whole.lambda_record().expect("Lambda's layout is matched");
-            assert_eq!(whole.at, LAMBDA_RECORD.len());
-            let mut by_fields = Scanner::new(LAMBDA_RECORD, strict);
-            let expected = by_fields.record_by_fields().unwrap();
-            assert_eq!(
-                fields(LAMBDA_RECORD, spans),
-                fields(LAMBDA_RECORD, expected)
-            );
-            assert_eq!(
-                fields(LAMBDA_RECORD, spans)[0],
-                "shardId-000000000006",
-                "strict: {strict}"
-            );
-        }
-    }
-
-    #[test]
-    fn other_layouts_are_left_to_the_field_by_field_reading_with_nothing_read() {
-        for (from, to) in [
-            (r#"{"kinesis""#, r#" {"kinesis""#),
-            (r#""partitionKey":"1""#, r#""partitionKey":"\u0031""#),
-            (r#":1545084650.987"#, r#":"1545084650.987""#),
-            (r#""eventVersion""#, r#""extra":[],"eventVersion""#),
-            (r#""awsRegion":"us-east-2""#, r#""awsRegion":null"#),
-            (r#"stream/lambda-stream"}"#, r#"stream/lambda-stream" }"#),
-        ] {
-            let text = LAMBDA_RECORD.replacen(from, to, 1);
-            assert_ne!(text, LAMBDA_RECORD, "{from}");
-            let mut scanner = Scanner::new(&text, false);
-            assert!(scanner.lambda_record().is_none(), "{text}");
-            assert_eq!(scanner.at, 0, "{text}");
-            let mut scanner = Scanner::new(&text, false);
-            assert!(scanner.record().is_ok(), "{text}");
         }
     }
 
