@@ -1,4 +1,5 @@
-//! One shard's reader: reads, batches, invokes, retries and checkpoints, one batch in flight.
+//! One shard's reader: reads, batches, invokes, retries and checkpoints, one batch in flight
+//! (with `ParallelizationFactor` above 1, one round of concurrent batches: [`round`]).
 //!
 //! A settled batch's checkpoint is written while the next batch is invoked: the write runs in a
 //! task of its own ([`Checkpointer`]), and the reader waits for it before it starts the next
