@@ -2,16 +2,18 @@
 //! template reader and run over the embedded Kinesis with a function in process that holds
 //! records at random. Every record of a key reaches the function in shard order, none is lost,
 //! none is settled twice, and the shard's checkpoint never passes a record the function has not
-//! settled (`docs/event-source-mapping.md` §6).
+//! settled (`docs/event-source-mapping.md` §6). Through the Runtime API, each concurrent batch
+//! runs in an execution environment of its own.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use end_to_end::{Observed, TestStream, at, shard};
+use end_to_end::{Observed, TestStream, at, shard, shipment, shipping_bootstrap};
 use kinesis_esm::config::MappingConfig;
-use kinesis_esm::invoke::InProcess;
+use kinesis_esm::invoke::runtime_api::{FunctionDefinition, RuntimeApi};
+use kinesis_esm::invoke::{InProcess, Invoker};
 use kinesis_esm::lease::{Checkpoint, MemoryLeaseStore};
 use kinesis_esm::mapping::MappingEvent;
 use kinesis_esm::template::{Template, TemplateOptions};
@@ -233,4 +235,32 @@ fn lanes_sharing_keys(invocations: &[HashSet<String>]) -> usize {
         groups.push(merged);
     }
     groups.len()
+}
+
+#[tokio::test]
+async fn through_the_runtime_api_each_concurrent_batch_has_an_execution_environment() {
+    let stream = TestStream::create("parallelization-runtime-api", 1);
+    let mut last = None;
+    for id in 0..200_u64 {
+        let put = stream.put(&format!("shipment-{id}"), shipment(id, "1 Main St", "dhl"));
+        last = Some(put.sequence_number);
+    }
+    let last = last.expect("records were put");
+    let function = FunctionDefinition::new("shipping", shipping_bootstrap().await);
+    // More environments allowed than the mapping needs: it is the mapping that asks for four.
+    let api = Arc::new(RuntimeApi::new(function).max_environments(10));
+    let observed = Observed::start(
+        mapping(&stream.name),
+        &stream,
+        Arc::clone(&api) as Arc<dyn Invoker>,
+    );
+    let status = observed.wait_for_checkpoint(SHARD, &at(&last)).await;
+    assert_eq!(shard(&status, SHARD).acked, 200);
+    assert_eq!(
+        api.environments_started(),
+        4,
+        "one execution environment per concurrent batch of the shard"
+    );
+    observed.stop().await;
+    api.shutdown().await;
 }
