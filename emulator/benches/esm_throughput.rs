@@ -5,7 +5,9 @@
 //! function's release `bootstrap` (a few minutes the first time). `ESM_BENCH_RECORDS` (records
 //! per stream, default 1,000,000) and `ESM_BENCH_RUNS` (runs per case, default 5) shorten it
 //! while working on it; `ESM_BENCH_VIA=in-process` or `runtime-api` and `ESM_BENCH_SHARDS=1` or
-//! `8` run only those cases (and skip the ratios and the latency), for profiling one of them.
+//! `8` run only those cases (and skip the ratios and the latency), for profiling one of them;
+//! `ESM_BENCH_VIA=parallelization` runs only `ParallelizationFactor` 10 against 1
+//! ([`parallelization`]), which otherwise runs after the throughput cases.
 //!
 //! **Throughput.** A stream of 1 and one of 8 shards are filled with valid shipments (every one
 //! is acked). Each run starts a fresh mapping (memory lease store, `TRIM_HORIZON`,
@@ -56,6 +58,9 @@ use test_support::intercept::{Intercepted, InvokerHooks};
 use tokio::sync::mpsc;
 use tracing_subscriber::layer::SubscriberExt as _;
 
+#[path = "esm_throughput/parallelization.rs"]
+mod parallelization;
+
 const FUNCTION: &str = "shipping";
 const DEFAULT_RECORDS: usize = 1_000_000;
 const DEFAULT_RUNS: usize = 5;
@@ -86,6 +91,13 @@ fn main() {
     }))
     .expect("no other subscriber is set");
 
+    let via = std::env::var("ESM_BENCH_VIA").ok();
+    if via.as_deref() == Some("parallelization") {
+        // In process only: no function binary to build.
+        let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+        runtime.block_on(parallelization::compare(records, runs));
+        return;
+    }
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions/shipping");
     let binary = build_function(&crate_dir, "bootstrap", true).unwrap_or_else(|error| {
         panic!("{error}");
@@ -100,13 +112,11 @@ fn main() {
         cores(),
         load_average()
     );
-    let only = std::env::var("ESM_BENCH_VIA")
-        .ok()
-        .map(|via| match via.as_str() {
-            "in-process" => Via::InProcess,
-            "runtime-api" => Via::RuntimeApi,
-            other => panic!("ESM_BENCH_VIA={other}: say in-process or runtime-api"),
-        });
+    let only = via.map(|via| match via.as_str() {
+        "in-process" => Via::InProcess,
+        "runtime-api" => Via::RuntimeApi,
+        other => panic!("ESM_BENCH_VIA={other}: say in-process, runtime-api or parallelization"),
+    });
     let only_shards = std::env::var("ESM_BENCH_SHARDS").ok().map(|shards| {
         shards
             .parse::<u32>()
@@ -119,6 +129,7 @@ fn main() {
         if only.is_none() && only_shards.is_none() {
             summarise(&cases);
             latency(&binary, seen_in_log).await;
+            parallelization::compare(records, runs).await;
         }
     });
 }

@@ -47,11 +47,15 @@ pub struct MappingConfig {
     pub function_timeout: Duration,
     /// Which records reach the function (`FilterCriteria`); without filters, every record.
     pub filter_criteria: FilterCriteria,
+    /// How many batches of one shard are processed at once (`ParallelizationFactor`, 1 to 10):
+    /// records go to a batch by partition key, so the records of one key stay in order.
+    pub parallelization_factor: usize,
 }
 
 impl MappingConfig {
     /// A mapping with Lambda's defaults: BatchSize 100, no batching window, retries until the
-    /// records expire, no bisection, no partial batch response, a 3-second function timeout, no filters.
+    /// records expire, no bisection, no partial batch response, a 3-second function timeout, no
+    /// filters, one batch of a shard at a time.
     pub fn new(
         function_name: impl Into<String>,
         stream_name: impl Into<String>,
@@ -71,6 +75,7 @@ impl MappingConfig {
             enabled: true,
             function_timeout: Duration::from_secs(3),
             filter_criteria: FilterCriteria::default(),
+            parallelization_factor: 1,
         }
     }
 }

@@ -31,7 +31,7 @@
 //!
 //! What is refused, with an error naming the file, the resource, the event and the property:
 //! anything that would make the local run differ from Lambda without saying so, such as
-//! `ParallelizationFactor` above 1, tumbling windows, `FilterCriteria`, enhanced fan-out
+//! tumbling windows, enhanced fan-out
 //! consumers, a stream that is neither defined in the template nor given by ARN, property names
 //! kinesis-esm does not know (usually typos), values outside the ranges Lambda accepts, and
 //! values no local run can know (the attributes of other resources, SSM parameters, `Fn::If`).

@@ -265,7 +265,8 @@ pub(super) async fn run(
     let mut mappings: Vec<RunningMapping> = Vec::new();
     let source = streams.source();
     for function in functions {
-        let invoker = invoker_for(&args, function, env_vars.as_ref(), logs)
+        let environments = concurrent_batches(function, &template);
+        let invoker = invoker_for(&args, function, env_vars.as_ref(), environments, logs)
             .await
             .with_context(|| {
                 format!(
@@ -488,11 +489,31 @@ enum FunctionInvoker {
     InvokeApi(Arc<InvokeApi>),
 }
 
-/// How the run invokes `function`: its own binary through the Runtime API, or an Invoke API.
+/// How many batches of `function` its mappings may have in flight at once: one per shard and
+/// concurrent batch (`ParallelizationFactor`), as Lambda runs an execution environment for each
+/// (a stream outside the template counts as one shard).
+fn concurrent_batches(function: &FunctionResource, template: &Template) -> usize {
+    function
+        .mappings
+        .iter()
+        .filter(|config| config.enabled)
+        .map(|config| {
+            let shards = template
+                .stream(&config.stream_name)
+                .map_or(1, |stream| stream.shard_count as usize);
+            shards * config.parallelization_factor
+        })
+        .sum()
+}
+
+/// How the run invokes `function`: its own binary through the Runtime API (with up to
+/// `environments` execution environments, and never fewer than the Runtime API's default), or
+/// an Invoke API.
 async fn invoker_for(
     args: &RunArgs,
     function: &FunctionResource,
     env_vars: Option<&EnvVarsFile>,
+    environments: usize,
     logs: FunctionLogs,
 ) -> anyhow::Result<FunctionInvoker> {
     let invoke_name = match args.invoke_name {
@@ -550,7 +571,9 @@ async fn invoker_for(
         .extend(args.function_env.iter().cloned());
     definition.logging.clone_from(&function.logging);
     Ok(FunctionInvoker::RuntimeApi(Arc::new(
-        RuntimeApi::new(definition).function_logs(logs.full, logs.json),
+        RuntimeApi::new(definition)
+            .max_environments(environments.max(RuntimeApi::DEFAULT_MAX_ENVIRONMENTS))
+            .function_logs(logs.full, logs.json),
     )))
 }
 

@@ -289,7 +289,8 @@ impl RuntimeApi {
     }
 
     /// Runs at most `limit` environments, hence invocations, at once (at least one). The event
-    /// source mapping has one invocation in flight per shard.
+    /// source mapping has one invocation in flight per shard and concurrent batch
+    /// (`ParallelizationFactor`): `kinesis-esm run` sizes the limit to match.
     pub fn max_environments(mut self, limit: usize) -> Self {
         self.max_environments = limit.max(1);
         self.permits = Semaphore::new(self.max_environments);

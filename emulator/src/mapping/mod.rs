@@ -8,6 +8,7 @@
 //! coordinator start the children (`docs/resharding.md`).
 
 mod checkpointer;
+mod lanes;
 mod lineage;
 mod misconfiguration;
 mod on_failure;

@@ -1,4 +1,5 @@
-//! One shard's reader: reads, batches, invokes, retries and checkpoints, one batch in flight.
+//! One shard's reader: reads, batches, invokes, retries and checkpoints, one batch in flight
+//! (with `ParallelizationFactor` above 1, one round of concurrent batches: [`round`]).
 //!
 //! A settled batch's checkpoint is written while the next batch is invoked: the write runs in a
 //! task of its own ([`Checkpointer`]), and the reader waits for it before it starts the next
@@ -15,30 +16,27 @@
 //! invokes anything more, as without the overlap.
 
 use std::collections::VecDeque;
+use std::ops::Range;
 use std::sync::Arc;
 use std::task::Poll;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
-use lambda_kinesis::wire::{EventRecord, EventSource, write_event};
 use tokio::sync::{Mutex, watch};
 use tokio::task::JoinHandle;
 
 use super::checkpointer::{Checkpointer, renew};
-use super::on_failure::{KinesisBatchInfo, OnFailureRecord, RequestContext, ResponseContext};
-use super::policy::{Action, BatchRetry, DiscardCondition, InvocationResult, Next, RetryRules};
 
+mod batch;
 mod position;
+mod round;
 mod shard_end;
-use super::misconfiguration::{TEMPLATE_LINE, ignored_item_failures};
-use super::{DiscardedRange, MappingEvent, NextRetry, Settled, ShardChange, Shared};
+use super::{MappingEvent, Settled, ShardChange, Shared};
 use crate::backoff::{Backoff, RetryKind, Retryable as _};
 use crate::config::StartingPosition;
-use crate::invoke::{Invocation, InvokeOutcome};
 use crate::lease::{Checkpoint, Lease};
-use crate::response::{Verdict, read_response};
 use crate::sequence::SequenceNumber;
 use crate::source::{ChildShard, IteratorPosition, Record, Shard, SourceError, StreamDescription};
-use crate::time::{iso8601_millis, millis_since_epoch};
+use batch::{BatchContext, LaneMemory, Settlements};
 
 /// The most records one `GetRecords` call asks for (the API's limit).
 const READ_LIMIT: usize = 10_000;
@@ -70,13 +68,6 @@ enum Read {
     TryAgain,
 }
 
-/// How a batch that reached the function failed.
-struct FailedAttempt {
-    reason: String,
-    /// `"Unhandled"` for function errors and timeouts, `None` for a bad response.
-    function_error: Option<&'static str>,
-}
-
 pub(super) struct ShardReader {
     shared: Arc<Shared>,
     stream: Arc<StreamDescription>,
@@ -87,8 +78,12 @@ pub(super) struct ShardReader {
     checkpointer: Checkpointer,
     /// The checkpoint write of the last settled batch, if it may still be running.
     pending_checkpoint: Option<JoinHandle<Result<(), ReaderExit>>>,
-    region: String,
-    account: String,
+    /// What the reader's batches share.
+    ctx: Arc<BatchContext>,
+    /// What the reader's one lane remembers between batches (`ParallelizationFactor` 1).
+    memory: LaneMemory,
+    /// What each lane remembers, with `ParallelizationFactor` above 1.
+    lane_memories: Vec<LaneMemory>,
     /// Records read and not yet handed to a batch.
     buffer: VecDeque<Record>,
     /// Where to read next; `None` once the shard has been read to its end.
@@ -105,8 +100,6 @@ pub(super) struct ShardReader {
     /// The last record read that the filters removed, when no record to deliver was read after
     /// it: the checkpoint still owes it a write (`docs/filtering.md`, "Records that do not match").
     filtered_tail: Option<SequenceNumber>,
-    /// The size of the last event, to size the next one's buffer at once.
-    last_payload_len: usize,
     /// Pauses between failed reads, growing while reads keep failing.
     read_backoff: Backoff,
 }
@@ -120,10 +113,14 @@ impl ShardReader {
         lease_taken_at: Instant,
         stopping: watch::Receiver<bool>,
     ) -> Self {
-        let mut arn = stream.arn.split(':');
-        let region = arn.nth(3).unwrap_or("us-east-1").to_owned();
-        let account = arn.next().unwrap_or("000000000000").to_owned();
         let (lease_lost_signal, lease_lost) = watch::channel(false);
+        let ctx = Arc::new(BatchContext::new(
+            Arc::clone(&shared),
+            Arc::clone(&stream),
+            shard.shard_id.clone(),
+            stopping.clone(),
+            lease_lost.clone(),
+        ));
         let read_backoff = shared.retry_backoff();
         let checkpointer = Checkpointer {
             shared: Arc::clone(&shared),
@@ -141,8 +138,9 @@ impl ShardReader {
             lease_lost,
             checkpointer,
             pending_checkpoint: None,
-            region,
-            account,
+            ctx,
+            memory: LaneMemory::default(),
+            lane_memories: Vec::new(),
             buffer: VecDeque::new(),
             iterator: None,
             children: Vec::new(),
@@ -150,7 +148,6 @@ impl ShardReader {
             last_read: None,
             started_at_oldest: false,
             filtered_tail: None,
-            last_payload_len: 0,
             read_backoff,
         }
     }
@@ -258,30 +255,23 @@ impl ShardReader {
                     continue;
                 }
             }
-            let batch = self.take_batch(batch_size);
-            self.process(batch).await?;
+            if self.shared.config.parallelization_factor > 1 {
+                self.process_round(batch_size).await?;
+            } else {
+                let batch = self.take_batch(batch_size);
+                self.process(batch).await?;
+            }
             window_start = Instant::now();
         }
     }
 
     fn check_running(&self) -> Result<(), ReaderExit> {
-        if *self.stopping.borrow() {
-            return Err(ReaderExit::Stopped);
-        }
-        if *self.lease_lost.borrow() {
-            return Err(ReaderExit::LeaseLost);
-        }
-        Ok(())
+        self.ctx.check_running()
     }
 
     /// Sleeps for `pause`, or less if the mapping stops or the lease is lost.
     async fn pause(&mut self, pause: Duration) -> Result<(), ReaderExit> {
-        tokio::select! {
-            () = tokio::time::sleep(pause) => {}
-            _ = self.stopping.wait_for(|stop| *stop) => {}
-            _ = self.lease_lost.wait_for(|lost| *lost) => {}
-        }
-        self.check_running()
+        self.ctx.pause(pause).await
     }
 
     async fn wait_for_records(&mut self, timeout: Duration) -> Result<(), ReaderExit> {
@@ -410,9 +400,7 @@ impl ShardReader {
         let mut payload = 0;
         let mut count = 0;
         for record in self.buffer.iter().take(batch_size) {
-            let size = record.data.len().div_ceil(3) * 4
-                + record.partition_key.len()
-                + EVENT_BYTES_PER_RECORD;
+            let size = event_size(record);
             if count > 0 && payload + size > MAX_PAYLOAD_BYTES {
                 break;
             }
@@ -422,229 +410,13 @@ impl ShardReader {
         self.buffer.drain(..count).collect()
     }
 
-    /// Settles one batch as Lambda does (`docs/event-source-mapping.md` §1-2): the rules are
-    /// [`BatchRetry`]'s; this is the I/O around them.
+    /// Settles one batch, checkpointing after each range it settles or gives up.
     async fn process(&mut self, batch: Vec<Record>) -> Result<(), ReaderExit> {
-        let config = self.shared.config.clone();
-        let sequence_numbers: Vec<SequenceNumber> = batch
-            .iter()
-            .map(|record| record.sequence_number.clone())
-            .collect();
-        let mut retry = BatchRetry::new(RetryRules::of(&config), batch.len());
-        let mut backoff = self.shared.retry_backoff();
-        let mut last_failure: Option<FailedAttempt> = None;
-        loop {
-            self.check_running()?;
-            let action = retry.next(SystemTime::now(), |index| batch[index].approximate_arrival);
-            let range = match action {
-                None => return Ok(()),
-                Some(Action::Discard {
-                    records,
-                    condition,
-                    invoke_count,
-                }) => {
-                    self.discard(&batch[records], condition, invoke_count, None)
-                        .await?;
-                    continue;
-                }
-                Some(Action::Invoke(range)) => range,
-            };
-            if !self.checkpointer.lease_is_certainly_held() {
-                self.finish_checkpoint().await?;
-            }
-            let records = &batch[range.clone()];
-            let retry_number = retry.retry_number();
-            let (result, dropped) = match self.invoke(records).await {
-                Ok(InvokeOutcome::Response(body)) => {
-                    if !config.report_batch_item_failures {
-                        self.warn_of_ignored_item_failures(&body);
-                    }
-                    let read = read_response(
-                        &body,
-                        &sequence_numbers[range.clone()],
-                        config.report_batch_item_failures,
-                    );
-                    let settled = match &read.verdict {
-                        Verdict::Success => records.len(),
-                        Verdict::PartialFailure { first_failed } => *first_failed,
-                        Verdict::Failure { .. } => 0,
-                    };
-                    if settled == 0 {
-                        last_failure = Some(FailedAttempt {
-                            reason: match read.verdict {
-                                Verdict::Failure { reason } => format!("bad response: {reason}"),
-                                _ => "the function reported it in batchItemFailures".to_owned(),
-                            },
-                            function_error: None,
-                        });
-                    }
-                    let dropped = read
-                        .dropped
-                        .iter()
-                        .filter(|&&index| index < settled)
-                        .count();
-                    (InvocationResult::Returned { settled }, dropped)
-                }
-                Ok(InvokeOutcome::FunctionError {
-                    error_type,
-                    message,
-                }) => {
-                    last_failure = Some(FailedAttempt {
-                        reason: format!("function error {error_type}: {message}"),
-                        function_error: Some("Unhandled"),
-                    });
-                    (InvocationResult::FunctionError, 0)
-                }
-                Ok(InvokeOutcome::Timeout) => {
-                    last_failure = Some(FailedAttempt {
-                        reason: format!(
-                            "the function timed out after {:?}",
-                            config.function_timeout
-                        ),
-                        function_error: Some("Unhandled"),
-                    });
-                    (InvocationResult::Timeout, 0)
-                }
-                Err(error) => {
-                    // The batch never reached the function: no attempt is charged.
-                    tracing::warn!(shard_id = %self.shard.shard_id, %error, "invoking the function failed; trying again");
-                    (InvocationResult::NotInvoked, 0)
-                }
-            };
-            let reached_function = result != InvocationResult::NotInvoked;
-            if reached_function && retry_number.is_some() {
-                self.shared
-                    .update_shard(&self.shard.shard_id, ShardChange::Retried);
-            }
-            if reached_function
-                && !matches!(result, InvocationResult::Returned { settled } if settled > 0)
-            {
-                let reason = last_failure
-                    .as_ref()
-                    .map_or("", |failed| failed.reason.as_str());
-                self.hold(&records[0].sequence_number, reason);
-            }
-            match retry.record(result) {
-                Next::Settle(settled) => {
-                    self.settle(&batch[settled], dropped).await?;
-                    backoff.reset();
-                }
-                // A range taken up afresh pauses afresh.
-                Next::Split => {
-                    self.shared
-                        .update_shard(&self.shard.shard_id, ShardChange::Split);
-                    backoff.reset();
-                }
-                Next::Discard {
-                    records,
-                    condition,
-                    invoke_count,
-                } => {
-                    self.discard(
-                        &batch[records],
-                        condition,
-                        invoke_count,
-                        last_failure.as_ref(),
-                    )
-                    .await?;
-                    backoff.reset();
-                }
-                Next::RetryAfterPause => {
-                    self.finish_checkpoint().await?;
-                    let pause = backoff.next_pause(RetryKind::Error);
-                    let next_retry = NextRetry {
-                        number: retry.retry_number().unwrap_or(0),
-                        limit: config.maximum_retry_attempts,
-                        at_epoch_millis: millis_since_epoch(SystemTime::now() + pause),
-                    };
-                    self.shared.update_shard(
-                        &self.shard.shard_id,
-                        ShardChange::WaitingToRetry(next_retry),
-                    );
-                    self.pause(pause).await?;
-                }
-            }
-        }
-    }
-
-    /// Invokes the function with `records`.
-    async fn invoke(
-        &mut self,
-        records: &[Record],
-    ) -> Result<InvokeOutcome, crate::invoke::InvokeError> {
-        let mut payload = Vec::with_capacity(self.last_payload_len);
-        write_event(
-            &mut payload,
-            &EventSource {
-                stream_arn: &self.stream.arn,
-                shard_id: &self.shard.shard_id,
-                region: &self.region,
-                invoke_identity_arn: &self.shared.options.invoke_identity_arn,
-            },
-            records.iter().map(|record| EventRecord {
-                sequence_number: record.sequence_number.as_str(),
-                partition_key: &record.partition_key,
-                data: &record.data,
-                approximate_arrival_millis: millis_since_epoch(record.approximate_arrival),
-            }),
-        );
-        let count = records.len() as u64;
-        self.shared.update_shard(
-            &self.shard.shard_id,
-            ShardChange::Invoked { records: count },
-        );
-        self.shared.emit(|| MappingEvent::Invoked {
-            shard_id: self.shard.shard_id.clone(),
-            records: records
-                .iter()
-                .map(|record| {
-                    (
-                        record.sequence_number.clone(),
-                        Arc::clone(&record.partition_key),
-                    )
-                })
-                .collect(),
-        });
-        self.last_payload_len = payload.len();
-        let invocation = Invocation::new(payload, self.shared.config.function_timeout);
-        self.shared.invoker.invoke(invocation).await
-    }
-
-    /// Warns, once per mapping, that the function names records in `batchItemFailures` that
-    /// Lambda will treat as settled, since the mapping does not ask for the partial response.
-    fn warn_of_ignored_item_failures(&self, body: &[u8]) {
-        let warning = &self.shared.ignored_item_failures_warning;
-        if warning.given() {
-            return;
-        }
-        let Some(records) = ignored_item_failures(body) else {
-            return;
-        };
-        if warning.first() {
-            tracing::warn!(
-                function = %self.shared.config.function_name,
-                shard_id = %self.shard.shard_id,
-                records = %records.join(", "),
-                "the function answered with batchItemFailures, but its event source mapping has \
-                 no `{TEMPLATE_LINE}`: Lambda ignores the answer and treats the whole batch as \
-                 settled, so these records will not come again; to have them retried, add \
-                 `{TEMPLATE_LINE}` to the event source's Properties"
-            );
-        }
-    }
-
-    /// Marks the shard as blocked on `sequence_number`.
-    fn hold(&self, sequence_number: &SequenceNumber, reason: &str) {
-        let retries_capped = self.shared.config.maximum_retry_attempts.is_some();
-        tracing::debug!(shard_id = %self.shard.shard_id, %sequence_number, reason, "batch failed");
-        self.shared.update_shard(
-            &self.shard.shard_id,
-            ShardChange::Failed {
-                sequence_number: sequence_number.clone(),
-                reason: reason.to_owned(),
-                retries_capped,
-            },
-        );
+        let ctx = Arc::clone(&self.ctx);
+        let mut memory = std::mem::take(&mut self.memory);
+        let result = ctx.process(&batch, &mut memory, self).await;
+        self.memory = memory;
+        result
     }
 
     /// Checkpoints past `records`, which the function settled (`dropped` of them by dropping).
@@ -660,74 +432,6 @@ impl ShardReader {
             last,
         };
         self.start_checkpoint(checkpoint, settled).await
-    }
-
-    /// Gives `records` up: sends their invocation record to the on-failure destination and
-    /// checkpoints past them, as Lambda does when retries are exhausted or records are too old.
-    async fn discard(
-        &mut self,
-        records: &[Record],
-        condition: DiscardCondition,
-        invoke_count: u32,
-        failed: Option<&FailedAttempt>,
-    ) -> Result<(), ReaderExit> {
-        let first = &records[0];
-        let last = &records[records.len() - 1];
-        let record = OnFailureRecord {
-            request_context: RequestContext {
-                request_id: uuid::Uuid::new_v4().to_string(),
-                function_arn: format!(
-                    "arn:aws:lambda:{}:{}:function:{}",
-                    self.region, self.account, self.shared.config.function_name
-                ),
-                condition: condition.as_str(),
-                approximate_invoke_count: invoke_count,
-            },
-            response_context: failed.map(|failed| ResponseContext {
-                status_code: 200,
-                executed_version: "$LATEST",
-                function_error: failed.function_error,
-            }),
-            version: "1.0",
-            timestamp: iso8601_millis(SystemTime::now()),
-            kinesis_batch_info: KinesisBatchInfo {
-                shard_id: self.shard.shard_id.clone(),
-                start_sequence_number: first.sequence_number.as_str().to_owned(),
-                end_sequence_number: last.sequence_number.as_str().to_owned(),
-                approximate_arrival_of_first_record: iso8601_millis(first.approximate_arrival),
-                approximate_arrival_of_last_record: iso8601_millis(last.approximate_arrival),
-                batch_size: records.len(),
-                stream_arn: self.stream.arn.clone(),
-            },
-        };
-        let record = serde_json::to_value(&record).expect("an on-failure record serializes");
-        let condition = condition.as_str();
-        tracing::warn!(
-            shard_id = %self.shard.shard_id,
-            first = %first.sequence_number,
-            last = %last.sequence_number,
-            condition,
-            destination = self.shared.config.on_failure_destination.as_deref().unwrap_or("none"),
-            "batch discarded"
-        );
-        self.checkpoint(Checkpoint::SequenceNumber(last.sequence_number.clone()))
-            .await?;
-        let record = Arc::new(record);
-        let range = DiscardedRange {
-            first: first.sequence_number.clone(),
-            last: last.sequence_number.clone(),
-            records: records.len() as u64,
-            condition: condition.to_owned(),
-        };
-        self.shared
-            .status
-            .send_modify(|status| status.on_failure.push(Arc::clone(&record)));
-        self.shared
-            .update_shard(&self.shard.shard_id, ShardChange::Discarded(range));
-        let shard_id = self.shard.shard_id.clone();
-        self.shared
-            .emit(|| MappingEvent::Discarded { shard_id, record });
-        Ok(())
     }
 
     /// Writes a checkpoint, conditional on still holding the lease, and waits until it is written.
@@ -765,6 +469,39 @@ impl ShardReader {
             Ok(result) => result,
             Err(error) => std::panic::resume_unwind(error.into_panic()),
         }
+    }
+}
+
+/// What `record` adds to an event: its data in base64, its key, and the fields around them.
+fn event_size(record: &Record) -> usize {
+    record.data.len().div_ceil(3) * 4 + record.partition_key.len() + EVENT_BYTES_PER_RECORD
+}
+
+/// With one batch in flight, a settled or discarded range is checkpointed at once.
+impl Settlements for ShardReader {
+    async fn settled(
+        &mut self,
+        batch: &[Record],
+        range: Range<usize>,
+        dropped: usize,
+    ) -> Result<(), ReaderExit> {
+        self.settle(&batch[range], dropped).await
+    }
+
+    async fn discarded(&mut self, batch: &[Record], range: Range<usize>) -> Result<(), ReaderExit> {
+        let last = batch[range.end - 1].sequence_number.clone();
+        self.checkpoint(Checkpoint::SequenceNumber(last)).await
+    }
+
+    async fn before_invoke(&mut self) -> Result<(), ReaderExit> {
+        if self.checkpointer.lease_is_certainly_held() {
+            return Ok(());
+        }
+        self.finish_checkpoint().await
+    }
+
+    async fn before_retry_pause(&mut self) -> Result<(), ReaderExit> {
+        self.finish_checkpoint().await
     }
 }
 

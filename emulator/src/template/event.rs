@@ -61,14 +61,6 @@ pub(super) fn read(
     reproduced_only(
         &fields,
         resolver,
-        "ParallelizationFactor",
-        1..=10,
-        1,
-        "only 1",
-    )?;
-    reproduced_only(
-        &fields,
-        resolver,
         "TumblingWindowInSeconds",
         0..=900,
         0,
@@ -109,6 +101,9 @@ pub(super) fn read(
     mapping.on_failure_destination = on_failure_destination(&fields, resolver)?;
     if let Some(enabled) = fields.boolean(resolver, "Enabled")? {
         mapping.enabled = enabled;
+    }
+    if let Some(factor) = fields.integer(resolver, "ParallelizationFactor", 1..=10)? {
+        mapping.parallelization_factor = factor as usize;
     }
     mapping.filter_criteria = filter_criteria(&fields, resolver)?;
     check_kms_key_arn(&fields, resolver)?;

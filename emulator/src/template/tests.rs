@@ -185,7 +185,7 @@ fn every_event_property_reaches_the_mapping() {
          StartingPositionTimestamp: 1700000000.5, BatchSize: 500, \
          MaximumBatchingWindowInSeconds: 5, MaximumRetryAttempts: 0, \
          MaximumRecordAgeInSeconds: 3600, BisectBatchOnFunctionError: true, \
-         FunctionResponseTypes: [ReportBatchItemFailures], ParallelizationFactor: 1, \
+         FunctionResponseTypes: [ReportBatchItemFailures], ParallelizationFactor: 4, \
          TumblingWindowInSeconds: 0, Enabled: false, MetricsConfig: {Metrics: [EventCount]}, \
          DestinationConfig: {OnFailure: {Destination: 'arn:aws:sqs:us-east-1:123456789012:failures'}}, \
          FilterCriteria: {Filters: [{Pattern: '{\"data\": {\"carrier\": [\"dhl\"]}}'}]}, \
@@ -209,6 +209,7 @@ fn every_event_property_reaches_the_mapping() {
         filter_criteria: FilterCriteria::new(vec![
             Pattern::parse(r#"{"data": {"carrier": ["dhl"]}}"#).expect("a pattern"),
         ]),
+        parallelization_factor: 4,
     };
     assert_eq!(only_mapping(&template), &expected);
 }
@@ -707,12 +708,8 @@ fn an_on_failure_destination_in_the_template_is_kept_as_its_logical_id() {
 #[test]
 fn event_properties_that_are_not_reproduced_are_refused() {
     check_error(
-        &with_event("ParallelizationFactor: 4"),
-        "template.yaml: resource ShippingFunction, event ShipmentsStream: property ParallelizationFactor = 4 is not reproduced by kinesis-esm (only 1)",
-    );
-    check_error(
         &with_event("TumblingWindowInSeconds: 60"),
-        "event ShipmentsStream: property TumblingWindowInSeconds = 60 is not reproduced by kinesis-esm (only 0: no tumbling windows)",
+        "template.yaml: resource ShippingFunction, event ShipmentsStream: property TumblingWindowInSeconds = 60 is not reproduced by kinesis-esm (only 0: no tumbling windows)",
     );
     check_error(
         &with_event("StartingPositionTimestamp: 1700000000"),
@@ -913,7 +910,11 @@ fn event_values_out_of_range_say_what_is_allowed() {
     );
     check_error(
         &with_event("ParallelizationFactor: 11"),
-        "property ParallelizationFactor = 11 is out of range (allowed: 1 to 10)",
+        "template.yaml: resource ShippingFunction, event ShipmentsStream: property ParallelizationFactor = 11 is out of range (allowed: 1 to 10)",
+    );
+    check_error(
+        &with_event("ParallelizationFactor: 0"),
+        "property ParallelizationFactor = 0 is out of range (allowed: 1 to 10)",
     );
     check_error(
         &with_event("TumblingWindowInSeconds: 901"),

@@ -1,0 +1,413 @@
+//! One batch, settled as Lambda does (`docs/event-source-mapping.md` §1-2): the rules are
+//! [`BatchRetry`]'s; this is the I/O around them. What a settled or discarded range does to the
+//! shard's checkpoint is the caller's ([`Settlements`]): the reader checkpoints after it at
+//! once; with `ParallelizationFactor` above 1, the round of concurrent batches decides.
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use lambda_kinesis::wire::{EventRecord, EventSource, write_event};
+use tokio::sync::watch;
+
+use super::ReaderExit;
+use crate::backoff::RetryKind;
+use crate::invoke::{Invocation, InvokeOutcome};
+use crate::mapping::misconfiguration::{TEMPLATE_LINE, ignored_item_failures};
+use crate::mapping::on_failure::{
+    KinesisBatchInfo, OnFailureRecord, RequestContext, ResponseContext,
+};
+use crate::mapping::policy::{
+    Action, BatchRetry, DiscardCondition, InvocationResult, Next, RetryRules,
+};
+use crate::mapping::{DiscardedRange, MappingEvent, NextRetry, ShardChange, Shared};
+use crate::response::{Verdict, read_response};
+use crate::sequence::SequenceNumber;
+use crate::source::{Record, StreamDescription};
+use crate::time::{iso8601_millis, millis_since_epoch};
+
+/// What the batches of one shard share: where they come from and what stops them.
+pub(super) struct BatchContext {
+    pub(super) shared: Arc<Shared>,
+    pub(super) stream: Arc<StreamDescription>,
+    pub(super) shard_id: String,
+    region: String,
+    account: String,
+    stopping: watch::Receiver<bool>,
+    lease_lost: watch::Receiver<bool>,
+}
+
+/// What a lane (the one batch in flight of a shard, or one of its concurrent batches) remembers
+/// from one batch to the next.
+#[derive(Default)]
+pub(super) struct LaneMemory {
+    /// The size of the lane's last event, to size the next one's buffer at once.
+    last_payload_len: usize,
+}
+
+/// What becomes of the records a batch settles or gives up: the shard's checkpoint.
+pub(super) trait Settlements {
+    /// The function settled `batch[range]`, `dropped` of them by reporting them dropped.
+    async fn settled(
+        &mut self,
+        batch: &[Record],
+        range: Range<usize>,
+        dropped: usize,
+    ) -> Result<(), ReaderExit>;
+
+    /// `batch[range]` are given up (retries exhausted, or too old): the checkpoint passes them
+    /// before the discard is reported.
+    async fn discarded(&mut self, batch: &[Record], range: Range<usize>) -> Result<(), ReaderExit>;
+
+    /// Before each invocation.
+    async fn before_invoke(&mut self) -> Result<(), ReaderExit>;
+
+    /// Before the pause ahead of a retry.
+    async fn before_retry_pause(&mut self) -> Result<(), ReaderExit>;
+}
+
+/// How a batch that reached the function failed.
+struct FailedAttempt {
+    reason: String,
+    /// `"Unhandled"` for function errors and timeouts, `None` for a bad response.
+    function_error: Option<&'static str>,
+}
+
+impl BatchContext {
+    pub(super) fn new(
+        shared: Arc<Shared>,
+        stream: Arc<StreamDescription>,
+        shard_id: String,
+        stopping: watch::Receiver<bool>,
+        lease_lost: watch::Receiver<bool>,
+    ) -> Self {
+        let mut arn = stream.arn.split(':');
+        let region = arn.nth(3).unwrap_or("us-east-1").to_owned();
+        let account = arn.next().unwrap_or("000000000000").to_owned();
+        Self {
+            shared,
+            stream,
+            shard_id,
+            region,
+            account,
+            stopping,
+            lease_lost,
+        }
+    }
+
+    pub(super) fn check_running(&self) -> Result<(), ReaderExit> {
+        if *self.stopping.borrow() {
+            return Err(ReaderExit::Stopped);
+        }
+        if *self.lease_lost.borrow() {
+            return Err(ReaderExit::LeaseLost);
+        }
+        Ok(())
+    }
+
+    /// Sleeps for `pause`, or less if the mapping stops or the lease is lost.
+    pub(super) async fn pause(&self, pause: Duration) -> Result<(), ReaderExit> {
+        let (mut stopping, mut lease_lost) = (self.stopping.clone(), self.lease_lost.clone());
+        tokio::select! {
+            () = tokio::time::sleep(pause) => {}
+            _ = stopping.wait_for(|stop| *stop) => {}
+            _ = lease_lost.wait_for(|lost| *lost) => {}
+        }
+        self.check_running()
+    }
+
+    /// Settles `batch` as Lambda does: invokes, reads the response, retries, splits and discards
+    /// by [`BatchRetry`]'s rules, and hands every settled or discarded range to `settlements`.
+    pub(super) async fn process(
+        &self,
+        batch: &[Record],
+        memory: &mut LaneMemory,
+        settlements: &mut impl Settlements,
+    ) -> Result<(), ReaderExit> {
+        let config = &self.shared.config;
+        let sequence_numbers: Vec<SequenceNumber> = batch
+            .iter()
+            .map(|record| record.sequence_number.clone())
+            .collect();
+        let mut retry = BatchRetry::new(RetryRules::of(config), batch.len());
+        let mut backoff = self.shared.retry_backoff();
+        let mut last_failure: Option<FailedAttempt> = None;
+        loop {
+            self.check_running()?;
+            let action = retry.next(SystemTime::now(), |index| batch[index].approximate_arrival);
+            let range = match action {
+                None => return Ok(()),
+                Some(Action::Discard {
+                    records,
+                    condition,
+                    invoke_count,
+                }) => {
+                    settlements.discarded(batch, records.clone()).await?;
+                    self.report_discard(&batch[records], condition, invoke_count, None);
+                    continue;
+                }
+                Some(Action::Invoke(range)) => range,
+            };
+            settlements.before_invoke().await?;
+            let records = &batch[range.clone()];
+            let retry_number = retry.retry_number();
+            let (result, dropped) = match self.invoke(records, memory).await {
+                Ok(InvokeOutcome::Response(body)) => {
+                    if !config.report_batch_item_failures {
+                        self.warn_of_ignored_item_failures(&body);
+                    }
+                    let read = read_response(
+                        &body,
+                        &sequence_numbers[range.clone()],
+                        config.report_batch_item_failures,
+                    );
+                    let settled = match &read.verdict {
+                        Verdict::Success => records.len(),
+                        Verdict::PartialFailure { first_failed } => *first_failed,
+                        Verdict::Failure { .. } => 0,
+                    };
+                    if settled == 0 {
+                        last_failure = Some(FailedAttempt {
+                            reason: match read.verdict {
+                                Verdict::Failure { reason } => format!("bad response: {reason}"),
+                                _ => "the function reported it in batchItemFailures".to_owned(),
+                            },
+                            function_error: None,
+                        });
+                    }
+                    let dropped = read
+                        .dropped
+                        .iter()
+                        .filter(|&&index| index < settled)
+                        .count();
+                    (InvocationResult::Returned { settled }, dropped)
+                }
+                Ok(InvokeOutcome::FunctionError {
+                    error_type,
+                    message,
+                }) => {
+                    last_failure = Some(FailedAttempt {
+                        reason: format!("function error {error_type}: {message}"),
+                        function_error: Some("Unhandled"),
+                    });
+                    (InvocationResult::FunctionError, 0)
+                }
+                Ok(InvokeOutcome::Timeout) => {
+                    last_failure = Some(FailedAttempt {
+                        reason: format!(
+                            "the function timed out after {:?}",
+                            config.function_timeout
+                        ),
+                        function_error: Some("Unhandled"),
+                    });
+                    (InvocationResult::Timeout, 0)
+                }
+                Err(error) => {
+                    // The batch never reached the function: no attempt is charged.
+                    tracing::warn!(shard_id = %self.shard_id, %error, "invoking the function failed; trying again");
+                    (InvocationResult::NotInvoked, 0)
+                }
+            };
+            let reached_function = result != InvocationResult::NotInvoked;
+            if reached_function && retry_number.is_some() {
+                self.shared
+                    .update_shard(&self.shard_id, ShardChange::Retried);
+            }
+            if reached_function
+                && !matches!(result, InvocationResult::Returned { settled } if settled > 0)
+            {
+                let reason = last_failure
+                    .as_ref()
+                    .map_or("", |failed| failed.reason.as_str());
+                self.hold(&records[0].sequence_number, reason);
+            }
+            match retry.record(result) {
+                Next::Settle(settled) => {
+                    settlements.settled(batch, settled, dropped).await?;
+                    backoff.reset();
+                }
+                // A range taken up afresh pauses afresh.
+                Next::Split => {
+                    self.shared
+                        .update_shard(&self.shard_id, ShardChange::Split);
+                    backoff.reset();
+                }
+                Next::Discard {
+                    records,
+                    condition,
+                    invoke_count,
+                } => {
+                    settlements.discarded(batch, records.clone()).await?;
+                    self.report_discard(
+                        &batch[records],
+                        condition,
+                        invoke_count,
+                        last_failure.as_ref(),
+                    );
+                    backoff.reset();
+                }
+                Next::RetryAfterPause => {
+                    settlements.before_retry_pause().await?;
+                    let pause = backoff.next_pause(RetryKind::Error);
+                    let next_retry = NextRetry {
+                        number: retry.retry_number().unwrap_or(0),
+                        limit: config.maximum_retry_attempts,
+                        at_epoch_millis: millis_since_epoch(SystemTime::now() + pause),
+                    };
+                    self.shared.update_shard(
+                        &self.shard_id,
+                        ShardChange::WaitingToRetry(next_retry),
+                    );
+                    self.pause(pause).await?;
+                }
+            }
+        }
+    }
+
+    /// Invokes the function with `records`.
+    async fn invoke(
+        &self,
+        records: &[Record],
+        memory: &mut LaneMemory,
+    ) -> Result<InvokeOutcome, crate::invoke::InvokeError> {
+        let mut payload = Vec::with_capacity(memory.last_payload_len);
+        write_event(
+            &mut payload,
+            &EventSource {
+                stream_arn: &self.stream.arn,
+                shard_id: &self.shard_id,
+                region: &self.region,
+                invoke_identity_arn: &self.shared.options.invoke_identity_arn,
+            },
+            records.iter().map(|record| EventRecord {
+                sequence_number: record.sequence_number.as_str(),
+                partition_key: &record.partition_key,
+                data: &record.data,
+                approximate_arrival_millis: millis_since_epoch(record.approximate_arrival),
+            }),
+        );
+        let count = records.len() as u64;
+        self.shared.update_shard(
+            &self.shard_id,
+            ShardChange::Invoked { records: count },
+        );
+        self.shared.emit(|| MappingEvent::Invoked {
+            shard_id: self.shard_id.clone(),
+            records: records
+                .iter()
+                .map(|record| {
+                    (
+                        record.sequence_number.clone(),
+                        Arc::clone(&record.partition_key),
+                    )
+                })
+                .collect(),
+        });
+        memory.last_payload_len = payload.len();
+        let invocation = Invocation::new(payload, self.shared.config.function_timeout);
+        self.shared.invoker.invoke(invocation).await
+    }
+
+    /// Warns, once per mapping, that the function names records in `batchItemFailures` that
+    /// Lambda will treat as settled, since the mapping does not ask for the partial response.
+    fn warn_of_ignored_item_failures(&self, body: &[u8]) {
+        let warning = &self.shared.ignored_item_failures_warning;
+        if warning.given() {
+            return;
+        }
+        let Some(records) = ignored_item_failures(body) else {
+            return;
+        };
+        if warning.first() {
+            tracing::warn!(
+                function = %self.shared.config.function_name,
+                shard_id = %self.shard_id,
+                records = %records.join(", "),
+                "the function answered with batchItemFailures, but its event source mapping has \
+                 no `{TEMPLATE_LINE}`: Lambda ignores the answer and treats the whole batch as \
+                 settled, so these records will not come again; to have them retried, add \
+                 `{TEMPLATE_LINE}` to the event source's Properties"
+            );
+        }
+    }
+
+    /// Marks the shard as blocked on `sequence_number`.
+    fn hold(&self, sequence_number: &SequenceNumber, reason: &str) {
+        let retries_capped = self.shared.config.maximum_retry_attempts.is_some();
+        tracing::debug!(shard_id = %self.shard_id, %sequence_number, reason, "batch failed");
+        self.shared.update_shard(
+            &self.shard_id,
+            ShardChange::Failed {
+                sequence_number: sequence_number.clone(),
+                reason: reason.to_owned(),
+                retries_capped,
+            },
+        );
+    }
+
+    /// Reports `records`, given up, as Lambda does when retries are exhausted or records are too
+    /// old: their invocation record goes to the on-failure destination (the checkpoint passed
+    /// them already).
+    fn report_discard(
+        &self,
+        records: &[Record],
+        condition: DiscardCondition,
+        invoke_count: u32,
+        failed: Option<&FailedAttempt>,
+    ) {
+        let first = &records[0];
+        let last = &records[records.len() - 1];
+        let record = OnFailureRecord {
+            request_context: RequestContext {
+                request_id: uuid::Uuid::new_v4().to_string(),
+                function_arn: format!(
+                    "arn:aws:lambda:{}:{}:function:{}",
+                    self.region, self.account, self.shared.config.function_name
+                ),
+                condition: condition.as_str(),
+                approximate_invoke_count: invoke_count,
+            },
+            response_context: failed.map(|failed| ResponseContext {
+                status_code: 200,
+                executed_version: "$LATEST",
+                function_error: failed.function_error,
+            }),
+            version: "1.0",
+            timestamp: iso8601_millis(SystemTime::now()),
+            kinesis_batch_info: KinesisBatchInfo {
+                shard_id: self.shard_id.clone(),
+                start_sequence_number: first.sequence_number.as_str().to_owned(),
+                end_sequence_number: last.sequence_number.as_str().to_owned(),
+                approximate_arrival_of_first_record: iso8601_millis(first.approximate_arrival),
+                approximate_arrival_of_last_record: iso8601_millis(last.approximate_arrival),
+                batch_size: records.len(),
+                stream_arn: self.stream.arn.clone(),
+            },
+        };
+        let record = serde_json::to_value(&record).expect("an on-failure record serializes");
+        let condition = condition.as_str();
+        tracing::warn!(
+            shard_id = %self.shard_id,
+            first = %first.sequence_number,
+            last = %last.sequence_number,
+            condition,
+            destination = self.shared.config.on_failure_destination.as_deref().unwrap_or("none"),
+            "batch discarded"
+        );
+        let record = Arc::new(record);
+        let range = DiscardedRange {
+            first: first.sequence_number.clone(),
+            last: last.sequence_number.clone(),
+            records: records.len() as u64,
+            condition: condition.to_owned(),
+        };
+        self.shared
+            .status
+            .send_modify(|status| status.on_failure.push(Arc::clone(&record)));
+        self.shared
+            .update_shard(&self.shard_id, ShardChange::Discarded(range));
+        let shard_id = self.shard_id.clone();
+        self.shared
+            .emit(|| MappingEvent::Discarded { shard_id, record });
+    }
+}

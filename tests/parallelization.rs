@@ -1,0 +1,266 @@
+//! `ParallelizationFactor` end to end: a template's `ParallelizationFactor: 4`, read by the
+//! template reader and run over the embedded Kinesis with a function in process that holds
+//! records at random. Every record of a key reaches the function in shard order, none is lost,
+//! none is settled twice, and the shard's checkpoint never passes a record the function has not
+//! settled (`docs/event-source-mapping.md` §6). Through the Runtime API, each concurrent batch
+//! runs in an execution environment of its own.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use end_to_end::{Observed, TestStream, at, shard, shipment, shipping_bootstrap};
+use kinesis_esm::config::MappingConfig;
+use kinesis_esm::invoke::runtime_api::{FunctionDefinition, RuntimeApi};
+use kinesis_esm::invoke::{InProcess, Invoker};
+use kinesis_esm::lease::{Checkpoint, MemoryLeaseStore};
+use kinesis_esm::mapping::MappingEvent;
+use kinesis_esm::template::{Template, TemplateOptions};
+use lambda_kinesis::{HandlerOutcome, RecordMeta};
+use test_support::intercept::{Intercepted, LeaseChange, LeaseHooks};
+
+const SHARD: &str = "shardId-000000000000";
+const RECORDS: u32 = 600;
+const KEYS: u32 = 37;
+
+/// The only mapping of a one-shard template on `stream`, four batches of a shard at once.
+fn mapping(stream: &str) -> MappingConfig {
+    let text = format!(
+        r#"Transform: AWS::Serverless-2016-10-31
+Resources:
+  Stream:
+    Type: AWS::Kinesis::Stream
+    Properties: {{Name: {stream}, ShardCount: 1}}
+  Function:
+    Type: AWS::Serverless::Function
+    Properties:
+      Handler: bootstrap
+      Runtime: provided.al2023
+      Events:
+        Records:
+          Type: Kinesis
+          Properties:
+            Stream: !GetAtt Stream.Arn
+            StartingPosition: TRIM_HORIZON
+            BatchSize: 10
+            ParallelizationFactor: 4
+            FunctionResponseTypes: [ReportBatchItemFailures]
+"#
+    );
+    let template = Template::parse("parallelization.yaml", &text, &TemplateOptions::default())
+        .unwrap_or_else(|error| panic!("the template was refused: {error}"));
+    let config = template.functions[0].mappings[0].clone();
+    assert_eq!(config.parallelization_factor, 4);
+    config
+}
+
+/// What happened, in the order it happened: the function settling a record, or a checkpoint
+/// write reaching the lease store.
+#[derive(Debug, Clone)]
+enum Entry {
+    Settled {
+        sequence_number: String,
+        key: String,
+    },
+    Checkpoint(Checkpoint),
+}
+
+type Log = Arc<Mutex<Vec<Entry>>>;
+
+/// Logs each checkpoint write as it is asked for, before it lands.
+struct LogCheckpoints(Log);
+
+#[async_trait]
+impl LeaseHooks for LogCheckpoints {
+    type Note = ();
+
+    async fn before_write(&self, _: &str, change: &LeaseChange) {
+        if let LeaseChange::Checkpoint(checkpoint) = change {
+            self.0
+                .lock()
+                .unwrap()
+                .push(Entry::Checkpoint(checkpoint.clone()));
+        }
+    }
+}
+
+/// How many times the function holds record `n` before it settles it: 0 for most, 1 or 2 for
+/// about one in eight, spread by a multiplicative hash (a fixed "random" choice, so that a
+/// failure can be replayed).
+fn holds(n: u32) -> usize {
+    match n.wrapping_mul(2_654_435_761) % 64 {
+        0..=1 => 2,
+        2..=7 => 1,
+        _ => 0,
+    }
+}
+
+#[tokio::test]
+async fn four_concurrent_batches_keep_each_keys_order_and_checkpoint_only_settled_records() {
+    let stream = TestStream::create("parallelization-factor", 1);
+    let mut records = Vec::new();
+    for n in 0..RECORDS {
+        let key = format!("key-{}", n % KEYS);
+        let put = stream.put(&key, n.to_string());
+        records.push((put.sequence_number, key));
+    }
+    let last = records.last().expect("records were put").0.clone();
+
+    let log: Log = Arc::default();
+    let deliveries: Arc<Mutex<HashMap<u32, usize>>> = Arc::default();
+    let handler = {
+        let (log, deliveries) = (log.clone(), deliveries.clone());
+        move |n: &u32, meta: &RecordMeta<'_>| {
+            let delivery = {
+                let mut deliveries = deliveries.lock().unwrap();
+                let count = deliveries.entry(*n).or_default();
+                *count += 1;
+                *count
+            };
+            let outcome = if delivery <= holds(*n) {
+                HandlerOutcome::hold()
+            } else {
+                log.lock().unwrap().push(Entry::Settled {
+                    sequence_number: meta.sequence_number().to_owned(),
+                    key: meta.partition_key().to_owned(),
+                });
+                HandlerOutcome::ack()
+            };
+            async move {
+                // Lets the other lanes' invocations run meanwhile.
+                tokio::time::sleep(Duration::from_micros(200)).await;
+                outcome
+            }
+        }
+    };
+    let leases = Arc::new(Intercepted::new(
+        Arc::new(MemoryLeaseStore::new()),
+        LogCheckpoints(log.clone()),
+    ));
+    let mut observed = Observed::start_with_leases(
+        mapping(&stream.name),
+        &stream,
+        Arc::new(InProcess::handler(handler)),
+        leases,
+    );
+    let status = observed.wait_for_checkpoint(SHARD, &at(&last)).await;
+    let shard_status = shard(&status, SHARD);
+    assert_eq!(shard_status.acked, u64::from(RECORDS));
+    assert_eq!(shard_status.unsettled, 0);
+
+    let log = log.lock().unwrap().clone();
+    let order: HashMap<&str, usize> = records
+        .iter()
+        .enumerate()
+        .map(|(index, (sequence_number, _))| (sequence_number.as_str(), index))
+        .collect();
+    let mut settled: HashSet<usize> = HashSet::new();
+    let mut last_of_key: BTreeMap<String, usize> = BTreeMap::new();
+    let mut checkpoints = 0;
+    for entry in &log {
+        match entry {
+            Entry::Settled {
+                sequence_number,
+                key,
+            } => {
+                let index = order[sequence_number.as_str()];
+                assert!(settled.insert(index), "record {index} was settled twice");
+                // The key's records come in shard order: the key's last settled record is the
+                // one before this one among the key's records.
+                let previous_of_key = (0..index).rev().find(|&earlier| records[earlier].1 == *key);
+                assert_eq!(
+                    last_of_key.get(key).copied(),
+                    previous_of_key,
+                    "record {index} of {key} was settled out of the key's order"
+                );
+                last_of_key.insert(key.clone(), index);
+            }
+            Entry::Checkpoint(Checkpoint::SequenceNumber(checkpoint)) => {
+                checkpoints += 1;
+                let upto = order[checkpoint.as_str()];
+                let unsettled: Vec<usize> = (0..=upto)
+                    .filter(|index| !settled.contains(index))
+                    .collect();
+                assert!(
+                    unsettled.is_empty(),
+                    "the checkpoint moved to record {upto} before records {unsettled:?} were settled"
+                );
+            }
+            Entry::Checkpoint(other) => panic!("unexpected checkpoint {other}"),
+        }
+    }
+    assert_eq!(settled.len(), RECORDS as usize, "every record was settled");
+    assert!(checkpoints > 1, "the checkpoint moved as the lanes settled");
+
+    // Records were held, and the batches of one invocation each hold keys of one lane only:
+    // no key appears in two invocations that overlap, since a key's next batch waits for its
+    // last one to settle.
+    let held: usize = (0..RECORDS).map(holds).sum();
+    assert!(held > 50, "the test holds records ({held})");
+    let keys_per_invocation: Vec<HashSet<String>> = observed
+        .events()
+        .iter()
+        .filter_map(|event| match event {
+            MappingEvent::Invoked { records, .. } => Some(
+                records
+                    .iter()
+                    .map(|(_, key)| key.to_string())
+                    .collect::<HashSet<_>>(),
+            ),
+            _ => None,
+        })
+        .collect();
+    let lanes_of_key = lanes_sharing_keys(&keys_per_invocation);
+    assert!(
+        (2..=4).contains(&lanes_of_key),
+        "the keys fall into between 2 and 4 groups that never share a batch: {lanes_of_key}"
+    );
+    observed.stop().await;
+}
+
+/// How many groups the keys fall into when keys delivered in one invocation are one group: with
+/// `ParallelizationFactor: 4`, a batch holds the keys of one lane, so at most four.
+fn lanes_sharing_keys(invocations: &[HashSet<String>]) -> usize {
+    let mut groups: Vec<HashSet<String>> = Vec::new();
+    for keys in invocations {
+        let (joined, rest): (Vec<_>, Vec<_>) = groups
+            .into_iter()
+            .partition(|group| !group.is_disjoint(keys));
+        let mut merged: HashSet<String> = keys.clone();
+        for group in joined {
+            merged.extend(group);
+        }
+        groups = rest;
+        groups.push(merged);
+    }
+    groups.len()
+}
+
+#[tokio::test]
+async fn through_the_runtime_api_each_concurrent_batch_has_an_execution_environment() {
+    let stream = TestStream::create("parallelization-runtime-api", 1);
+    let mut last = None;
+    for id in 0..200_u64 {
+        let put = stream.put(&format!("shipment-{id}"), shipment(id, "1 Main St", "dhl"));
+        last = Some(put.sequence_number);
+    }
+    let last = last.expect("records were put");
+    let function = FunctionDefinition::new("shipping", shipping_bootstrap().await);
+    // More environments allowed than the mapping needs: it is the mapping that asks for four.
+    let api = Arc::new(RuntimeApi::new(function).max_environments(10));
+    let observed = Observed::start(
+        mapping(&stream.name),
+        &stream,
+        Arc::clone(&api) as Arc<dyn Invoker>,
+    );
+    let status = observed.wait_for_checkpoint(SHARD, &at(&last)).await;
+    assert_eq!(shard(&status, SHARD).acked, 200);
+    assert_eq!(
+        api.environments_started(),
+        4,
+        "one execution environment per concurrent batch of the shard"
+    );
+    observed.stop().await;
+    api.shutdown().await;
+}
