@@ -47,11 +47,14 @@ pub struct MappingConfig {
     pub function_timeout: Duration,
     /// Which records reach the function (`FilterCriteria`); without filters, every record.
     pub filter_criteria: FilterCriteria,
+    /// Whether the mapping reports Lambda's event-count metrics (`MetricsConfig: {Metrics:
+    /// [EventCount]}`); `IteratorAge` is reported either way, as on Lambda.
+    pub event_count_metrics: bool,
 }
 
 impl MappingConfig {
     /// A mapping with Lambda's defaults: BatchSize 100, no batching window, retries until the
-    /// records expire, no bisection, no partial batch response, a 3-second function timeout, no filters.
+    /// records expire, no bisection, no partial batch response, a 3-second function timeout, no filters, no event-count metrics.
     pub fn new(
         function_name: impl Into<String>,
         stream_name: impl Into<String>,
@@ -71,6 +74,7 @@ impl MappingConfig {
             enabled: true,
             function_timeout: Duration::from_secs(3),
             filter_criteria: FilterCriteria::default(),
+            event_count_metrics: false,
         }
     }
 }

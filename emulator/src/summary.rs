@@ -90,6 +90,7 @@ pub fn render(status: &MappingStatus) -> String {
             );
         }
     }
+    out.push_str(&crate::metrics_report::text(status));
     if !status.on_failure.is_empty() {
         let _ = writeln!(
             out,
@@ -123,6 +124,7 @@ pub fn render_tree(statuses: &[MappingStatus]) -> String {
         for shard in status.shards.values().filter(|shard| is_root(shard)) {
             render_branch(&mut out, status, &shard.shard_id, 1);
         }
+        out.push_str(&crate::metrics_report::text(status));
         if let Some(error) = &status.last_error {
             let _ = writeln!(out, "  last error: {error}");
         }

@@ -9,6 +9,7 @@
 
 mod checkpointer;
 mod lineage;
+pub mod metrics;
 mod misconfiguration;
 mod on_failure;
 mod policy;
@@ -128,6 +129,7 @@ impl EventSourceMapping {
         let status = MappingStatus {
             function_name: self.config.function_name.clone(),
             stream_name: self.config.stream_name.clone(),
+            event_count_metrics: self.config.event_count_metrics,
             ..MappingStatus::default()
         };
         let (status, status_changes) = watch::channel(status);
@@ -181,6 +183,7 @@ impl Shared {
                 .entry(shard_id.to_owned())
                 .or_insert_with(|| ShardStatus {
                     shard_id: shard_id.to_owned(),
+                    metrics: metrics::ShardMetrics::new(self.config.event_count_metrics),
                     ..ShardStatus::default()
                 });
             shard.apply(change);

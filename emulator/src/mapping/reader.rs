@@ -29,6 +29,7 @@ use super::policy::{Action, BatchRetry, DiscardCondition, InvocationResult, Next
 
 mod position;
 mod shard_end;
+use super::metrics::{InvocationEnd, iterator_age_millis};
 use super::misconfiguration::{TEMPLATE_LINE, ignored_item_failures};
 use super::{MappingEvent, Settled, ShardChange, Shared};
 use crate::backoff::{Backoff, RetryKind, Retryable as _};
@@ -455,6 +456,7 @@ impl ShardReader {
                 self.finish_checkpoint().await?;
             }
             let records = &batch[range.clone()];
+            let sent_at = SystemTime::now();
             let (result, dropped) = match self.invoke(records).await {
                 Ok(InvokeOutcome::Response(body)) => {
                     if !config.report_batch_item_failures {
@@ -512,6 +514,7 @@ impl ShardReader {
                     (InvocationResult::NotInvoked, 0)
                 }
             };
+            self.report_invocation_end(records, result, sent_at);
             let reached_function = result != InvocationResult::NotInvoked;
             if reached_function
                 && !matches!(result, InvocationResult::Returned { settled } if settled > 0)
@@ -608,6 +611,24 @@ impl ShardReader {
         self.last_payload_len = payload.len();
         let invocation = Invocation::new(payload, self.shared.config.function_timeout);
         self.shared.invoker.invoke(invocation).await
+    }
+
+    /// Reports how an invocation of `records`, sent at `sent_at`, ended, for the metrics.
+    fn report_invocation_end(
+        &self,
+        records: &[Record],
+        result: InvocationResult,
+        sent_at: SystemTime,
+    ) {
+        let last_arrival = records[records.len() - 1].approximate_arrival;
+        self.shared.update_shard(
+            &self.shard.shard_id,
+            ShardChange::InvocationEnded {
+                records: records.len() as u64,
+                end: InvocationEnd::of(result, records.len()),
+                iterator_age_millis: iterator_age_millis(sent_at, last_arrival),
+            },
+        );
     }
 
     /// Warns, once per mapping, that the function names records in `batchItemFailures` that
@@ -723,6 +744,7 @@ impl ShardReader {
             ShardChange::Discarded {
                 records: count,
                 last: last_sequence_number,
+                to_destination: self.shared.config.on_failure_destination.is_some(),
             },
         );
         let shard_id = self.shard.shard_id.clone();

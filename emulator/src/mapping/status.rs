@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::metrics::{InvocationEnd, ShardMetrics};
 use super::reader::ReaderExit;
 use crate::lease::Checkpoint;
 use crate::sequence::SequenceNumber;
@@ -96,6 +97,9 @@ pub struct ShardStatus {
     pub unsettled: u64,
     /// How far behind the newest record the last read ended.
     pub millis_behind_latest: u64,
+    /// Lambda's metrics of the shard: the event counts (with `MetricsConfig`) and `IteratorAge`.
+    #[serde(default)]
+    pub metrics: ShardMetrics,
 }
 
 /// Something that changes a shard's status. The coordinator and the shard's reader report
@@ -137,8 +141,20 @@ pub(super) enum ShardChange {
         checkpoint: Checkpoint,
         settled: Settled,
     },
-    /// `records` records up to `last` were discarded (their checkpoint is written already).
-    Discarded { records: u64, last: SequenceNumber },
+    /// An invocation of `records` records ended so; its batch's last record was
+    /// `iterator_age_millis` old when it was sent.
+    InvocationEnded {
+        records: u64,
+        end: InvocationEnd,
+        iterator_age_millis: u64,
+    },
+    /// `records` records up to `last` were discarded (their checkpoint is written already),
+    /// their record sent to the on-failure destination if `to_destination`.
+    Discarded {
+        records: u64,
+        last: SequenceNumber,
+        to_destination: bool,
+    },
     /// The reader stopped, for this reason.
     Finished(ReaderExit),
 }
@@ -160,6 +176,7 @@ pub(super) enum Settled {
 impl ShardStatus {
     /// Applies one change.
     pub(super) fn apply(&mut self, change: ShardChange) {
+        self.metrics.count(&change);
         match change {
             ShardChange::LeaseSeen {
                 parent_shard_ids,
@@ -245,7 +262,8 @@ impl ShardStatus {
                     self.release_held_up_to(&last);
                 }
             }
-            ShardChange::Discarded { records, last } => {
+            ShardChange::InvocationEnded { .. } => {}
+            ShardChange::Discarded { records, last, .. } => {
                 self.discarded += records;
                 self.unsettled = self.unsettled.saturating_sub(records);
                 self.release_held_up_to(&last);
@@ -303,6 +321,9 @@ pub struct MappingStatus {
     /// and knows of every lease another worker holds whether that worker still renews it (a
     /// lease left by a worker that died is taken once the failover time has passed).
     pub synced: bool,
+    /// Whether the mapping counts Lambda's event-count metrics (`MetricsConfig`).
+    #[serde(default)]
+    pub event_count_metrics: bool,
 }
 
 impl MappingStatus {
@@ -538,6 +559,7 @@ mod tests {
             ShardChange::Discarded {
                 records: 4,
                 last: sequence_number("11"),
+                to_destination: false,
             },
         ]);
         assert_eq!(
