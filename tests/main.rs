@@ -29,6 +29,7 @@ mod contract;
 mod filtering;
 mod function_logs;
 mod kpl;
+mod metrics;
 mod parallelization;
 mod resharding;
 mod resharding_twice;

@@ -50,12 +50,16 @@ pub struct MappingConfig {
     /// How many batches of one shard are processed at once (`ParallelizationFactor`, 1 to 10):
     /// records go to a batch by partition key, so the records of one key stay in order.
     pub parallelization_factor: usize,
+    /// Whether the mapping reports Lambda's event-count metrics (`MetricsConfig: {Metrics:
+    /// [EventCount]}`); `IteratorAge` is reported either way, as on Lambda.
+    pub event_count_metrics: bool,
 }
 
 impl MappingConfig {
     /// A mapping with Lambda's defaults: BatchSize 100, no batching window, retries until the
     /// records expire, no bisection, no partial batch response, a 3-second function timeout, no
     /// filters, one batch of a shard at a time.
+    /// records expire, no bisection, no partial batch response, a 3-second function timeout, no filters, no event-count metrics.
     pub fn new(
         function_name: impl Into<String>,
         stream_name: impl Into<String>,
@@ -76,6 +80,7 @@ impl MappingConfig {
             function_timeout: Duration::from_secs(3),
             filter_criteria: FilterCriteria::default(),
             parallelization_factor: 1,
+            event_count_metrics: false,
         }
     }
 }

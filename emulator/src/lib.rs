@@ -15,6 +15,7 @@ pub mod invoke;
 pub mod kinesis;
 pub mod lease;
 pub mod mapping;
+pub mod metrics_report;
 pub mod records_file;
 pub mod response;
 pub mod sequence;

@@ -249,6 +249,7 @@ pub fn render(status: &MappingStatus) -> String {
             );
         }
     }
+    out.push_str(&crate::metrics_report::text(status));
     if let Some(note) = discards_note(status) {
         let _ = writeln!(out, "  {note}");
     }
@@ -350,6 +351,7 @@ pub fn render_tree(statuses: &[MappingStatus], now: SystemTime) -> String {
         if let Some(note) = discards_note(status) {
             let _ = writeln!(out, "  {note}");
         }
+        out.push_str(&crate::metrics_report::text(status));
         if let Some(error) = &status.last_error {
             let _ = writeln!(out, "  last error: {error}");
         }

@@ -19,10 +19,11 @@ use crate::function::build_function;
 use crate::invoke::Invoker;
 use crate::invoke::invoke_api::{InvokeApi, InvokeApiOptions};
 use crate::invoke::runtime_api::{FunctionDefinition, RuntimeApi};
-use crate::kinesis::http::{DEFAULT_ADDR, ServerHandle, SideDocument, serve_document, serve_with};
+use crate::kinesis::http::{DEFAULT_ADDR, ServerHandle, SideDocument, serve_documents, serve_with};
 use crate::kinesis::{EmbeddedKinesis, PutRecordsEntry};
 use crate::lease::{LeaseStore, MemoryLeaseStore};
 use crate::mapping::{EventSourceMapping, MappingOptions, MappingStatus, RunningMapping};
+use crate::metrics_report::{METRICS_PATH, PROMETHEUS_CONTENT_TYPE, prometheus};
 use crate::records_file::{RecordToPut, put_records_batches, read_records};
 use crate::source::{ShardSource, SourceError};
 use crate::state::StateDir;
@@ -585,22 +586,30 @@ async fn serve(
     statuses: &Arc<Mutex<Vec<watch::Receiver<MappingStatus>>>>,
     quiet: bool,
 ) -> anyhow::Result<Option<ServerHandle>> {
-    let statuses = Arc::clone(statuses);
-    let document: SideDocument = Arc::new(move || {
-        let statuses: Vec<MappingStatus> = statuses
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .map(|status| status.borrow().clone())
-            .collect();
-        serde_json::to_vec(&statuses).unwrap_or_default()
-    });
+    let snapshot = {
+        let statuses = Arc::clone(statuses);
+        move || -> Vec<MappingStatus> {
+            statuses
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .iter()
+                .map(|status| status.borrow().clone())
+                .collect()
+        }
+    };
+    let status_snapshot = snapshot.clone();
+    let documents = vec![
+        SideDocument::new(STATUS_PATH, "application/json", move || {
+            serde_json::to_vec(&status_snapshot()).unwrap_or_default()
+        }),
+        SideDocument::new(METRICS_PATH, PROMETHEUS_CONTENT_TYPE, move || {
+            prometheus(&snapshot()).into_bytes()
+        }),
+    ];
     let addr = listen.unwrap_or(DEFAULT_ADDR);
     let served = match streams {
-        Streams::Embedded(kinesis) => {
-            serve_with(kinesis.clone(), addr, Some((STATUS_PATH, document))).await
-        }
-        Streams::Sdk(_) => serve_document(addr, STATUS_PATH, document).await,
+        Streams::Embedded(kinesis) => serve_with(kinesis.clone(), addr, documents).await,
+        Streams::Sdk(_) => serve_documents(addr, documents).await,
     };
     match served {
         Ok(server) if quiet => Ok(Some(server)),

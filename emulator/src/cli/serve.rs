@@ -113,9 +113,13 @@ pub(super) async fn serve(args: ServeArgs, quiet: bool) -> anyhow::Result<Exit> 
                 .with_context(|| format!("stream {name}"))?;
         }
     }
-    let server = serve_with(kinesis.clone(), args.listen.unwrap_or(DEFAULT_ADDR), None)
-        .await
-        .map_err(|error| anyhow::Error::msg(listen_failure(&error, args.listen.is_none())))?;
+    let server = serve_with(
+        kinesis.clone(),
+        args.listen.unwrap_or(DEFAULT_ADDR),
+        Vec::new(),
+    )
+    .await
+    .map_err(|error| anyhow::Error::msg(listen_failure(&error, args.listen.is_none())))?;
     if !quiet {
         let names = kinesis.list_streams();
         say!(

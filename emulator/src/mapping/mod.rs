@@ -10,6 +10,7 @@
 mod checkpointer;
 mod lanes;
 mod lineage;
+pub mod metrics;
 mod misconfiguration;
 mod on_failure;
 mod policy;
@@ -132,6 +133,7 @@ impl EventSourceMapping {
             function_name: self.config.function_name.clone(),
             stream_name: self.config.stream_name.clone(),
             on_failure_destination: self.config.on_failure_destination.clone(),
+            event_count_metrics: self.config.event_count_metrics,
             ..MappingStatus::default()
         };
         let (status, status_changes) = watch::channel(status);
@@ -185,6 +187,7 @@ impl Shared {
                 .entry(shard_id.to_owned())
                 .or_insert_with(|| ShardStatus {
                     shard_id: shard_id.to_owned(),
+                    metrics: metrics::ShardMetrics::new(self.config.event_count_metrics),
                     ..ShardStatus::default()
                 });
             shard.apply(change);

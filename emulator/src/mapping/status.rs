@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::metrics::{InvocationEnd, ShardMetrics};
 use super::reader::ReaderExit;
 use crate::lease::Checkpoint;
 use crate::sequence::SequenceNumber;
@@ -137,6 +138,9 @@ pub struct ShardStatus {
     pub unsettled: u64,
     /// How far behind the newest record the last read ended.
     pub millis_behind_latest: u64,
+    /// Lambda's metrics of the shard: the event counts (with `MetricsConfig`) and `IteratorAge`.
+    #[serde(default)]
+    pub metrics: ShardMetrics,
 }
 
 /// Something that changes a shard's status. The coordinator and the shard's reader report
@@ -184,8 +188,19 @@ pub(super) enum ShardChange {
         checkpoint: Checkpoint,
         settled: Settled,
     },
-    /// These records were discarded (their checkpoint is written already).
-    Discarded(DiscardedRange),
+    /// An invocation of `records` records ended so; its batch's last record was
+    /// `iterator_age_millis` old when it was sent.
+    InvocationEnded {
+        records: u64,
+        end: InvocationEnd,
+        iterator_age_millis: u64,
+    },
+    /// These records were discarded (their checkpoint is written already), their on-failure
+    /// record sent to the destination if `to_destination`.
+    Discarded {
+        range: DiscardedRange,
+        to_destination: bool,
+    },
     /// The reader stopped, for this reason.
     Finished(ReaderExit),
 }
@@ -207,6 +222,7 @@ pub(super) enum Settled {
 impl ShardStatus {
     /// Applies one change.
     pub(super) fn apply(&mut self, change: ShardChange) {
+        self.metrics.count(&change);
         match change {
             ShardChange::LeaseSeen {
                 parent_shard_ids,
@@ -299,7 +315,8 @@ impl ShardStatus {
                     self.release_held_up_to(&last);
                 }
             }
-            ShardChange::Discarded(range) => {
+            ShardChange::InvocationEnded { .. } => {}
+            ShardChange::Discarded { range, .. } => {
                 self.discarded += range.records;
                 self.unsettled = self.unsettled.saturating_sub(range.records);
                 self.release_held_up_to(&range.last);
@@ -362,6 +379,9 @@ pub struct MappingStatus {
     /// and knows of every lease another worker holds whether that worker still renews it (a
     /// lease left by a worker that died is taken once the failover time has passed).
     pub synced: bool,
+    /// Whether the mapping counts Lambda's event-count metrics (`MetricsConfig`).
+    #[serde(default)]
+    pub event_count_metrics: bool,
 }
 
 impl MappingStatus {
@@ -642,12 +662,15 @@ mod tests {
         let status = fold([
             read,
             failed("10"),
-            ShardChange::Discarded(DiscardedRange {
-                first: sequence_number("10"),
-                last: sequence_number("11"),
-                records: 4,
-                condition: "RetryAttemptsExhausted".to_owned(),
-            }),
+            ShardChange::Discarded {
+                range: DiscardedRange {
+                    first: sequence_number("10"),
+                    last: sequence_number("11"),
+                    records: 4,
+                    condition: "RetryAttemptsExhausted".to_owned(),
+                },
+                to_destination: false,
+            },
         ]);
         assert_eq!(
             (status.phase, status.discarded, status.unsettled),

@@ -28,7 +28,6 @@ const PROPERTIES: &[&str] = &[
     "TumblingWindowInSeconds",
     "FilterCriteria",
     "KmsKeyArn",
-    // Only CloudWatch metrics of the mapping: nothing a function can observe.
     "MetricsConfig",
 ];
 
@@ -107,6 +106,7 @@ pub(super) fn read(
     }
     mapping.filter_criteria = filter_criteria(&fields, resolver)?;
     check_kms_key_arn(&fields, resolver)?;
+    mapping.event_count_metrics = event_count_metrics(&fields, resolver)?;
     Ok(mapping)
 }
 
@@ -390,6 +390,37 @@ fn filter_criteria(fields: &Fields<'_>, resolver: &Resolver<'_>) -> Result<Filte
         patterns.push(pattern);
     }
     Ok(FilterCriteria::new(patterns))
+}
+
+/// Whether `MetricsConfig.Metrics` asks for the event-count metrics. `EventCount` is the one
+/// value for a Kinesis mapping: `ErrorCount` and `KafkaMetrics` are for Kafka event sources
+/// (https://docs.aws.amazon.com/lambda/latest/api/API_EventSourceMappingMetricsConfig.html).
+fn event_count_metrics(fields: &Fields<'_>, resolver: &Resolver<'_>) -> Result<bool, Fault> {
+    const ALLOWED: &str =
+        "[] or [EventCount]; ErrorCount and KafkaMetrics are for Kafka event sources only";
+    if fields.get("MetricsConfig").is_none() {
+        return Ok(false);
+    }
+    let config = fields.nested("MetricsConfig")?;
+    config.check_names(&["Metrics"])?;
+    let items = match config.get("Metrics") {
+        None => return Ok(false),
+        Some(Value::Sequence(items)) => items,
+        Some(_) => return Err(config.not_allowed("Metrics", ALLOWED)),
+    };
+    let mut metrics = Vec::with_capacity(items.len());
+    for item in items {
+        metrics.push(
+            resolver
+                .text(item)
+                .map_err(|reason| config.unresolved("Metrics", reason))?,
+        );
+    }
+    match metrics.as_slice() {
+        [] => Ok(false),
+        [only] if only == "EventCount" => Ok(true),
+        _ => Err(config.not_allowed("Metrics", ALLOWED)),
+    }
 }
 
 /// `KmsKeyArn`: Lambda encrypts the filter criteria at rest with this key, which changes nothing

@@ -210,6 +210,7 @@ fn every_event_property_reaches_the_mapping() {
             Pattern::parse(r#"{"data": {"carrier": ["dhl"]}}"#).expect("a pattern"),
         ]),
         parallelization_factor: 4,
+        event_count_metrics: true,
     };
     assert_eq!(only_mapping(&template), &expected);
 }
@@ -979,6 +980,33 @@ fn response_types_and_destinations_take_only_what_lambda_takes() {
     check_error(
         &with_event("DestinationConfig: {OnFailure: {Destination: !GetAtt Nowhere.Arn}}"),
         "property DestinationConfig.OnFailure.Destination = !GetAtt Nowhere.Arn cannot be resolved: Nowhere is not a resource of the template",
+    );
+}
+
+#[test]
+fn metrics_config_takes_only_event_count() {
+    let metrics = |config: &str| only_mapping(&read(&with_event(config))).event_count_metrics;
+    assert!(metrics("MetricsConfig: {Metrics: [EventCount]}"));
+    assert!(!metrics("MetricsConfig: {Metrics: []}"));
+    assert!(!metrics("MetricsConfig: {}"));
+    assert!(!metrics("BatchSize: 10"));
+    check_error(
+        &with_event("MetricsConfig: {Metrics: [EventCounts]}"),
+        "template.yaml: resource ShippingFunction, event ShipmentsStream: property \
+         MetricsConfig.Metrics = [EventCounts] is not allowed (allowed: [] or [EventCount]; \
+         ErrorCount and KafkaMetrics are for Kafka event sources only)",
+    );
+    check_error(
+        &with_event("MetricsConfig: {Metrics: [EventCount, KafkaMetrics]}"),
+        "property MetricsConfig.Metrics = [EventCount, KafkaMetrics] is not allowed",
+    );
+    check_error(
+        &with_event("MetricsConfig: {Metrics: EventCount}"),
+        "property MetricsConfig.Metrics = EventCount is not allowed",
+    );
+    check_error(
+        &with_event("MetricsConfig: {Metric: [EventCount]}"),
+        "MetricsConfig.Metric",
     );
 }
 

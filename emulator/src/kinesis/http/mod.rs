@@ -118,45 +118,71 @@ impl fmt::Debug for ServerHandle {
     }
 }
 
-/// A side document the endpoint serves as JSON on `GET <path>`, beside the Kinesis API: how
-/// `kinesis-esm run` publishes its mappings' status for `kinesis-esm status`.
-pub type SideDocument = Arc<dyn Fn() -> Vec<u8> + Send + Sync>;
+/// A side document the endpoint serves on `GET <path>`, beside the Kinesis API: how
+/// `kinesis-esm run` publishes its mappings' status for `kinesis-esm status` (JSON) and their
+/// metrics for scraping (the Prometheus text format).
+#[derive(Clone)]
+pub struct SideDocument {
+    /// The path it is served at.
+    pub path: &'static str,
+    /// Its `Content-Type`.
+    pub content_type: &'static str,
+    /// Makes its body, at each request.
+    pub body: Arc<dyn Fn() -> Vec<u8> + Send + Sync>,
+}
+
+impl SideDocument {
+    /// A document at `path` of `content_type`, made by `body` at each request.
+    pub fn new(
+        path: &'static str,
+        content_type: &'static str,
+        body: impl Fn() -> Vec<u8> + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            path,
+            content_type,
+            body: Arc::new(body),
+        }
+    }
+}
 
 /// Serves `kinesis` over the Kinesis API on `addr` (port 0 picks a free one), in a task of the
 /// current tokio runtime. The endpoint answers as soon as this returns.
 pub async fn serve(kinesis: EmbeddedKinesis, addr: SocketAddr) -> Result<ServerHandle, ServeError> {
-    serve_with(kinesis, addr, None).await
+    serve_with(kinesis, addr, Vec::new()).await
 }
 
-/// [`serve`], also answering `GET` on `document`'s path with its JSON.
+/// [`serve`], also answering `GET` on each document's path with it.
 pub async fn serve_with(
     kinesis: EmbeddedKinesis,
     addr: SocketAddr,
-    document: Option<(&'static str, SideDocument)>,
+    documents: Vec<SideDocument>,
 ) -> Result<ServerHandle, ServeError> {
     let served = Served {
         api: Some(Api::new(kinesis)),
-        document,
+        documents,
     };
     let server = start(addr, served).await?;
     tracing::info!(local_addr = %server.local_addr, "serving the embedded Kinesis over the Kinesis API");
     Ok(server)
 }
 
-/// Serves only `document` on `GET <path>`, on `addr`: how `kinesis-esm run` publishes its
-/// mappings' status when it reads a Kinesis elsewhere, so that `kinesis-esm status` reads it
-/// the same way in every mode. Kinesis calls get an `UnknownOperationException` saying so.
-pub async fn serve_document(
+/// Serves only `documents`, each on `GET <path>`, on `addr`: how `kinesis-esm run` publishes
+/// its mappings' status and metrics when it reads a Kinesis elsewhere, so that `kinesis-esm
+/// status` reads them the same way in every mode. Kinesis calls get an
+/// `UnknownOperationException` saying so.
+pub async fn serve_documents(
     addr: SocketAddr,
-    path: &'static str,
-    document: SideDocument,
+    documents: Vec<SideDocument>,
 ) -> Result<ServerHandle, ServeError> {
+    let paths: Vec<&str> = documents.iter().map(|document| document.path).collect();
+    let paths = paths.join(", ");
     let served = Served {
         api: None,
-        document: Some((path, document)),
+        documents,
     };
     let server = start(addr, served).await?;
-    tracing::info!(local_addr = %server.local_addr, path, "serving a document");
+    tracing::info!(local_addr = %server.local_addr, paths, "serving documents");
     Ok(server)
 }
 

@@ -37,8 +37,8 @@ const JSON_1_1: HeaderValue = HeaderValue::from_static("application/x-amz-json-1
 pub(super) struct Served {
     /// The Kinesis API; `None` when the endpoint serves its side document only.
     pub(super) api: Option<Api>,
-    /// A JSON document served on `GET <path>`.
-    pub(super) document: Option<(&'static str, super::SideDocument)>,
+    /// Documents served on `GET <path>`.
+    pub(super) documents: Vec<super::SideDocument>,
 }
 
 /// Serves `api` on `listener` until `stop` turns true (or its sender goes away), then lets the
@@ -113,14 +113,17 @@ enum BodyError {
 
 /// Answers one request: reads the envelope, runs the operation, wraps its answer or error.
 async fn respond(served: &Served, request: Request<Incoming>) -> Response<Full<Bytes>> {
-    if let Some((path, document)) = &served.document
-        && request.method() == Method::GET
-        && request.uri().path() == *path
+    if request.method() == Method::GET
+        && let Some(document) = served
+            .documents
+            .iter()
+            .find(|document| request.uri().path() == document.path)
     {
-        let mut response = Response::new(Full::new(Bytes::from(document())));
-        response
-            .headers_mut()
-            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let mut response = Response::new(Full::new(Bytes::from((document.body)())));
+        response.headers_mut().insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static(document.content_type),
+        );
         return response;
     }
     let request_id = uuid::Uuid::new_v4().to_string();
@@ -168,7 +171,12 @@ async fn respond(served: &Served, request: Request<Incoming>) -> Response<Full<B
                     "This kinesis-esm endpoint serves no Kinesis API, only GET {}: the run \
                      reads a Kinesis elsewhere (--kinesis-endpoint or --aws); send Kinesis calls \
                      there",
-                    served.document.as_ref().map_or("", |(path, _)| path)
+                    served
+                        .documents
+                        .iter()
+                        .map(|document| document.path)
+                        .collect::<Vec<_>>()
+                        .join(" and ")
                 ),
             )),
         },

@@ -13,6 +13,7 @@ use tokio::sync::watch;
 use super::ReaderExit;
 use crate::backoff::RetryKind;
 use crate::invoke::{Invocation, InvokeOutcome};
+use crate::mapping::metrics::{InvocationEnd, iterator_age_millis};
 use crate::mapping::misconfiguration::{TEMPLATE_LINE, ignored_item_failures};
 use crate::mapping::on_failure::{
     KinesisBatchInfo, OnFailureRecord, RequestContext, ResponseContext,
@@ -151,6 +152,7 @@ impl BatchContext {
             settlements.before_invoke().await?;
             let records = &batch[range.clone()];
             let retry_number = retry.retry_number();
+            let sent_at = SystemTime::now();
             let (result, dropped) = match self.invoke(records, memory).await {
                 Ok(InvokeOutcome::Response(body)) => {
                     if !config.report_batch_item_failures {
@@ -208,6 +210,7 @@ impl BatchContext {
                     (InvocationResult::NotInvoked, 0)
                 }
             };
+            self.report_invocation_end(records, result, sent_at);
             let reached_function = result != InvocationResult::NotInvoked;
             if reached_function && retry_number.is_some() {
                 self.shared
@@ -228,8 +231,7 @@ impl BatchContext {
                 }
                 // A range taken up afresh pauses afresh.
                 Next::Split => {
-                    self.shared
-                        .update_shard(&self.shard_id, ShardChange::Split);
+                    self.shared.update_shard(&self.shard_id, ShardChange::Split);
                     backoff.reset();
                 }
                 Next::Discard {
@@ -254,14 +256,30 @@ impl BatchContext {
                         limit: config.maximum_retry_attempts,
                         at_epoch_millis: millis_since_epoch(SystemTime::now() + pause),
                     };
-                    self.shared.update_shard(
-                        &self.shard_id,
-                        ShardChange::WaitingToRetry(next_retry),
-                    );
+                    self.shared
+                        .update_shard(&self.shard_id, ShardChange::WaitingToRetry(next_retry));
                     self.pause(pause).await?;
                 }
             }
         }
+    }
+
+    /// Reports how an invocation of `records`, sent at `sent_at`, ended, for the metrics.
+    fn report_invocation_end(
+        &self,
+        records: &[Record],
+        result: InvocationResult,
+        sent_at: SystemTime,
+    ) {
+        let last_arrival = records[records.len() - 1].approximate_arrival;
+        self.shared.update_shard(
+            &self.shard_id,
+            ShardChange::InvocationEnded {
+                records: records.len() as u64,
+                end: InvocationEnd::of(result, records.len()),
+                iterator_age_millis: iterator_age_millis(sent_at, last_arrival),
+            },
+        );
     }
 
     /// Invokes the function with `records`.
@@ -287,10 +305,8 @@ impl BatchContext {
             }),
         );
         let count = records.len() as u64;
-        self.shared.update_shard(
-            &self.shard_id,
-            ShardChange::Invoked { records: count },
-        );
+        self.shared
+            .update_shard(&self.shard_id, ShardChange::Invoked { records: count });
         self.shared.emit(|| MappingEvent::Invoked {
             shard_id: self.shard_id.clone(),
             records: records
@@ -404,8 +420,13 @@ impl BatchContext {
         self.shared
             .status
             .send_modify(|status| status.on_failure.push(Arc::clone(&record)));
-        self.shared
-            .update_shard(&self.shard_id, ShardChange::Discarded(range));
+        self.shared.update_shard(
+            &self.shard_id,
+            ShardChange::Discarded {
+                range,
+                to_destination: self.shared.config.on_failure_destination.is_some(),
+            },
+        );
         let shard_id = self.shard_id.clone();
         self.shared
             .emit(|| MappingEvent::Discarded { shard_id, record });
