@@ -1,6 +1,7 @@
 //! Idempotency over dynalite: the DynamoDB store takes a key once, returns the item in the way
-//! in the same request, lets a dead invocation's key go at its deadline, and two concurrent
-//! deliveries of one shipment book it once.
+//! in the same request, lets a dead invocation's key go at its deadline; two concurrent
+//! deliveries of one shipment (two instances, two lanes, two emulators on one stream) book it
+//! once; and a delivery killed mid-record is booked once after its deadline.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -95,48 +96,24 @@ async fn over_the_emulator_a_restart_redelivers_yet_each_shipment_is_booked_once
     let template = scratch.join("template.yaml");
     std::fs::write(&template, shipping_template(&stream, store.table())).unwrap();
     let template = template.to_string_lossy().into_owned();
-    let kinesis = kinesis_endpoint();
     let mut booked = Vec::new();
     // Each run keeps its checkpoints in memory, so the second starts again at TRIM_HORIZON: every
     // shipment in front of the held one comes again, and the held one with those behind it again
     // and again within each run.
     for run in ["first", "second"] {
-        let args = [
-            "--template",
-            template.as_str(),
-            "--kinesis-endpoint",
-            kinesis.as_str(),
-            "--no-listen",
-            "--until-idle",
-        ];
-        let mut command = kinesis_esm_run(&args).await;
-        command
-            .env("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_endpoint())
-            .env("AWS_ACCESS_KEY_ID", "local")
-            .env("AWS_SECRET_ACCESS_KEY", "local")
-            .env("RUST_LOG", "info");
-        // Each shipment costs DynamoDB round trips to dynalite, slow when the whole suite runs at
-        // once on two cores: a watchdog longer than the usual one.
-        let output = end_to_end::within_time(
-            Duration::from_secs(300),
-            &format!("the {run} run"),
-            command
-                .spawn()
-                .expect("kinesis-esm starts")
-                .wait_with_output(),
-        )
-        .await
-        .expect("its output");
-        let log = String::from_utf8_lossy(&output.stderr).into_owned();
-        assert_eq!(
-            output.status.code(),
-            Some(1),
-            "the {run} run ends held:\n{log}"
-        );
+        let log = run_shipping(&template, run).await;
         if run == "second" {
+            // The duplicate's line as the README shows it.
+            let duplicate = log
+                .lines()
+                .find(|line| line.contains("duplicate record"))
+                .unwrap_or_else(|| panic!("the second run meets duplicates:\n{log}"));
             assert!(
-                log.contains("duplicate record"),
-                "the second run meets duplicates:\n{log}"
+                duplicate.contains(
+                    "INFO ShippingFunction: duplicate record: handled before, settled with the \
+                     stored outcome key=ShippingFunction#1 outcome=ack"
+                ),
+                "{duplicate}"
             );
         }
         booked.extend(booked_ids(&log));
@@ -147,6 +124,79 @@ async fn over_the_emulator_a_restart_redelivers_yet_each_shipment_is_booked_once
         (1..HELD).collect::<Vec<_>>(),
         "each shipment in front of the held one is booked exactly once"
     );
+}
+
+#[tokio::test]
+async fn two_emulators_on_one_stream_and_one_table_book_each_shipment_once() {
+    let aws = LocalAws::connect().await;
+    let store = idempotency_table(&aws).await;
+    let stream = aws.create_stream("idempotency-twice", 1).await;
+    aws.publish_shipments(&stream, &shipments_held_at(SHIPMENTS, HELD))
+        .await;
+    let scratch = ScratchDir::new("idempotency-twice");
+    let template = scratch.join("template.yaml");
+    std::fs::write(&template, shipping_template(&stream, store.table())).unwrap();
+    let template = template.to_string_lossy().into_owned();
+    // Without a lease table each emulator reads the whole shard from TRIM_HORIZON: both deliver
+    // every shipment, at the same time, to functions of their own over the one table.
+    let (one, two) = tokio::join!(
+        run_shipping(&template, "one"),
+        run_shipping(&template, "two")
+    );
+    let mut booked = booked_ids(&one);
+    booked.extend(booked_ids(&two));
+    booked.sort_unstable();
+    assert_eq!(
+        booked,
+        (1..HELD).collect::<Vec<_>>(),
+        "each shipment in front of the held one is booked exactly once by the two emulators"
+    );
+    let settled_from_the_table = |log: &str| {
+        log.contains("duplicate record") || log.contains("record in progress in another invocation")
+    };
+    assert!(
+        settled_from_the_table(&one) || settled_from_the_table(&two),
+        "one emulator met the other's keys:\n{one}\n{two}"
+    );
+}
+
+/// Runs the shipping function of `template` under `kinesis-esm run --until-idle`, with the local
+/// DynamoDB, and returns its log; the run ends held (shipment `HELD` never books).
+async fn run_shipping(template: &str, run: &str) -> String {
+    let kinesis = kinesis_endpoint();
+    let args = [
+        "--template",
+        template,
+        "--kinesis-endpoint",
+        kinesis.as_str(),
+        "--no-listen",
+        "--until-idle",
+    ];
+    let mut command = kinesis_esm_run(&args).await;
+    command
+        .env("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_endpoint())
+        .env("AWS_ACCESS_KEY_ID", "local")
+        .env("AWS_SECRET_ACCESS_KEY", "local")
+        .env("RUST_LOG", "info");
+    // Each shipment costs DynamoDB round trips to dynalite, slow when the whole suite runs at
+    // once on two cores: a watchdog longer than the usual one.
+    let output = end_to_end::within_time(
+        Duration::from_secs(300),
+        &format!("the {run} run"),
+        command
+            .spawn()
+            .expect("kinesis-esm starts")
+            .wait_with_output(),
+    )
+    .await
+    .expect("its output");
+    let log = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "the {run} run ends held:\n{log}"
+    );
+    log
 }
 
 /// A table shaped as the template's `IdempotencyTable`, ready for writes.
@@ -272,4 +322,114 @@ async fn two_concurrent_deliveries_of_one_shipment_book_it_once() {
     let again = instance().settle(&event, &Context::default()).await;
     assert_eq!(again.summary(), "ack");
     assert_eq!(booked.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn two_lanes_of_one_invocation_deliver_one_shipment_twice_and_book_it_once() {
+    let aws = LocalAws::connect().await;
+    let store = Arc::new(idempotency_table(&aws).await);
+    let booked = Arc::new(AtomicUsize::new(0));
+    let shipment = Shipment {
+        id: 8,
+        address: "2 Main St".into(),
+        carrier: "dhl".into(),
+    };
+    // The same shipment under two partition keys (a producer that retried with another key):
+    // two lanes run them at once.
+    let event = TestEvent::new()
+        .json_keyed("first", &shipment)
+        .json_keyed("second", &shipment);
+    let adapter = Idempotency::new(store.clone())
+        .function_name("shipping")
+        .wrap_with_state(booked.clone(), book_slowly)
+        .key(|shipment: &Shipment| shipment.id)
+        .into_adapter()
+        .per_key_lanes(2);
+    let context = context_with_deadline(Duration::from_secs(30));
+    let settlement = within("two lanes", adapter.settle(&event, &context)).await;
+    let mut words: Vec<&str> = settlement.outcomes().iter().map(|o| o.word()).collect();
+    words.sort_unstable();
+    assert_eq!(words, ["ack", "hold"], "{}", settlement.summary());
+    assert_eq!(booked.load(Ordering::SeqCst), 1);
+    let again = adapter.settle(&event, &Context::default()).await;
+    assert_eq!(again.summary(), "ack ack");
+    assert_eq!(booked.load(Ordering::SeqCst), 1);
+}
+
+/// How many times a booking started and finished.
+#[derive(Default)]
+struct Bookings {
+    started: AtomicUsize,
+    finished: AtomicUsize,
+}
+
+/// Starts a booking that takes `delay` to finish.
+async fn book_taking(state: &(Arc<Bookings>, Duration), _shipment: &Shipment) -> HandlerOutcome {
+    let (bookings, delay) = state;
+    bookings.started.fetch_add(1, Ordering::SeqCst);
+    tokio::time::sleep(*delay).await;
+    bookings.finished.fetch_add(1, Ordering::SeqCst);
+    HandlerOutcome::ack()
+}
+
+#[tokio::test]
+async fn a_delivery_killed_mid_record_is_booked_once_after_its_deadline() {
+    let aws = LocalAws::connect().await;
+    let store = Arc::new(idempotency_table(&aws).await);
+    let bookings = Arc::new(Bookings::default());
+    let shipment = Shipment {
+        id: 9,
+        address: "3 Main St".into(),
+        carrier: "dhl".into(),
+    };
+    let event = TestEvent::new().json(&shipment);
+    let function = |delay: Duration| {
+        Idempotency::new(store.clone())
+            .function_name("shipping")
+            .wrap_with_state((bookings.clone(), delay), book_taking)
+            .key(|shipment: &Shipment| shipment.id)
+            .into_adapter()
+    };
+    // The first invocation has 3 s; its booking would take a minute, and it is killed mid-record:
+    // its settle is dropped while the handler runs, so nothing finishes or releases the key, as
+    // when the process dies. The table keeps the in-progress item with the invocation's deadline.
+    let timeout = Duration::from_secs(3);
+    let deadline = std::time::Instant::now() + timeout;
+    let killed = {
+        let (function, event) = (function(Duration::from_secs(60)), event.clone());
+        tokio::spawn(async move {
+            function
+                .settle(&event, &context_with_deadline(timeout))
+                .await
+        })
+    };
+    within("the first booking to start", async {
+        while bookings.started.load(Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    killed.abort();
+    assert!(killed.await.unwrap_err().is_cancelled());
+    // Before the dead invocation's deadline, a redelivery is held unbooked.
+    let quick = function(Duration::ZERO);
+    let held = quick.settle(&event, &Context::default()).await;
+    assert_eq!(held.summary(), "hold");
+    assert!(
+        std::time::Instant::now() < deadline,
+        "the redelivery came before the deadline"
+    );
+    assert_eq!(bookings.started.load(Ordering::SeqCst), 1);
+    // After it, the next delivery books, once.
+    tokio::time::sleep_until((deadline + Duration::from_millis(200)).into()).await;
+    assert_eq!(
+        quick.settle(&event, &Context::default()).await.summary(),
+        "ack"
+    );
+    assert_eq!(
+        quick.settle(&event, &Context::default()).await.summary(),
+        "ack"
+    );
+    assert_eq!(bookings.started.load(Ordering::SeqCst), 2);
+    assert_eq!(bookings.finished.load(Ordering::SeqCst), 1);
 }

@@ -71,8 +71,7 @@ where
                     // the shard and the batch's first sequence number, this the record's place.
                     tracing::error!(
                         record = index,
-                        error = %error,
-                        "the record is held with the records behind it: {error}"
+                        "the record is held, with the records behind it: {error}"
                     );
                     break;
                 }
