@@ -6,44 +6,27 @@
 
 use std::sync::Arc;
 
-use end_to_end::{Observed, TestStream, at, shard, shipment};
+use end_to_end::{Observed, TestStream, at, one_shard_mapping, shard, shipment};
 use kinesis_esm::config::MappingConfig;
 use kinesis_esm::invoke::InProcess;
 use kinesis_esm::sequence::SequenceNumber;
-use kinesis_esm::template::{Template, TemplateOptions};
 
 const SHARD: &str = "shardId-000000000000";
 
 /// The only mapping of a one-shard template on `stream` whose event keeps `pattern`.
 fn mapping_with_filter(stream: &str, pattern: &str) -> MappingConfig {
-    let text = format!(
-        r#"Transform: AWS::Serverless-2016-10-31
-Resources:
-  Stream:
-    Type: AWS::Kinesis::Stream
-    Properties: {{Name: {stream}, ShardCount: 1}}
-  ShippingFunction:
-    Type: AWS::Serverless::Function
-    Properties:
-      Handler: bootstrap
-      Runtime: provided.al2023
-      Events:
-        ShipmentsStream:
-          Type: Kinesis
-          Properties:
-            Stream: !GetAtt Stream.Arn
-            StartingPosition: TRIM_HORIZON
-            BatchSize: 3
+    one_shard_mapping(
+        stream,
+        &format!(
+            "            BatchSize: 3
             FunctionResponseTypes: [ReportBatchItemFailures]
             KmsKeyArn: arn:aws:kms:us-east-1:123456789012:key/filters
             FilterCriteria:
               Filters:
                 - Pattern: '{pattern}'
-"#
-    );
-    let template = Template::parse("filtering.yaml", &text, &TemplateOptions::default())
-        .unwrap_or_else(|error| panic!("the template was refused: {error}"));
-    template.functions[0].mappings[0].clone()
+"
+        ),
+    )
 }
 
 /// The sequence numbers of every invoked record, in invocation order.

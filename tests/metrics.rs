@@ -10,12 +10,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use end_to_end::{Observed, TestStream, at, shipment};
+use end_to_end::{Observed, TestStream, at, one_shard_mapping, shipment};
 use kinesis_esm::config::MappingConfig;
 use kinesis_esm::invoke::InProcess;
 use kinesis_esm::kinesis::http::{SideDocument, serve_with};
 use kinesis_esm::metrics_report::{METRICS_PATH, PROMETHEUS_CONTENT_TYPE, prometheus};
-use kinesis_esm::template::{Template, TemplateOptions};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 const SHARD: &str = "shardId-000000000000";
@@ -23,32 +22,16 @@ const SHARD: &str = "shardId-000000000000";
 /// The only mapping of a one-shard template on `stream`, with `MetricsConfig` and `properties`
 /// (lines of the event's properties, indented as they are).
 fn mapping_with_metrics(stream: &str, properties: &str) -> MappingConfig {
-    let text = format!(
-        r#"Transform: AWS::Serverless-2016-10-31
-Resources:
-  Stream:
-    Type: AWS::Kinesis::Stream
-    Properties: {{Name: {stream}, ShardCount: 1}}
-  ShippingFunction:
-    Type: AWS::Serverless::Function
-    Properties:
-      Handler: bootstrap
-      Runtime: provided.al2023
-      Events:
-        ShipmentsStream:
-          Type: Kinesis
-          Properties:
-            Stream: !GetAtt Stream.Arn
-            StartingPosition: TRIM_HORIZON
-            BatchSize: 10
+    one_shard_mapping(
+        stream,
+        &format!(
+            "            BatchSize: 10
             FunctionResponseTypes: [ReportBatchItemFailures]
             MetricsConfig:
               Metrics: [EventCount]
-{properties}"#
-    );
-    let template = Template::parse("metrics.yaml", &text, &TemplateOptions::default())
-        .unwrap_or_else(|error| panic!("the template was refused: {error}"));
-    template.functions[0].mappings[0].clone()
+{properties}"
+        ),
+    )
 }
 
 /// Serves the mapping's metrics at `/metrics` beside the Kinesis API, as `kinesis-esm run`

@@ -10,13 +10,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use end_to_end::{Observed, TestStream, at, shard, shipment, shipping_bootstrap};
+use end_to_end::{
+    Observed, TestStream, at, one_shard_mapping, shard, shipment, shipping_bootstrap,
+};
 use kinesis_esm::config::MappingConfig;
 use kinesis_esm::invoke::runtime_api::{FunctionDefinition, RuntimeApi};
 use kinesis_esm::invoke::{InProcess, Invoker};
 use kinesis_esm::lease::{Checkpoint, MemoryLeaseStore};
 use kinesis_esm::mapping::MappingEvent;
-use kinesis_esm::template::{Template, TemplateOptions};
 use lambda_kinesis::{HandlerOutcome, RecordMeta};
 use test_support::intercept::{Intercepted, LeaseChange, LeaseHooks};
 
@@ -26,31 +27,13 @@ const KEYS: u32 = 37;
 
 /// The only mapping of a one-shard template on `stream`, four batches of a shard at once.
 fn mapping(stream: &str) -> MappingConfig {
-    let text = format!(
-        r#"Transform: AWS::Serverless-2016-10-31
-Resources:
-  Stream:
-    Type: AWS::Kinesis::Stream
-    Properties: {{Name: {stream}, ShardCount: 1}}
-  Function:
-    Type: AWS::Serverless::Function
-    Properties:
-      Handler: bootstrap
-      Runtime: provided.al2023
-      Events:
-        Records:
-          Type: Kinesis
-          Properties:
-            Stream: !GetAtt Stream.Arn
-            StartingPosition: TRIM_HORIZON
-            BatchSize: 10
+    let config = one_shard_mapping(
+        stream,
+        "            BatchSize: 10
             ParallelizationFactor: 4
             FunctionResponseTypes: [ReportBatchItemFailures]
-"#
+",
     );
-    let template = Template::parse("parallelization.yaml", &text, &TemplateOptions::default())
-        .unwrap_or_else(|error| panic!("the template was refused: {error}"));
-    let config = template.functions[0].mappings[0].clone();
     assert_eq!(config.parallelization_factor, 4);
     config
 }

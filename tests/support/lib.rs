@@ -23,6 +23,7 @@ use kinesis_esm::mapping::{
 };
 use kinesis_esm::sequence::SequenceNumber;
 use kinesis_esm::source::Shard;
+use kinesis_esm::template::{Template, TemplateOptions};
 use tokio::sync::mpsc;
 
 /// How long any one wait of a test may take before the test fails.
@@ -393,6 +394,34 @@ impl Observed {
     pub async fn stop(self) -> MappingStatus {
         within("the mapping to stop", self.mapping.stop()).await
     }
+}
+
+/// The only mapping of a one-shard template on `stream`, read by the template reader as
+/// `kinesis-esm run` reads it: a Kinesis event from `TRIM_HORIZON` with `properties` (YAML lines
+/// of the event's `Properties`, indented 12 spaces as they stand in the template).
+pub fn one_shard_mapping(stream: &str, properties: &str) -> MappingConfig {
+    let text = format!(
+        r#"Transform: AWS::Serverless-2016-10-31
+Resources:
+  Stream:
+    Type: AWS::Kinesis::Stream
+    Properties: {{Name: {stream}, ShardCount: 1}}
+  ShippingFunction:
+    Type: AWS::Serverless::Function
+    Properties:
+      Handler: bootstrap
+      Runtime: provided.al2023
+      Events:
+        ShipmentsStream:
+          Type: Kinesis
+          Properties:
+            Stream: !GetAtt Stream.Arn
+            StartingPosition: TRIM_HORIZON
+{properties}"#
+    );
+    let template = Template::parse(format!("{stream}.yaml"), &text, &TemplateOptions::default())
+        .unwrap_or_else(|error| panic!("the template was refused: {error}"));
+    template.functions[0].mappings[0].clone()
 }
 
 /// One shard's status; fails the test if the mapping does not know the shard.
