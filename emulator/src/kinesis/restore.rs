@@ -9,9 +9,9 @@ use super::{EmbeddedKinesis, NoJournal, PutRecordsEntry, stream};
 use crate::source::SourceError;
 
 impl EmbeddedKinesis {
-    /// Applies the changes a [`Journal`] kept, oldest first, to this (new, empty) Kinesis: the
-    /// streams, shards, records and sequence numbers come back as they were. Nothing is written
-    /// to the journal meanwhile. Returns how many changes were applied.
+    /// Applies the changes a [`Journal`](super::Journal) kept, oldest first, to this (new, empty)
+    /// Kinesis: the streams, shards, records and sequence numbers come back as they were. Nothing
+    /// is written to the journal meanwhile. Returns how many changes were applied.
     ///
     /// A change that cannot be read or applied fails the whole restore: the journal was written
     /// by something else, and carrying on would silently lose or reorder records.
