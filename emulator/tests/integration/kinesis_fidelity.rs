@@ -228,16 +228,7 @@ async fn a_quoted_shard_iterator_reads_and_a_bad_one_is_not_echoed() {
         .send()
         .await
         .unwrap();
-    let iterator = client
-        .get_shard_iterator()
-        .stream_name("orders")
-        .shard_id("shardId-000000000000")
-        .shard_iterator_type(ShardIteratorType::TrimHorizon)
-        .send()
-        .await
-        .unwrap()
-        .shard_iterator
-        .unwrap();
+    let iterator = trim_horizon_iterator(&client, "orders").await;
     let read = client
         .get_records()
         .shard_iterator(format!("\"{iterator}\""))
@@ -559,9 +550,9 @@ async fn boto3_sees_the_same_answers() {
     );
 }
 
-/// The records TRIM_HORIZON reads from the only shard of `stream`, as text.
-async fn from_trim_horizon(client: &aws_sdk_kinesis::Client, stream: &str) -> Vec<String> {
-    let iterator = client
+/// A TRIM_HORIZON iterator of the only shard of `stream`.
+async fn trim_horizon_iterator(client: &aws_sdk_kinesis::Client, stream: &str) -> String {
+    client
         .get_shard_iterator()
         .stream_name(stream)
         .shard_id("shardId-000000000000")
@@ -570,7 +561,12 @@ async fn from_trim_horizon(client: &aws_sdk_kinesis::Client, stream: &str) -> Ve
         .await
         .unwrap()
         .shard_iterator
-        .unwrap();
+        .unwrap()
+}
+
+/// The records TRIM_HORIZON reads from the only shard of `stream`, as text.
+async fn from_trim_horizon(client: &aws_sdk_kinesis::Client, stream: &str) -> Vec<String> {
+    let iterator = trim_horizon_iterator(client, stream).await;
     let read = client
         .get_records()
         .shard_iterator(iterator)
@@ -603,16 +599,7 @@ async fn iterators_expire_after_five_minutes_and_records_after_the_retention_per
     let (_server, client) = serve(&kinesis).await;
     create(&client, "orders", 1).await;
     put_text(&client, "orders", "old").await;
-    let iterator = client
-        .get_shard_iterator()
-        .stream_name("orders")
-        .shard_id("shardId-000000000000")
-        .shard_iterator_type(ShardIteratorType::TrimHorizon)
-        .send()
-        .await
-        .unwrap()
-        .shard_iterator
-        .unwrap();
+    let iterator = trim_horizon_iterator(&client, "orders").await;
 
     // Kinesis tolerates 300,000 ms and not one more.
     clock.advance(Duration::from_secs(300));
