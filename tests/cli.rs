@@ -645,15 +645,20 @@ async fn an_invoke_target_without_the_function_stops_the_run_with_exit_2() {
     .await;
     assert_eq!(run.code, Some(2), "{run:#?}");
     assert_eq!(run.stdout, "", "no summary: {run:#?}");
-    for fragment in [
-        "HTTP 404 Not Found [ResourceNotFoundException]: Function not found",
-        "pass --invoke-name binary for cargo lambda watch",
-    ] {
-        assert!(
-            run.stderr.contains(fragment),
-            "{fragment:?} is not in:\n{}",
-            run.stderr
-        );
+    assert_says_all(
+        &run.stderr,
+        &[
+            "HTTP 404 Not Found [ResourceNotFoundException]: Function not found",
+            "pass --invoke-name binary for cargo lambda watch",
+        ],
+    );
+}
+
+/// Fails unless `text` holds every one of `fragments`, showing the whole text.
+#[track_caller]
+fn assert_says_all(text: &str, fragments: &[&str]) {
+    for fragment in fragments {
+        assert!(text.contains(fragment), "{fragment:?} is not in:\n{text}");
     }
 }
 
@@ -681,16 +686,14 @@ async fn a_taken_default_port_stops_the_run_and_names_its_owner() {
         .expect("kinesis-esm starts");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
-    for fragment in [
-        "cannot serve the Kinesis API on 127.0.0.1:4566",
-        "listens on port 4566",
-        "pass --listen 127.0.0.1:PORT (127.0.0.1:0 for any free port), or --no-listen",
-    ] {
-        assert!(
-            stderr.contains(fragment),
-            "{fragment:?} is not in:\n{stderr}"
-        );
-    }
+    assert_says_all(
+        &stderr,
+        &[
+            "cannot serve the Kinesis API on 127.0.0.1:4566",
+            "listens on port 4566",
+            "pass --listen 127.0.0.1:PORT (127.0.0.1:0 for any free port), or --no-listen",
+        ],
+    );
     assert_eq!(
         stderr.matches("os error").count(),
         1,
@@ -733,18 +736,15 @@ async fn env_vars_override_the_templates_declared_variables_as_sam_does() {
     let _ = std::fs::remove_file(&env_vars);
     check_held_with_nothing_lost(&run, "Runtime.ExitError");
     assert!(run.stdout.contains("exit status 3"), "{}", run.stdout);
-    for fragment in [
-        "NoSuchFunction names no function of the template with a Kinesis event, and is not \
-         used; the template has GarbageFunction",
-        "not passed to the function: its Environment.Variables does not declare them",
-        "UNDECLARED",
-    ] {
-        assert!(
-            run.stderr.contains(fragment),
-            "{fragment:?} is not in:\n{}",
-            run.stderr
-        );
-    }
+    assert_says_all(
+        &run.stderr,
+        &[
+            "NoSuchFunction names no function of the template with a Kinesis event, and is not \
+             used; the template has GarbageFunction",
+            "not passed to the function: its Environment.Variables does not declare them",
+            "UNDECLARED",
+        ],
+    );
 }
 
 /// A malformed `--env-vars` file stops the run before anything starts, naming the file, line
