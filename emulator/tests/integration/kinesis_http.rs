@@ -1473,21 +1473,6 @@ async fn the_envelope_answers_with_kinesis_error_bodies() {
         "UnknownOperationException",
         "POST",
     );
-    let (status, _, body) = exchange(
-        &server,
-        "POST",
-        &[
-            ("Content-Type", "application/x-amz-cbor-1.1"),
-            ("X-Amz-Target", "Kinesis_20131202.ListStreams"),
-        ],
-        "\u{a0}",
-    )
-    .await;
-    check_error_body(
-        (status, serde_json::from_str(&body).unwrap()),
-        "SerializationException",
-        "AWS_CBOR_DISABLE",
-    );
 }
 
 #[tokio::test]
