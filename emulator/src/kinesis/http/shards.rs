@@ -242,7 +242,10 @@ pub(super) fn list_shards(api: &Api, request: Request<'_>) -> Result<Vec<u8>, Ap
             (
                 stream.to_owned(),
                 None,
-                input.exclusive_start_shard_id,
+                // Read by its number, as `GetShardIterator` reads a shard id.
+                input
+                    .exclusive_start_shard_id
+                    .map(|start| normalized_shard_id(&start).into_owned()),
                 filter,
             )
         }

@@ -10,7 +10,7 @@ use super::api::{Api, TagKey};
 use super::codec::{Request, WireTime};
 use super::error::{ApiError, ErrorKind};
 use super::validation::{STREAM_ARN, STREAM_NAME, Violations};
-use super::wire::{WireShard, check_name, count_in, required, stream_of};
+use super::wire::{WireShard, check_name, count_in, normalized_shard_id, required, stream_of};
 use crate::kinesis::StreamSummary;
 
 /// The most tags a stream may carry.
@@ -299,12 +299,16 @@ pub(super) fn describe_stream(api: &Api, request: Request<'_>) -> Result<Vec<u8>
     }
     let summary = api.kinesis.describe_stream_summary(stream)?;
     let shards = api.kinesis.list_shards(stream)?;
+    // Read by its number, as `GetShardIterator` reads a shard id.
+    let start = input
+        .exclusive_start_shard_id
+        .as_deref()
+        .map(normalized_shard_id);
     // Shard ids are `shardId-` and twelve digits, so text order is creation order.
     let after_start: Vec<_> = shards
         .iter()
         .filter(|shard| {
-            input
-                .exclusive_start_shard_id
+            start
                 .as_deref()
                 .is_none_or(|start| shard.shard_id.as_str() > start)
         })
