@@ -11,6 +11,7 @@ mod embedded_kinesis;
 mod invoke_api;
 mod kinesis_fidelity;
 mod kinesis_http;
+mod kinesis_http_cbor;
 mod kinesis_http_tools;
 mod runtime_api;
 mod support;

@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
+use super::codec::Request;
 use super::error::{ApiError, ErrorKind};
 use super::{policies, records, shards, streams};
 use crate::kinesis::EmbeddedKinesis;
@@ -83,32 +84,32 @@ impl Api {
         Ok((summary.name, summary.created))
     }
 
-    /// Runs `operation` on a request body; the answer body, empty for operations that answer
-    /// with nothing.
-    pub(super) fn call(&self, operation: &str, body: &[u8]) -> Result<Vec<u8>, ApiError> {
+    /// Runs `operation` on a request; the answer body, in the request's encoding, empty for
+    /// operations that answer with nothing.
+    pub(super) fn call(&self, operation: &str, request: Request<'_>) -> Result<Vec<u8>, ApiError> {
         match operation {
-            "CreateStream" => streams::create_stream(self, body),
-            "DeleteStream" => streams::delete_stream(self, body),
-            "DescribeStream" => streams::describe_stream(self, body),
-            "DescribeStreamSummary" => streams::describe_stream_summary(self, body),
-            "ListStreams" => streams::list_streams(self, body),
-            "UpdateStreamMode" => streams::update_stream_mode(self, body),
-            "IncreaseStreamRetentionPeriod" => streams::change_retention(self, body, true),
-            "DecreaseStreamRetentionPeriod" => streams::change_retention(self, body, false),
-            "AddTagsToStream" => streams::add_tags(self, body),
-            "RemoveTagsFromStream" => streams::remove_tags(self, body),
-            "ListTagsForStream" => streams::list_tags(self, body),
-            "ListShards" => shards::list_shards(self, body),
-            "SplitShard" => shards::split_shard(self, body),
-            "MergeShards" => shards::merge_shards(self, body),
-            "UpdateShardCount" => shards::update_shard_count(self, body),
-            "PutRecord" => records::put_record(self, body),
-            "PutRecords" => records::put_records(self, body),
-            "GetShardIterator" => records::get_shard_iterator(self, body),
-            "GetRecords" => records::get_records(self, body),
-            "PutResourcePolicy" => policies::put_resource_policy(self, body),
-            "GetResourcePolicy" => policies::get_resource_policy(self, body),
-            "DeleteResourcePolicy" => policies::delete_resource_policy(self, body),
+            "CreateStream" => streams::create_stream(self, request),
+            "DeleteStream" => streams::delete_stream(self, request),
+            "DescribeStream" => streams::describe_stream(self, request),
+            "DescribeStreamSummary" => streams::describe_stream_summary(self, request),
+            "ListStreams" => streams::list_streams(self, request),
+            "UpdateStreamMode" => streams::update_stream_mode(self, request),
+            "IncreaseStreamRetentionPeriod" => streams::change_retention(self, request, true),
+            "DecreaseStreamRetentionPeriod" => streams::change_retention(self, request, false),
+            "AddTagsToStream" => streams::add_tags(self, request),
+            "RemoveTagsFromStream" => streams::remove_tags(self, request),
+            "ListTagsForStream" => streams::list_tags(self, request),
+            "ListShards" => shards::list_shards(self, request),
+            "SplitShard" => shards::split_shard(self, request),
+            "MergeShards" => shards::merge_shards(self, request),
+            "UpdateShardCount" => shards::update_shard_count(self, request),
+            "PutRecord" => records::put_record(self, request),
+            "PutRecords" => records::put_records(self, request),
+            "GetShardIterator" => records::get_shard_iterator(self, request),
+            "GetRecords" => records::get_records(self, request),
+            "PutResourcePolicy" => policies::put_resource_policy(self, request),
+            "GetResourcePolicy" => policies::get_resource_policy(self, request),
+            "DeleteResourcePolicy" => policies::delete_resource_policy(self, request),
             _ => Err(ApiError::new(
                 ErrorKind::UnknownOperation,
                 format!(

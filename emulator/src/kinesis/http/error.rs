@@ -3,6 +3,7 @@
 use hyper::StatusCode;
 use serde::Serialize;
 
+use super::codec::Format;
 use crate::source::SourceError;
 
 /// The exceptions this endpoint answers with, named as Kinesis names them.
@@ -83,18 +84,18 @@ impl ApiError {
         Self::new(ErrorKind::Validation, message)
     }
 
-    /// The JSON body: `{"__type": "...Exception", "message": "..."}`.
-    pub(super) fn body(&self) -> Vec<u8> {
+    /// The body, in the request's encoding: `{"__type": "...Exception", "message": "..."}`
+    /// (a map of the same two members in CBOR, as Kinesis answers it).
+    pub(super) fn body(&self, format: Format) -> Vec<u8> {
         #[derive(Serialize)]
         struct Body<'a> {
             __type: &'a str,
             message: &'a str,
         }
-        serde_json::to_vec(&Body {
+        format.write(&Body {
             __type: self.kind.as_str(),
             message: &self.message,
         })
-        .expect("two strings always serialize")
     }
 }
 
@@ -130,7 +131,7 @@ mod tests {
     #[track_caller]
     fn check(error: SourceError, expected_type: &str, expected_message: &str) {
         let error = ApiError::from(error);
-        let body: serde_json::Value = serde_json::from_slice(&error.body()).unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&error.body(Format::Json)).unwrap();
         assert_eq!(
             body,
             serde_json::json!({"__type": expected_type, "message": expected_message})

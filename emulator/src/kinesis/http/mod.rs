@@ -20,8 +20,12 @@
 //! **Protocol.** AWS JSON 1.1, as the Kinesis API reference describes it: `POST` with
 //! `Content-Type: application/x-amz-json-1.1` and `X-Amz-Target: Kinesis_20131202.<Operation>`;
 //! blobs (`Data`) are base64 text, timestamps are seconds since the Unix epoch with a fraction.
+//! A request with `Content-Type: application/x-amz-cbor-1.1` (what the AWS SDKs for Java, the
+//! KPL and the KCL send by default) is read as CBOR and answered in CBOR: the same members,
+//! blobs as byte strings, timestamps as tag 1 around epoch milliseconds (`codec.rs`).
 //! Every answer carries an `x-amzn-RequestId` header. Errors are HTTP 400 with
-//! `{"__type": "<Name>Exception", "message": "..."}`: the embedded Kinesis' own errors keep
+//! `{"__type": "<Name>Exception", "message": "..."}` (a CBOR map of the same to a CBOR
+//! request): the embedded Kinesis' own errors keep
 //! their Kinesis names (`ResourceNotFoundException`, `InvalidArgumentException`,
 //! `ExpiredIteratorException`, `LimitExceededException`, `ResourceInUseException`,
 //! `ExpiredNextTokenException`); a request that breaks a constraint of the API model (a
@@ -48,10 +52,6 @@
 //! `ACTIVE` at once, no throttling; see [`super`]):
 //! - Requests are not authenticated: signature headers are accepted without being checked, so
 //!   any credentials work. Serve on loopback only.
-//! - Only JSON is spoken. `aws-sdk-kinesis`, boto3 and the aws CLI use JSON for Kinesis; the
-//!   AWS SDK for Java sends CBOR unless told not to (`AWS_CBOR_DISABLE=true` for 1.x,
-//!   `-Daws.cborEnabled=false` for 2.x), and a CBOR request gets a `SerializationException`
-//!   saying so.
 //! - `ON_DEMAND` streams (what `CreateStream` without a `ShardCount` makes, with 4 shards) are
 //!   a mode and nothing more: they do not scale by themselves, and resharding calls work on
 //!   them as on `PROVISIONED` ones. `UpdateStreamMode` switches at once, as often as asked.
@@ -66,6 +66,7 @@
 //!   `AT_TIMESTAMP` as Kinesis does for `FROM_TIMESTAMP`.
 
 mod api;
+mod codec;
 mod error;
 mod policies;
 mod records;

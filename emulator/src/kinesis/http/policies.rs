@@ -5,9 +5,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::api::Api;
+use super::codec::Request;
 use super::error::{ApiError, ErrorKind};
 use super::validation::{RESOURCE_ARN, Violations};
-use super::wire::{parse, reply};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "PascalCase")]
@@ -28,8 +28,8 @@ const NO_POLICY: &str = "{}";
 
 /// Reads the `ResourceARN` (and, for a put, the `Policy`) of a request, checked against the
 /// API's shapes.
-fn read(body: &[u8], needs_policy: bool) -> Result<(String, Option<String>), ApiError> {
-    let input: PolicyInput = parse(body)?;
+fn read(request: Request<'_>, needs_policy: bool) -> Result<(String, Option<String>), ApiError> {
+    let input: PolicyInput = request.parse()?;
     let mut violations = Violations::new();
     let arn = violations.required(input.resource_arn, "ResourceARN");
     violations.text("ResourceARN", arn.as_deref(), RESOURCE_ARN);
@@ -44,8 +44,8 @@ fn read(body: &[u8], needs_policy: bool) -> Result<(String, Option<String>), Api
 
 /// `PutResourcePolicy`: sets or replaces the policy of an existing stream. The policy must be
 /// a JSON object; its statements are kept as given.
-pub(super) fn put_resource_policy(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
-    let (arn, policy) = read(body, true)?;
+pub(super) fn put_resource_policy(api: &Api, request: Request<'_>) -> Result<Vec<u8>, ApiError> {
+    let (arn, policy) = read(request, true)?;
     let policy = policy.unwrap_or_default();
     let is_object =
         serde_json::from_str::<serde_json::Value>(&policy).is_ok_and(|value| value.is_object());
@@ -60,17 +60,17 @@ pub(super) fn put_resource_policy(api: &Api, body: &[u8]) -> Result<Vec<u8>, Api
 }
 
 /// `GetResourcePolicy`: the stream's policy, or `{}` when it has none.
-pub(super) fn get_resource_policy(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
-    let (arn, _) = read(body, false)?;
+pub(super) fn get_resource_policy(api: &Api, request: Request<'_>) -> Result<Vec<u8>, ApiError> {
+    let (arn, _) = read(request, false)?;
     let key = api.stream_key(&arn)?;
     let policies = api.policies();
     let policy = policies.get(&key).map_or(NO_POLICY, String::as_str);
-    Ok(reply(&GetResourcePolicyOutput { policy }))
+    Ok(request.reply(&GetResourcePolicyOutput { policy }))
 }
 
 /// `DeleteResourcePolicy`: removes the stream's policy; a stream without one is an error.
-pub(super) fn delete_resource_policy(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
-    let (arn, _) = read(body, false)?;
+pub(super) fn delete_resource_policy(api: &Api, request: Request<'_>) -> Result<Vec<u8>, ApiError> {
+    let (arn, _) = read(request, false)?;
     let key = api.stream_key(&arn)?;
     match api.policies().remove(&key) {
         Some(_) => Ok(Vec::new()),

@@ -1,30 +1,34 @@
 //! Record operations: `PutRecord`, `PutRecords`, `GetShardIterator` and `GetRecords`.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use base64::Engine as _;
-use base64::display::Base64Display;
 use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 use super::api::Api;
+use super::codec::{BlobInput, Request, WireTime, blob};
 use super::error::{ApiError, ErrorKind};
 use super::validation::{
     HASH_KEY, PARTITION_KEY, SEQUENCE_NUMBER, SHARD_ID, SHARD_ITERATOR, Violations,
 };
 use super::wire::{
-    Timestamp, WireHashKeyRange, check_stream, epoch_seconds, java_date_string, named_stream,
-    normalized_shard_id, parse, reply,
+    Timestamp, WireHashKeyRange, check_stream, java_date_string, named_stream, normalized_shard_id,
 };
 use crate::kinesis::{MAX_GET_RECORDS_LIMIT, MAX_PUT_RECORDS_ENTRIES, PutRecordsEntry};
 use crate::sequence::SequenceNumber;
 use crate::source::{ChildShard, IteratorPosition, Record, SourceError};
 
-/// `Data` in a request: base64 text, borrowed from the body when it holds no escapes.
-fn decode_data(data: &str, record: Option<usize>) -> Result<Bytes, ApiError> {
-    STANDARD.decode(data).map(Bytes::from).map_err(|error| {
+/// `Data` in a request: base64 text (borrowed from a JSON body when it holds no escapes), or
+/// the bytes of a CBOR byte string.
+fn decode_data(data: Option<BlobInput<'_>>, record: Option<usize>) -> Result<Bytes, ApiError> {
+    let text = match data {
+        None => return Ok(Bytes::new()),
+        Some(BlobInput::Bytes(bytes)) => return Ok(Bytes::from(bytes)),
+        Some(BlobInput::Base64(text)) => text,
+    };
+    STANDARD.decode(&*text).map(Bytes::from).map_err(|error| {
         let which = record.map_or_else(String::new, |position| format!(" of record {position}"));
         ApiError::new(
             ErrorKind::Serialization,
@@ -37,7 +41,7 @@ fn decode_data(data: &str, record: Option<usize>) -> Result<Bytes, ApiError> {
 /// `PutRecords` request.
 fn check_entry(
     violations: &mut Violations,
-    data: Option<&str>,
+    data: Option<&BlobInput<'_>>,
     partition_key: Option<&str>,
     explicit_hash_key: Option<&str>,
     record: Option<usize>,
@@ -54,12 +58,12 @@ fn check_entry(
 
 /// A record to put, checked already, with its position in the request for error messages.
 fn entry(
-    data: Option<&str>,
+    data: Option<BlobInput<'_>>,
     partition_key: Option<String>,
     explicit_hash_key: Option<String>,
     record: Option<usize>,
 ) -> Result<PutRecordsEntry, ApiError> {
-    let data = decode_data(data.unwrap_or_default(), record)?;
+    let data = decode_data(data, record)?;
     let partition_key: Arc<str> = partition_key.unwrap_or_default().into();
     let entry = PutRecordsEntry::new(partition_key, data);
     Ok(match explicit_hash_key {
@@ -75,7 +79,7 @@ struct PutRecordInput<'a> {
     #[serde(rename = "StreamARN")]
     stream_arn: Option<String>,
     #[serde(borrow)]
-    data: Option<Cow<'a, str>>,
+    data: Option<BlobInput<'a>>,
     partition_key: Option<String>,
     explicit_hash_key: Option<String>,
     sequence_number_for_ordering: Option<String>,
@@ -91,8 +95,8 @@ struct PutRecordOutput<'a> {
 
 /// `PutRecord`. `SequenceNumberForOrdering` is checked and otherwise ignored: the embedded
 /// Kinesis numbers the records of a partition key in the order they arrive anyway.
-pub(super) fn put_record(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
-    let input: PutRecordInput<'_> = parse(body)?;
+pub(super) fn put_record(api: &Api, request: Request<'_>) -> Result<Vec<u8>, ApiError> {
+    let input: PutRecordInput<'_> = request.parse()?;
     let mut violations = Violations::new();
     check_stream(
         &mut violations,
@@ -101,7 +105,7 @@ pub(super) fn put_record(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
     );
     check_entry(
         &mut violations,
-        input.data.as_deref(),
+        input.data.as_ref(),
         input.partition_key.as_deref(),
         input.explicit_hash_key.as_deref(),
         None,
@@ -118,13 +122,13 @@ pub(super) fn put_record(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
         input.stream_arn.as_deref(),
     )?;
     let record = entry(
-        input.data.as_deref(),
+        input.data,
         input.partition_key,
         input.explicit_hash_key,
         None,
     )?;
     let put = api.kinesis.put_record(stream, record)?;
-    Ok(reply(&PutRecordOutput {
+    Ok(request.reply(&PutRecordOutput {
         shard_id: &put.shard_id,
         sequence_number: put.sequence_number.as_str(),
         encryption_type: "NONE",
@@ -145,7 +149,7 @@ struct PutRecordsInput<'a> {
 #[serde(rename_all = "PascalCase")]
 struct PutRecordsRequestEntry<'a> {
     #[serde(borrow)]
-    data: Option<Cow<'a, str>>,
+    data: Option<BlobInput<'a>>,
     partition_key: Option<String>,
     explicit_hash_key: Option<String>,
 }
@@ -167,8 +171,8 @@ struct PutRecordsResultEntry<'a> {
 
 /// `PutRecords`: 1 to 500 records. As throughput is not modelled no record fails on its own,
 /// so `FailedRecordCount` is always 0; a record that breaks a rule fails the whole call.
-pub(super) fn put_records(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
-    let input: PutRecordsInput<'_> = parse(body)?;
+pub(super) fn put_records(api: &Api, request: Request<'_>) -> Result<Vec<u8>, ApiError> {
+    let input: PutRecordsInput<'_> = request.parse()?;
     let mut violations = Violations::new();
     check_stream(
         &mut violations,
@@ -185,7 +189,7 @@ pub(super) fn put_records(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
     for (position, record) in records.iter().flatten().enumerate() {
         check_entry(
             &mut violations,
-            record.data.as_deref(),
+            record.data.as_ref(),
             record.partition_key.as_deref(),
             record.explicit_hash_key.as_deref(),
             Some(position),
@@ -203,7 +207,7 @@ pub(super) fn put_records(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
         .enumerate()
         .map(|(position, record)| {
             entry(
-                record.data.as_deref(),
+                record.data,
                 record.partition_key,
                 record.explicit_hash_key,
                 Some(position),
@@ -211,7 +215,7 @@ pub(super) fn put_records(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     let puts = api.kinesis.put_records(stream, entries)?;
-    Ok(reply(&PutRecordsOutput {
+    Ok(request.reply(&PutRecordsOutput {
         failed_record_count: 0,
         records: puts
             .iter()
@@ -252,8 +256,8 @@ const ITERATOR_TYPES: [&str; 5] = [
 ];
 
 /// `GetShardIterator`.
-pub(super) fn get_shard_iterator(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
-    let input: GetShardIteratorInput = parse(body)?;
+pub(super) fn get_shard_iterator(api: &Api, request: Request<'_>) -> Result<Vec<u8>, ApiError> {
+    let input: GetShardIteratorInput = request.parse()?;
     let mut violations = Violations::new();
     check_stream(
         &mut violations,
@@ -305,7 +309,7 @@ pub(super) fn get_shard_iterator(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiE
     let shard_iterator = api
         .kinesis
         .get_shard_iterator(stream, &shard_id, &position)?;
-    Ok(reply(&GetShardIteratorOutput { shard_iterator }))
+    Ok(request.reply(&GetShardIteratorOutput { shard_iterator }))
 }
 
 #[derive(Deserialize)]
@@ -330,8 +334,8 @@ struct GetRecordsOutput<'a> {
 #[serde(rename_all = "PascalCase")]
 struct WireRecord<'a> {
     sequence_number: &'a str,
-    approximate_arrival_timestamp: f64,
-    #[serde(serialize_with = "base64_text")]
+    approximate_arrival_timestamp: WireTime,
+    #[serde(serialize_with = "blob")]
     data: &'a [u8],
     partition_key: &'a str,
 }
@@ -340,16 +344,11 @@ impl<'a> From<&'a Record> for WireRecord<'a> {
     fn from(record: &'a Record) -> Self {
         Self {
             sequence_number: record.sequence_number.as_str(),
-            approximate_arrival_timestamp: epoch_seconds(record.approximate_arrival),
+            approximate_arrival_timestamp: WireTime(record.approximate_arrival),
             data: &record.data,
             partition_key: &record.partition_key,
         }
     }
-}
-
-/// Writes bytes as base64 text straight into the answer, without an intermediate string.
-fn base64_text<S: Serializer>(data: &&[u8], serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.collect_str(&Base64Display::new(data, &STANDARD))
 }
 
 #[derive(Serialize)]
@@ -398,8 +397,8 @@ fn expired_iterator(api: &Api, iterator: &str) -> ApiError {
 
 /// `GetRecords`: up to `Limit` records (10,000 when not given). A `StreamARN` may come along,
 /// but the iterator alone says what is read.
-pub(super) fn get_records(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
-    let input: GetRecordsInput = parse(body)?;
+pub(super) fn get_records(api: &Api, request: Request<'_>) -> Result<Vec<u8>, ApiError> {
+    let input: GetRecordsInput = request.parse()?;
     let mut violations = Violations::new();
     let iterator = violations.required(input.shard_iterator.as_deref(), "ShardIterator");
     let iterator = iterator.map(unquoted);
@@ -417,7 +416,7 @@ pub(super) fn get_records(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
             SourceError::ExpiredIterator => expired_iterator(api, iterator),
             other => ApiError::from(other),
         })?;
-    Ok(reply(&GetRecordsOutput {
+    Ok(request.reply(&GetRecordsOutput {
         records: output.records.iter().map(WireRecord::from).collect(),
         next_shard_iterator: output.next_shard_iterator.as_deref(),
         millis_behind_latest: output.millis_behind_latest,

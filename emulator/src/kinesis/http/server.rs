@@ -1,4 +1,5 @@
-//! The HTTP side: connections, the JSON 1.1 envelope around each call, and a graceful stop.
+//! The HTTP side: connections, the envelope around each call (JSON 1.1 or CBOR 1.1, by its
+//! `Content-Type`), and a graceful stop.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::api::Api;
+use super::codec::{Format, Request as ApiRequest};
 use super::error::{ApiError, ErrorKind};
 
 /// The largest request body read. `PutRecords` carries at most 5 MiB of data, which is
@@ -30,8 +32,6 @@ const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(50);
 
 /// How long a stop waits for requests in flight before it drops their connections.
 const STOP_GRACE: Duration = Duration::from_secs(5);
-
-const JSON_1_1: HeaderValue = HeaderValue::from_static("application/x-amz-json-1.1");
 
 /// What one endpoint answers: the Kinesis API, a side document, or both.
 pub(super) struct Served {
@@ -152,6 +152,7 @@ async fn respond(served: &Served, request: Request<Incoming>) -> Response<Full<B
             })
     };
     let too_large = matches!(body, Err(BodyError::TooLarge));
+    let format = format_of(&parts);
     let operation = operation_of(&parts);
     let result = match (&operation, body) {
         (Err(error), _) => Err(error.clone()),
@@ -164,7 +165,13 @@ async fn respond(served: &Served, request: Request<Incoming>) -> Response<Full<B
             format!("Could not read the request body (at most {MAX_REQUEST_BYTES} bytes): {error}"),
         )),
         (Ok(operation), Ok(body)) => match &served.api {
-            Some(api) => api.call(operation, &body.to_bytes()),
+            Some(api) => api.call(
+                operation,
+                ApiRequest {
+                    format,
+                    body: &body.to_bytes(),
+                },
+            ),
             None => Err(ApiError::new(
                 ErrorKind::UnknownOperation,
                 format!(
@@ -200,17 +207,30 @@ async fn respond(served: &Served, request: Request<Incoming>) -> Response<Full<B
             } else {
                 error.kind.status()
             };
-            (status, error.body())
+            (status, error.body(format))
         }
     };
     let mut response = Response::new(Full::new(Bytes::from(body)));
     *response.status_mut() = status;
     let headers = response.headers_mut();
-    headers.insert(CONTENT_TYPE, JSON_1_1);
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static(format.content_type()),
+    );
     if let Ok(request_id) = HeaderValue::from_str(&request_id) {
         headers.insert("x-amzn-RequestId", request_id);
     }
     response
+}
+
+/// The encoding of a request and its answer, by its `Content-Type`: CBOR 1.1 or JSON 1.1.
+fn format_of(parts: &Parts) -> Format {
+    let content_type = parts
+        .headers
+        .get(CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
+    Format::of_content_type(content_type)
 }
 
 /// The operation a request calls: `POST` with `X-Amz-Target: Kinesis_20131202.<Operation>`.
@@ -220,21 +240,6 @@ fn operation_of(parts: &Parts) -> Result<&str, ApiError> {
         return Err(ApiError::new(
             ErrorKind::UnknownOperation,
             format!("The Kinesis API is called with POST, not {}", parts.method),
-        ));
-    }
-    let content_type = parts
-        .headers
-        .get(CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or_default();
-    if content_type.contains("cbor") {
-        return Err(ApiError::new(
-            ErrorKind::Serialization,
-            format!(
-                "Content-Type {content_type} is not served: this endpoint speaks JSON 1.1 only. \
-                 Turn CBOR off in the client (AWS SDK for Java: AWS_CBOR_DISABLE=true for 1.x, \
-                 aws.cborEnabled=false for 2.x)"
-            ),
         ));
     }
     let target = parts

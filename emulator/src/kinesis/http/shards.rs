@@ -7,10 +7,10 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 
 use super::api::Api;
+use super::codec::Request;
 use super::error::{ApiError, ErrorKind};
 use super::wire::{
-    Timestamp, WireShard, check_name, count_in, normalized_shard_id, parse, reply, required,
-    stream_of,
+    Timestamp, WireShard, check_name, count_in, normalized_shard_id, required, stream_of,
 };
 use crate::kinesis::{ScalingType, ShardLifetime};
 use crate::source::Shard;
@@ -179,8 +179,8 @@ struct ListShardsOutput<'a> {
 /// with `StreamName`, `StreamARN`, `ExclusiveStartShardId`, `StreamCreationTimestamp` or
 /// `ShardFilter` (`InvalidArgumentException`), and it expires after 300 seconds
 /// (`ExpiredNextTokenException`).
-pub(super) fn list_shards(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
-    let input: ListShardsInput = parse(body)?;
+pub(super) fn list_shards(api: &Api, request: Request<'_>) -> Result<Vec<u8>, ApiError> {
+    let input: ListShardsInput = request.parse()?;
     let page = match input.max_results {
         Some(max) => count_in(max, 1..=10_000, "MaxResults")?.min(LIST_SHARDS_PAGE),
         None => LIST_SHARDS_PAGE,
@@ -242,7 +242,10 @@ pub(super) fn list_shards(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
             (
                 stream.to_owned(),
                 None,
-                input.exclusive_start_shard_id,
+                // Read by its number, as `GetShardIterator` reads a shard id.
+                input
+                    .exclusive_start_shard_id
+                    .map(|start| normalized_shard_id(&start).into_owned()),
                 filter,
             )
         }
@@ -297,7 +300,7 @@ pub(super) fn list_shards(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
         }
         .encode()
     });
-    Ok(reply(&ListShardsOutput {
+    Ok(request.reply(&ListShardsOutput {
         shards: kept.into_iter().map(WireShard::from).collect(),
         next_token,
     }))
@@ -319,8 +322,8 @@ struct SplitShardInput {
 }
 
 /// `SplitShard`: done when the call returns.
-pub(super) fn split_shard(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
-    let input: SplitShardInput = parse(body)?;
+pub(super) fn split_shard(api: &Api, request: Request<'_>) -> Result<Vec<u8>, ApiError> {
+    let input: SplitShardInput = request.parse()?;
     let stream = stream_of(
         &api.kinesis,
         input.stream_name.as_deref(),
@@ -345,8 +348,8 @@ struct MergeShardsInput {
 }
 
 /// `MergeShards`: done when the call returns.
-pub(super) fn merge_shards(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
-    let input: MergeShardsInput = parse(body)?;
+pub(super) fn merge_shards(api: &Api, request: Request<'_>) -> Result<Vec<u8>, ApiError> {
+    let input: MergeShardsInput = request.parse()?;
     let stream = stream_of(
         &api.kinesis,
         input.stream_name.as_deref(),
@@ -388,8 +391,8 @@ struct UpdateShardCountOutput {
 }
 
 /// `UpdateShardCount`: done when the call returns.
-pub(super) fn update_shard_count(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
-    let input: UpdateShardCountInput = parse(body)?;
+pub(super) fn update_shard_count(api: &Api, request: Request<'_>) -> Result<Vec<u8>, ApiError> {
+    let input: UpdateShardCountInput = request.parse()?;
     let stream = stream_of(
         &api.kinesis,
         input.stream_name.as_deref(),
@@ -403,7 +406,7 @@ pub(super) fn update_shard_count(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiE
         u32::try_from(target).expect("checked against u32::MAX"),
         scaling_type,
     )?;
-    Ok(reply(&UpdateShardCountOutput {
+    Ok(request.reply(&UpdateShardCountOutput {
         stream_name: output.stream_name,
         current_shard_count: output.current_shard_count,
         target_shard_count: output.target_shard_count,

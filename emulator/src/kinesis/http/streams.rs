@@ -7,11 +7,10 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 
 use super::api::{Api, TagKey};
+use super::codec::{Request, WireTime};
 use super::error::{ApiError, ErrorKind};
 use super::validation::{STREAM_ARN, STREAM_NAME, Violations};
-use super::wire::{
-    WireShard, check_name, count_in, epoch_seconds, parse, reply, required, stream_of,
-};
+use super::wire::{WireShard, check_name, count_in, normalized_shard_id, required, stream_of};
 use crate::kinesis::StreamSummary;
 
 /// The most tags a stream may carry.
@@ -73,8 +72,8 @@ struct CreateStreamInput {
 
 /// `CreateStream`: `ACTIVE` when the call returns. Without a `ShardCount` (or with
 /// `StreamMode` `ON_DEMAND`) the stream is `ON_DEMAND` with 4 shards, as Kinesis makes it.
-pub(super) fn create_stream(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
-    let input: CreateStreamInput = parse(body)?;
+pub(super) fn create_stream(api: &Api, request: Request<'_>) -> Result<Vec<u8>, ApiError> {
+    let input: CreateStreamInput = request.parse()?;
     let mut violations = Violations::new();
     let name = violations.required(input.stream_name, "StreamName");
     violations.text("StreamName", name.as_deref(), STREAM_NAME);
@@ -143,8 +142,8 @@ struct UpdateStreamModeInput {
 
 /// `UpdateStreamMode`: switches a stream between `PROVISIONED` and `ON_DEMAND`; its shards
 /// stay as they are.
-pub(super) fn update_stream_mode(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
-    let input: UpdateStreamModeInput = parse(body)?;
+pub(super) fn update_stream_mode(api: &Api, request: Request<'_>) -> Result<Vec<u8>, ApiError> {
+    let input: UpdateStreamModeInput = request.parse()?;
     let mut violations = Violations::new();
     let arn = violations.required(input.stream_arn, "StreamARN");
     violations.text("StreamARN", arn.as_deref(), STREAM_ARN);
@@ -179,8 +178,8 @@ struct StreamInput {
 }
 
 /// `DeleteStream`: gone when the call returns, with its tags.
-pub(super) fn delete_stream(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
-    let input: StreamInput = parse(body)?;
+pub(super) fn delete_stream(api: &Api, request: Request<'_>) -> Result<Vec<u8>, ApiError> {
+    let input: StreamInput = request.parse()?;
     let stream = stream_of(
         &api.kinesis,
         input.stream_name.as_deref(),
@@ -209,7 +208,7 @@ struct WireStreamSummary {
     stream_status: &'static str,
     stream_mode_details: StreamModeDetails,
     retention_period_hours: u64,
-    stream_creation_timestamp: f64,
+    stream_creation_timestamp: WireTime,
     enhanced_monitoring: [EnhancedMetrics; 1],
     encryption_type: &'static str,
     open_shard_count: usize,
@@ -217,8 +216,11 @@ struct WireStreamSummary {
 }
 
 /// `DescribeStreamSummary`.
-pub(super) fn describe_stream_summary(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
-    let input: StreamInput = parse(body)?;
+pub(super) fn describe_stream_summary(
+    api: &Api,
+    request: Request<'_>,
+) -> Result<Vec<u8>, ApiError> {
+    let input: StreamInput = request.parse()?;
     let stream = stream_of(
         &api.kinesis,
         input.stream_name.as_deref(),
@@ -226,12 +228,12 @@ pub(super) fn describe_stream_summary(api: &Api, body: &[u8]) -> Result<Vec<u8>,
     )?;
     let summary = api.kinesis.describe_stream_summary(stream)?;
     let key = (summary.name.clone(), summary.created);
-    Ok(reply(&DescribeStreamSummaryOutput {
+    Ok(request.reply(&DescribeStreamSummaryOutput {
         stream_description_summary: WireStreamSummary {
             stream_status: summary.status.as_str(),
             stream_mode_details: StreamModeDetails::of(api, &key),
             retention_period_hours: retention_hours(&summary),
-            stream_creation_timestamp: epoch_seconds(summary.created),
+            stream_creation_timestamp: WireTime(summary.created),
             enhanced_monitoring: NO_ENHANCED_MONITORING,
             encryption_type: "NONE",
             open_shard_count: summary.open_shard_count,
@@ -275,14 +277,14 @@ struct WireStreamDescription<'a> {
     shards: Vec<WireShard<'a>>,
     has_more_shards: bool,
     retention_period_hours: u64,
-    stream_creation_timestamp: f64,
+    stream_creation_timestamp: WireTime,
     enhanced_monitoring: [EnhancedMetrics; 1],
     encryption_type: &'static str,
 }
 
 /// `DescribeStream`: the stream and a page of its shards (at most 100), in order of creation.
-pub(super) fn describe_stream(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
-    let input: DescribeStreamInput = parse(body)?;
+pub(super) fn describe_stream(api: &Api, request: Request<'_>) -> Result<Vec<u8>, ApiError> {
+    let input: DescribeStreamInput = request.parse()?;
     let stream = stream_of(
         &api.kinesis,
         input.stream_name.as_deref(),
@@ -297,19 +299,23 @@ pub(super) fn describe_stream(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiErro
     }
     let summary = api.kinesis.describe_stream_summary(stream)?;
     let shards = api.kinesis.list_shards(stream)?;
+    // Read by its number, as `GetShardIterator` reads a shard id.
+    let start = input
+        .exclusive_start_shard_id
+        .as_deref()
+        .map(normalized_shard_id);
     // Shard ids are `shardId-` and twelve digits, so text order is creation order.
     let after_start: Vec<_> = shards
         .iter()
         .filter(|shard| {
-            input
-                .exclusive_start_shard_id
+            start
                 .as_deref()
                 .is_none_or(|start| shard.shard_id.as_str() > start)
         })
         .collect();
     let has_more_shards = after_start.len() > page;
     let key = (summary.name.clone(), summary.created);
-    Ok(reply(&DescribeStreamOutput {
+    Ok(request.reply(&DescribeStreamOutput {
         stream_description: WireStreamDescription {
             stream_status: summary.status.as_str(),
             stream_mode_details: StreamModeDetails::of(api, &key),
@@ -320,7 +326,7 @@ pub(super) fn describe_stream(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiErro
                 .collect(),
             has_more_shards,
             retention_period_hours: retention_hours(&summary),
-            stream_creation_timestamp: epoch_seconds(summary.created),
+            stream_creation_timestamp: WireTime(summary.created),
             enhanced_monitoring: NO_ENHANCED_MONITORING,
             encryption_type: "NONE",
             stream_name: summary.name,
@@ -355,13 +361,13 @@ struct WireListedStream {
     stream_arn: String,
     stream_status: &'static str,
     stream_mode_details: StreamModeDetails,
-    stream_creation_timestamp: f64,
+    stream_creation_timestamp: WireTime,
 }
 
 /// `ListStreams`: names in alphabetical order, at most 100 a page. The `NextToken` holds the
 /// last name returned.
-pub(super) fn list_streams(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
-    let input: ListStreamsInput = parse(body)?;
+pub(super) fn list_streams(api: &Api, request: Request<'_>) -> Result<Vec<u8>, ApiError> {
+    let input: ListStreamsInput = request.parse()?;
     let page = match input.limit {
         Some(limit) => count_in(limit, 1..=10_000, "Limit")?.min(LIST_STREAMS_PAGE),
         None => LIST_STREAMS_PAGE,
@@ -385,7 +391,7 @@ pub(super) fn list_streams(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> 
         .then(|| summaries.last())
         .flatten()
         .map(|last| URL_SAFE_NO_PAD.encode(&last.name));
-    Ok(reply(&ListStreamsOutput {
+    Ok(request.reply(&ListStreamsOutput {
         stream_names: summaries
             .iter()
             .map(|summary| summary.name.clone())
@@ -400,7 +406,7 @@ pub(super) fn list_streams(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> 
                     api,
                     &(summary.name.clone(), summary.created),
                 ),
-                stream_creation_timestamp: epoch_seconds(summary.created),
+                stream_creation_timestamp: WireTime(summary.created),
                 stream_name: summary.name,
                 stream_arn: summary.arn,
             })
@@ -430,10 +436,10 @@ struct RetentionInput {
 /// `IncreaseStreamRetentionPeriod` (`increase`) and `DecreaseStreamRetentionPeriod`.
 pub(super) fn change_retention(
     api: &Api,
-    body: &[u8],
+    request: Request<'_>,
     increase: bool,
 ) -> Result<Vec<u8>, ApiError> {
-    let input: RetentionInput = parse(body)?;
+    let input: RetentionInput = request.parse()?;
     let stream = stream_of(
         &api.kinesis,
         input.stream_name.as_deref(),
@@ -515,8 +521,8 @@ struct AddTagsInput {
 }
 
 /// `AddTagsToStream`: adds tags, replacing the values of keys the stream has already.
-pub(super) fn add_tags(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
-    let input: AddTagsInput = parse(body)?;
+pub(super) fn add_tags(api: &Api, request: Request<'_>) -> Result<Vec<u8>, ApiError> {
+    let input: AddTagsInput = request.parse()?;
     let stream = stream_of(
         &api.kinesis,
         input.stream_name.as_deref(),
@@ -548,8 +554,8 @@ struct RemoveTagsInput {
 }
 
 /// `RemoveTagsFromStream`: keys the stream does not have are ignored.
-pub(super) fn remove_tags(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
-    let input: RemoveTagsInput = parse(body)?;
+pub(super) fn remove_tags(api: &Api, request: Request<'_>) -> Result<Vec<u8>, ApiError> {
+    let input: RemoveTagsInput = request.parse()?;
     let stream = stream_of(
         &api.kinesis,
         input.stream_name.as_deref(),
@@ -590,8 +596,8 @@ struct WireTag {
 }
 
 /// `ListTagsForStream`: tags in key order, after `ExclusiveStartTagKey`.
-pub(super) fn list_tags(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
-    let input: ListTagsInput = parse(body)?;
+pub(super) fn list_tags(api: &Api, request: Request<'_>) -> Result<Vec<u8>, ApiError> {
+    let input: ListTagsInput = request.parse()?;
     let stream = stream_of(
         &api.kinesis,
         input.stream_name.as_deref(),
@@ -614,7 +620,7 @@ pub(super) fn list_tags(api: &Api, body: &[u8]) -> Result<Vec<u8>, ApiError> {
                 .is_none_or(|start| tag_key.as_str() > start)
         })
         .collect();
-    Ok(reply(&ListTagsOutput {
+    Ok(request.reply(&ListTagsOutput {
         has_more_tags: after.len() > limit,
         tags: after
             .into_iter()
