@@ -77,6 +77,7 @@
 //! - [`invocation`]: the deadline of the invocation calling the handler.
 //! - [`settlement`]: what the adapter concluded about a batch, for tests and logs.
 //! - [`testing`]: builds in-memory events shaped like Lambda's and settles them.
+//! - [`window`]: tumbling windows: a handler folding a window's records into a state.
 //! - [`wire`]: the event and response as they travel, for tower layers and the emulator.
 
 #![warn(missing_docs)]
@@ -91,6 +92,7 @@ mod service;
 mod settle;
 pub mod settlement;
 pub mod testing;
+pub mod window;
 pub mod wire;
 
 pub use batch::RecordMeta;

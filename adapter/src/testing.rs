@@ -30,11 +30,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use aws_lambda_events::kinesis::KinesisEvent;
 use lambda_runtime::Context;
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use crate::batch::KinesisBatch;
-use crate::handler::{Handler, WithState};
+use crate::handler::{FromRecordData, Handler, WithState};
 use crate::service::KinesisAdapter;
 use crate::settlement::{Cut, Settlement};
+use crate::window::event::{WindowEvent, WindowFields, WindowResponse, write_window_event};
+use crate::window::{WindowAdapter, WindowError, WindowHandler};
 use crate::wire::{EventRecord, EventSource, write_event};
 
 /// The partition key of records added without one.
@@ -227,25 +230,38 @@ impl TestEvent {
     }
 
     fn json_of(&self, records: &[TestRecord]) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.with_source(|source| write_event(&mut out, source, Self::event_records(records)));
+        out
+    }
+
+    /// The event's JSON as a tumbling window's invocation, with the window's `fields`.
+    pub fn to_window_json(&self, fields: &WindowFields<'_>) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.with_source(|source| {
+            write_window_event(&mut out, source, fields, Self::event_records(&self.records));
+        });
+        out
+    }
+
+    fn with_source(&self, write: impl FnOnce(&EventSource<'_>)) {
         let stream_arn = self.stream_arn();
         let role = format!("arn:aws:iam::{}:role/lambda-kinesis-role", self.account);
-        let mut out = Vec::new();
-        write_event(
-            &mut out,
-            &EventSource {
-                stream_arn: &stream_arn,
-                shard_id: &self.shard_id,
-                region: &self.region,
-                invoke_identity_arn: &role,
-            },
-            records.iter().map(|record| EventRecord {
-                sequence_number: &record.sequence_number,
-                partition_key: &record.partition_key,
-                data: &record.data,
-                approximate_arrival_millis: record.arrival_millis,
-            }),
-        );
-        out
+        write(&EventSource {
+            stream_arn: &stream_arn,
+            shard_id: &self.shard_id,
+            region: &self.region,
+            invoke_identity_arn: &role,
+        });
+    }
+
+    fn event_records(records: &[TestRecord]) -> impl Iterator<Item = EventRecord<'_>> {
+        records.iter().map(|record| EventRecord {
+            sequence_number: &record.sequence_number,
+            partition_key: &record.partition_key,
+            data: &record.data,
+            approximate_arrival_millis: record.arrival_millis,
+        })
     }
 
     /// The event as `aws_lambda_events` reads it.
@@ -324,4 +340,113 @@ pub fn context_with_deadline(remaining: Duration) -> Context {
         .map_or(0, |since| since.as_millis() as u64);
     context.request_id = "test-request".to_owned();
     context
+}
+
+/// The start of the first window of a [`WindowRun`], in epoch seconds: a [`TestEvent`]'s first
+/// record arrives then (2026-01-01T00:00:00Z).
+pub const FIRST_WINDOW_START_SECS: u64 = 1_767_225_600;
+
+/// Runs a window handler over a sequence of invocations as Lambda does: each invocation of a
+/// window receives the state the one before returned; after the final invocation the state is
+/// dropped and the next window, `length` later, starts fresh.
+///
+/// ```
+/// use std::time::Duration;
+/// use lambda_kinesis::testing::{TestEvent, WindowRun};
+/// use lambda_kinesis::window::{Window, WindowOutcome};
+///
+/// async fn count(state: Option<u64>, _: &Window, records: &[u32]) -> WindowOutcome<u64> {
+///     WindowOutcome::state(state.unwrap_or(0) + records.len() as u64)
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let mut run = WindowRun::new(count, Duration::from_secs(60));
+/// run.invoke(&TestEvent::new().json(&1).json(&2)).await.unwrap();
+/// run.invoke(&TestEvent::new().json(&3)).await.unwrap();
+/// assert_eq!(run.state(), Some(3));
+/// let last = run.final_invoke(&TestEvent::new()).await.unwrap();
+/// assert_eq!(last.state, 3); // the window's result
+/// assert_eq!(run.state(), None); // the next window starts fresh
+/// # }
+/// ```
+pub struct WindowRun<H, S, T> {
+    adapter: WindowAdapter<H, S, T>,
+    start: SystemTime,
+    length: Duration,
+    state: serde_json::Value,
+}
+
+impl<H, S, T> WindowRun<H, S, T>
+where
+    H: for<'a> WindowHandler<'a, S, T> + 'static,
+    S: Serialize + DeserializeOwned + Send + 'static,
+    T: FromRecordData + Send + Sync + 'static,
+{
+    /// A run of `handler` whose first window starts at [`FIRST_WINDOW_START_SECS`] and lasts `length`.
+    pub fn new(handler: H, length: Duration) -> Self {
+        Self {
+            adapter: WindowAdapter::new(handler),
+            start: UNIX_EPOCH + Duration::from_secs(FIRST_WINDOW_START_SECS),
+            length,
+            state: serde_json::json!({}),
+        }
+    }
+
+    /// Invokes the current window with `event`'s records; on success the state returned is what
+    /// the window's next invocation receives.
+    pub async fn invoke(&mut self, event: &TestEvent) -> Result<WindowResponse, WindowError> {
+        self.call(event, false, false).await
+    }
+
+    /// Invokes the current window with `event`'s records, flagged as ended early
+    /// (`isWindowTerminatedEarly`), as Lambda does when the state passed its size limit.
+    pub async fn invoke_terminated_early(
+        &mut self,
+        event: &TestEvent,
+    ) -> Result<WindowResponse, WindowError> {
+        self.call(event, false, true).await
+    }
+
+    /// The window's final invocation (`isFinalInvokeForWindow`); on success the state is dropped
+    /// and the next window begins.
+    pub async fn final_invoke(&mut self, event: &TestEvent) -> Result<WindowResponse, WindowError> {
+        let response = self.call(event, true, false).await?;
+        self.state = serde_json::json!({});
+        self.start += self.length;
+        Ok(response)
+    }
+
+    /// The state the window's next invocation receives, `None` when it starts fresh.
+    ///
+    /// # Panics
+    /// When the carried state does not decode as `S` (the handler returned it, so it does).
+    pub fn state(&self) -> Option<S> {
+        match &self.state {
+            serde_json::Value::Object(fields) if fields.is_empty() => None,
+            state => Some(
+                S::deserialize(state).expect("the carried state decodes as the handler's state"),
+            ),
+        }
+    }
+
+    async fn call(
+        &mut self,
+        event: &TestEvent,
+        is_final: bool,
+        terminated_early: bool,
+    ) -> Result<WindowResponse, WindowError> {
+        let state = self.state.to_string();
+        let json = event.to_window_json(&WindowFields {
+            start: self.start,
+            end: self.start + self.length,
+            state: &state,
+            is_final,
+            terminated_early,
+        });
+        let event: WindowEvent =
+            serde_json::from_slice(&json).expect("the window event reads back");
+        let response = self.adapter.handle(&event).await?;
+        self.state = response.state.clone();
+        Ok(response)
+    }
 }

@@ -17,6 +17,7 @@ mod policy;
 mod reader;
 mod resume;
 mod status;
+mod window;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

@@ -13,6 +13,8 @@ use lambda_kinesis::{HandlerOutcome, KinesisAdapter};
 use lambda_kinesis_idempotency::{Idempotency, Store};
 use serde::{Deserialize, Serialize};
 
+pub mod tally;
+
 /// The carriers this release's client books with.
 pub const CARRIERS: [&str; 2] = ["dhl", "ups"];
 
