@@ -35,6 +35,7 @@ mod resharding;
 mod resharding_twice;
 mod responses;
 mod restart;
+mod shipping_settings;
 mod state_dir;
 mod state_dir_restart;
 mod summary;

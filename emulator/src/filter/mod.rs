@@ -13,6 +13,7 @@
 
 mod matching;
 mod parse;
+mod projection;
 #[cfg(test)]
 mod tests;
 
@@ -45,13 +46,20 @@ pub const METADATA_KEYS: &[&str] = &[
 pub struct FilterCriteria {
     // Shared: the mapping's configuration is cloned per batch.
     patterns: Arc<[Pattern]>,
+    /// What of a record's data the patterns read (nothing unless one addresses `data`).
+    data: Arc<Option<projection::Projection>>,
 }
 
 impl FilterCriteria {
     /// The filters made of these patterns, at most [`MAX_FILTERS`] (the template reader checks).
     pub fn new(patterns: Vec<Pattern>) -> Self {
+        let data = patterns
+            .iter()
+            .any(|pattern| pattern.reads_data)
+            .then(|| projection::Projection::of(patterns.iter().map(|pattern| &pattern.root)));
         Self {
             patterns: patterns.into(),
+            data: Arc::new(data),
         }
     }
 
@@ -65,18 +73,19 @@ impl FilterCriteria {
         self.patterns.len()
     }
 
-    /// Whether the record reaches the function. Its data is read as JSON at most once, and only
-    /// when a filter addresses `data`.
+    /// Whether the record reaches the function. Its data is read as JSON at most once, only
+    /// when a filter addresses `data`, and only the keys the filters name are kept
+    /// (`projection.rs`).
     pub fn matches(&self, record: &Record) -> bool {
         if self.patterns.is_empty() {
             return true;
         }
-        let data = if self.patterns.iter().any(|pattern| pattern.reads_data) {
-            Some(serde_json::from_slice::<Value>(&record.data).ok())
-        } else {
-            None
-        };
-        let record = matching::RecordFields::new(record, data.as_ref().and_then(Option::as_ref));
+        let data = self
+            .data
+            .as_ref()
+            .as_ref()
+            .and_then(|projection| projection.read(&record.data));
+        let record = matching::RecordFields::new(record, data.as_ref());
         self.patterns
             .iter()
             .any(|pattern| matching::matches(pattern, &record))

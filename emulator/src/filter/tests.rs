@@ -5,7 +5,9 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use bytes::Bytes;
 
-use super::{FilterCriteria, MAX_PATTERN_CHARS, Pattern};
+use serde_json::Value;
+
+use super::{FilterCriteria, MAX_PATTERN_CHARS, Pattern, matching};
 use crate::source::Record;
 
 fn record(data: &[u8]) -> Record {
@@ -35,10 +37,24 @@ fn check_filters(patterns: &[&str], data: &[u8], delivered: bool) {
             })
             .collect(),
     );
+    let record = record(data);
     assert_eq!(
-        criteria.matches(&record(data)),
+        criteria.matches(&record),
         delivered,
         "patterns {patterns:?}, data {}",
+        String::from_utf8_lossy(data)
+    );
+    // The same verdict over the data read whole: the projection drops nothing a pattern reads.
+    let whole = serde_json::from_slice::<Value>(data).ok();
+    let fields = matching::RecordFields::new(&record, whole.as_ref());
+    assert_eq!(
+        criteria.is_empty()
+            || criteria
+                .patterns
+                .iter()
+                .any(|pattern| matching::matches(pattern, &fields)),
+        delivered,
+        "patterns {patterns:?} over the whole data {}",
         String::from_utf8_lossy(data)
     );
 }
