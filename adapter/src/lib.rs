@@ -75,6 +75,7 @@
 //!
 //! - [`handler`]: the traits behind the handler shapes (sealed; you never implement them).
 //! - [`invocation`]: the deadline of the invocation calling the handler.
+//! - `publish` (cargo feature `publish`): `Publisher<T>`, a typed Kinesis producer.
 //! - [`settlement`]: what the adapter concluded about a batch, for tests and logs.
 //! - [`testing`]: builds in-memory events shaped like Lambda's and settles them.
 //! - [`wire`]: the event and response as they travel, for tower layers and the emulator.
@@ -87,6 +88,8 @@ pub mod handler;
 mod init;
 pub mod invocation;
 mod outcome;
+#[cfg(feature = "publish")]
+pub mod publish;
 mod service;
 mod settle;
 pub mod settlement;
