@@ -119,11 +119,11 @@ impl<T: Serialize> Publisher<T> {
 
     /// Publishes `records` (partition key, value), in the order given for each key, and returns
     /// once each is published or given up. Never fails as a whole: what could not be published
-    /// is in the report.
-    pub async fn publish<'a, K>(
+    /// is in the report. The values are serialized before the first request.
+    pub fn publish<'a, K>(
         &self,
         records: impl IntoIterator<Item = (K, &'a T)>,
-    ) -> PublishReport
+    ) -> impl Future<Output = PublishReport> + Send + '_
     where
         K: Into<String>,
         T: 'a,
@@ -134,19 +134,22 @@ impl<T: Serialize> Publisher<T> {
                 .map_err(|error| format!("it cannot be serialized as JSON: {error}"));
             outbox.push(partition_key.into(), data);
         }
-        self.drain(outbox).await
+        self.drain(outbox)
     }
 
     /// Publishes one value; the error says why it could not be.
-    pub async fn publish_one(
+    pub fn publish_one(
         &self,
         partition_key: impl Into<String>,
         value: &T,
-    ) -> Result<Published, Unpublished> {
-        let mut report = self.publish([(partition_key, value)]).await;
-        match report.unpublished.pop() {
-            Some(failure) => Err(failure),
-            None => Ok(report.published.pop().expect("one record, published")),
+    ) -> impl Future<Output = Result<Published, Unpublished>> + Send + '_ {
+        let report = self.publish([(partition_key.into(), value)]);
+        async move {
+            let mut report = report.await;
+            match report.unpublished.pop() {
+                Some(failure) => Err(failure),
+                None => Ok(report.published.pop().expect("one record, published")),
+            }
         }
     }
 }

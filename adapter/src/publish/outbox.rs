@@ -22,6 +22,11 @@ pub(crate) const MAX_PARTITION_KEY_CHARS: usize = 256;
 /// The position of a record in what one `publish` call was given, from 0.
 pub(crate) type Index = usize;
 
+/// An accepted record: its index, shard id and sequence number.
+pub(crate) type Accepted = (Index, String, String);
+/// A given-up record: its index, partition key and why.
+pub(crate) type GivenUp = (Index, String, GiveUp);
+
 /// One record waiting to be published.
 #[derive(Debug)]
 pub(crate) struct Entry {
@@ -78,8 +83,8 @@ pub(crate) struct Outbox {
     /// One queue per key, in the order keys first appeared, holding the indexes not yet settled.
     queues: Vec<VecDeque<Index>>,
     queue_of_key: HashMap<String, usize>,
-    accepted: Vec<(Index, String, String)>,
-    given_up: Vec<(Index, String, GiveUp)>,
+    accepted: Vec<Accepted>,
+    given_up: Vec<GivenUp>,
 }
 
 impl Outbox {
@@ -180,9 +185,7 @@ impl Outbox {
 
     /// The accepted records (index, shard id, sequence number) and the given-up ones (index,
     /// partition key, why), each in index order. Call once settled.
-    pub(crate) fn into_report(
-        mut self,
-    ) -> (Vec<(Index, String, String)>, Vec<(Index, String, GiveUp)>) {
+    pub(crate) fn into_report(mut self) -> (Vec<Accepted>, Vec<GivenUp>) {
         self.accepted.sort_by_key(|(index, ..)| *index);
         self.given_up.sort_by_key(|(index, ..)| *index);
         (self.accepted, self.given_up)
