@@ -31,6 +31,7 @@ mod function_logs;
 mod kpl;
 mod metrics;
 mod parallelization;
+mod publish;
 mod resharding;
 mod resharding_twice;
 mod responses;

@@ -75,6 +75,7 @@
 //!
 //! - [`handler`]: the traits behind the handler shapes (sealed; you never implement them).
 //! - [`invocation`]: the deadline of the invocation calling the handler.
+//! - `publish` (cargo feature `publish`): `Publisher<T>`, a typed Kinesis producer.
 //! - [`settlement`]: what the adapter concluded about a batch, for tests and logs.
 //! - [`testing`]: builds in-memory events shaped like Lambda's and settles them.
 //! - [`window`]: tumbling windows: a handler folding a window's records into a state.
@@ -88,6 +89,8 @@ pub mod handler;
 mod init;
 pub mod invocation;
 mod outcome;
+#[cfg(feature = "publish")]
+pub mod publish;
 mod service;
 mod settle;
 pub mod settlement;

@@ -37,6 +37,11 @@ pub enum Fault {
     /// Reaches the server, then closes the connection without passing its answer on: the call
     /// took effect, but the caller cannot know.
     ForwardThenDrop,
+    /// A partial `PutRecords` failure: the request reaches the server without the entries at
+    /// these positions (from 0), and the answer holds the server's results for the others and a
+    /// `ProvisionedThroughputExceededException` in place of each removed one, as Kinesis answers
+    /// when some entries of a request are throttled.
+    ThrottleEntries(Vec<usize>),
 }
 
 impl Fault {
@@ -254,6 +259,12 @@ async fn relay(client: TcpStream, upstream: SocketAddr, plan: Arc<Mutex<Plan>>) 
                 let _ = forward(&request.raw, upstream).await;
                 return;
             }
+            Some(Fault::ThrottleEntries(throttled)) => {
+                match throttle_entries(&request, &throttled, upstream).await {
+                    Ok(response) => response,
+                    Err(_) => return,
+                }
+            }
             None => match forward(&request.raw, upstream).await {
                 Ok(response) => response,
                 Err(_) => return,
@@ -274,6 +285,129 @@ async fn forward(request: &[u8], upstream: SocketAddr) -> io::Result<Vec<u8>> {
         .await?
         .map(|response| response.raw)
         .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed"))
+}
+
+/// Forwards a `PutRecords` request without the entries at the `throttled` positions, and puts a
+/// throttle in their places in the server's answer (signatures are not checked by the local
+/// servers, so the changed body passes).
+async fn throttle_entries(
+    request: &Message,
+    throttled: &[usize],
+    upstream: SocketAddr,
+) -> io::Result<Vec<u8>> {
+    let invalid = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_owned());
+    let mut body: serde_json::Value =
+        serde_json::from_slice(&body_of(&request.raw)).map_err(|_| invalid("request body"))?;
+    let records = body["Records"]
+        .as_array()
+        .ok_or_else(|| invalid("a PutRecords request without Records"))?
+        .clone();
+    let kept: Vec<_> = records
+        .iter()
+        .enumerate()
+        .filter(|(index, _)| !throttled.contains(index))
+        .map(|(_, record)| record.clone())
+        .collect();
+    let answer = if kept.is_empty() {
+        // Kinesis refuses a request of no entries: every one was throttled, nothing is sent.
+        serde_json::json!({ "FailedRecordCount": 0, "Records": [] })
+    } else {
+        body["Records"] = serde_json::Value::Array(kept);
+        let forwarded = with_body(&request.head, &serde_json::to_vec(&body).expect("JSON"));
+        let answer = forward(&forwarded, upstream).await?;
+        let (head, _) = split_head(&answer);
+        if !head.starts_with("HTTP/1.1 200") {
+            return Ok(answer);
+        }
+        serde_json::from_slice(&body_of(&answer)).map_err(|_| invalid("response body"))?
+    };
+    let mut results = answer["Records"]
+        .as_array()
+        .ok_or_else(|| invalid("a PutRecords answer without Records"))?
+        .clone()
+        .into_iter();
+    let mut failed = answer["FailedRecordCount"].as_u64().unwrap_or(0);
+    let mut merged = Vec::with_capacity(records.len());
+    for index in 0..records.len() {
+        if throttled.contains(&index) {
+            failed += 1;
+            merged.push(serde_json::json!({
+                "ErrorCode": "ProvisionedThroughputExceededException",
+                "ErrorMessage": "Rate exceeded for shard (injected)",
+            }));
+        } else {
+            merged.push(results.next().ok_or_else(|| invalid("too few results"))?);
+        }
+    }
+    let answer = serde_json::json!({ "FailedRecordCount": failed, "Records": merged });
+    let answer = serde_json::to_vec(&answer).expect("JSON");
+    Ok(format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/x-amz-json-1.1\r\nContent-Length: {}\r\n\r\n",
+        answer.len()
+    )
+    .into_bytes()
+    .into_iter()
+    .chain(answer)
+    .collect())
+}
+
+/// A message's head (up to its blank line) and the bytes after it.
+fn split_head(raw: &[u8]) -> (String, &[u8]) {
+    let end = raw
+        .windows(4)
+        .position(|window| window == b"\r\n\r\n")
+        .map_or(raw.len(), |at| at + 4);
+    (
+        String::from_utf8_lossy(&raw[..end]).into_owned(),
+        &raw[end..],
+    )
+}
+
+/// A message's body, its chunks joined if it was sent chunked.
+fn body_of(raw: &[u8]) -> Vec<u8> {
+    let (head, mut rest) = split_head(raw);
+    if !head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        return rest.to_vec();
+    }
+    let mut body = Vec::new();
+    while let Some(line_end) = rest.windows(2).position(|window| window == b"\r\n") {
+        let size_text = String::from_utf8_lossy(&rest[..line_end]);
+        let size = usize::from_str_radix(size_text.trim().split(';').next().unwrap_or(""), 16)
+            .unwrap_or(0);
+        rest = &rest[line_end + 2..];
+        if size == 0 || rest.len() < size {
+            break;
+        }
+        body.extend_from_slice(&rest[..size]);
+        rest = &rest[(size + 2).min(rest.len())..];
+    }
+    body
+}
+
+/// The request `head` with `body` in place of its own, sent with a `Content-Length`.
+fn with_body(head: &str, body: &[u8]) -> Vec<u8> {
+    let mut lines: Vec<&str> = head
+        .trim_end()
+        .lines()
+        .filter(|line| {
+            let name = line
+                .split(':')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
+            name != "content-length" && name != "transfer-encoding"
+        })
+        .collect();
+    let length = format!("Content-Length: {}", body.len());
+    lines.push(&length);
+    let mut raw = lines.join("\r\n").into_bytes();
+    raw.extend_from_slice(b"\r\n\r\n");
+    raw.extend_from_slice(body);
+    raw
 }
 
 /// An HTTP message as read: its raw bytes, and its head for looking up headers.

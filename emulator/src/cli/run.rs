@@ -235,6 +235,7 @@ pub(super) async fn run(
     } else {
         serve(&streams, args.listen, &statuses, logs.quiet).await?
     };
+    let function_kinesis = function_kinesis_endpoint(&args, &streams, server.as_ref());
     let leases = open_lease_store(&args, state.as_ref()).await?;
     if let (Streams::Embedded(_), None, Some(table)) = (&streams, &state, &args.lease_table) {
         tracing::warn!(
@@ -267,15 +268,22 @@ pub(super) async fn run(
     let source = streams.source();
     for function in functions {
         let environments = concurrent_batches(function, &template);
-        let invoker = invoker_for(&args, function, env_vars.as_ref(), environments, logs)
-            .await
-            .with_context(|| {
-                format!(
-                    "{}: resource {}",
-                    args.template.display(),
-                    function.logical_id
-                )
-            })?;
+        let invoker = invoker_for(
+            &args,
+            function,
+            env_vars.as_ref(),
+            environments,
+            logs,
+            function_kinesis.as_deref(),
+        )
+        .await
+        .with_context(|| {
+            format!(
+                "{}: resource {}",
+                args.template.display(),
+                function.logical_id
+            )
+        })?;
         let invoker: Arc<dyn Invoker> = match invoker {
             FunctionInvoker::RuntimeApi(invoker) => invoker,
             FunctionInvoker::InvokeApi(invoker) => {
@@ -516,6 +524,7 @@ async fn invoker_for(
     env_vars: Option<&EnvVarsFile>,
     environments: usize,
     logs: FunctionLogs,
+    kinesis_endpoint: Option<&str>,
 ) -> anyhow::Result<FunctionInvoker> {
     let invoke_name = match args.invoke_name {
         InvokeName::FunctionName => &function.function_name,
@@ -550,6 +559,7 @@ async fn invoker_for(
     definition.region.clone_from(&args.region);
     definition.account_id.clone_from(&args.account_id);
     definition.environment.clone_from(&function.environment);
+    definition.kinesis_endpoint = kinesis_endpoint.map(str::to_owned);
     if let Some(env_vars) = env_vars {
         let given = env_vars.for_function(
             &function.logical_id,
@@ -576,6 +586,21 @@ async fn invoker_for(
             .max_environments(environments.max(RuntimeApi::DEFAULT_MAX_ENVIRONMENTS))
             .function_logs(logs.full, logs.json),
     )))
+}
+
+/// The Kinesis endpoint a function run here is pointed at (`AWS_ENDPOINT_URL_KINESIS`), so that
+/// a function that publishes reaches the Kinesis the run reads: `--kinesis-endpoint`, or the
+/// embedded Kinesis where it is served. None with `--aws` (the SDK finds AWS itself) or when the
+/// embedded Kinesis is not served (`--no-listen`: nothing could reach it).
+fn function_kinesis_endpoint(
+    args: &RunArgs,
+    streams: &Streams,
+    server: Option<&ServerHandle>,
+) -> Option<String> {
+    match (streams, &args.kinesis_endpoint) {
+        (Streams::Sdk(_), endpoint) => endpoint.clone(),
+        (Streams::Embedded(_), _) => server.map(ServerHandle::endpoint_url),
+    }
 }
 
 /// Serves the mappings' status on `listen`, beside the Kinesis API when the run reads the

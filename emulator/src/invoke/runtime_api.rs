@@ -72,6 +72,10 @@ const CREDENTIALS: [&str; 3] = [
     "AWS_SESSION_TOKEN",
 ];
 
+/// The SDKs' standard variable for Kinesis' endpoint (AWS SDKs and Tools Reference Guide,
+/// "Service-specific endpoints").
+const KINESIS_ENDPOINT_VARIABLE: &str = "AWS_ENDPOINT_URL_KINESIS";
+
 /// Variables Lambda sets and a function's configuration cannot.
 const RESERVED: [&str; 18] = [
     "_HANDLER",
@@ -131,6 +135,12 @@ pub struct FunctionDefinition {
     /// `AWS_LAMBDA_LOG_FORMAT` and `AWS_LAMBDA_LOG_LEVEL`, and its lines are filtered by the
     /// level, as Lambda does.
     pub logging: crate::config::LoggingConfig,
+    /// The Kinesis the function's SDK clients should reach, given as `AWS_ENDPOINT_URL_KINESIS`
+    /// (the SDKs' standard variable for a service's endpoint), as a local Lambda would point it:
+    /// the Kinesis the emulator reads. When it is set and the emulator's environment has no
+    /// credentials, the function gets placeholder ones (`local`), which local servers accept.
+    /// The template's or `--function-env`'s own `AWS_ENDPOINT_URL_KINESIS` wins. Default none.
+    pub kinesis_endpoint: Option<String>,
 }
 
 impl FunctionDefinition {
@@ -148,6 +158,7 @@ impl FunctionDefinition {
             account_id: "123456789012".to_owned(),
             environment: BTreeMap::new(),
             logging: crate::config::LoggingConfig::default(),
+            kinesis_endpoint: None,
         }
     }
 
@@ -682,6 +693,9 @@ fn base_environment(
             set(name, value);
         }
     }
+    if let Some(endpoint) = &function.kinesis_endpoint {
+        set(KINESIS_ENDPOINT_VARIABLE, endpoint.into());
+    }
     for (name, value) in &function.environment {
         if RESERVED.contains(&name.as_str()) {
             tracing::warn!(
@@ -702,10 +716,16 @@ fn base_environment(
         }
     }
     // Lambda's reserved variables.
+    let has_credentials = std::env::var_os("AWS_ACCESS_KEY_ID").is_some();
     for name in CREDENTIALS {
         if let Some(value) = std::env::var_os(name) {
             set(name, value);
         }
+    }
+    if function.kinesis_endpoint.is_some() && !has_credentials {
+        // On Lambda the execution role's credentials are always there; a local server takes any.
+        set("AWS_ACCESS_KEY_ID", "local".into());
+        set("AWS_SECRET_ACCESS_KEY", "local".into());
     }
     set("AWS_LAMBDA_FUNCTION_NAME", function.name.as_str().into());
     set(
@@ -840,6 +860,37 @@ mod tests {
                 .get("AWS_EXECUTION_ENV")
                 .and_then(|value| value.to_str()),
             Some("AWS_Lambda_nodejs22.x")
+        );
+    }
+
+    #[test]
+    fn the_function_is_pointed_at_the_kinesis_the_emulator_reads_unless_it_says_otherwise() {
+        let mut function = FunctionDefinition::new("ship", "/functions/ship/bootstrap");
+        let root = std::path::Path::new("/functions/ship");
+        let endpoint = |function: &FunctionDefinition| {
+            base_environment(function, root)
+                .get(KINESIS_ENDPOINT_VARIABLE)
+                .and_then(|value| value.to_str().map(str::to_owned))
+        };
+        assert_eq!(endpoint(&function), None);
+
+        function.kinesis_endpoint = Some("http://127.0.0.1:4566".to_owned());
+        assert_eq!(
+            endpoint(&function).as_deref(),
+            Some("http://127.0.0.1:4566")
+        );
+        // Credentials are there: the host's, or placeholders a local server takes.
+        let environment = base_environment(&function, root);
+        assert!(environment.contains_key("AWS_ACCESS_KEY_ID"));
+        assert!(environment.contains_key("AWS_SECRET_ACCESS_KEY"));
+
+        function.environment.insert(
+            KINESIS_ENDPOINT_VARIABLE.to_owned(),
+            "http://localhost:4567".to_owned(),
+        );
+        assert_eq!(
+            endpoint(&function).as_deref(),
+            Some("http://localhost:4567")
         );
     }
 
