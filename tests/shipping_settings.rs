@@ -27,10 +27,15 @@ fn shipping_template_with_settings() -> String {
         original.contains(anchor),
         "template.yaml's event sets BatchSize: 100"
     );
-    let code_uri = format!("CodeUri: {}", workspace_dir().display());
+    let code_uri = "\n      CodeUri: .\n";
+    assert!(original.contains(code_uri), "template.yaml's function has CodeUri: .");
     original
         .replacen(anchor, &format!("{anchor}{SETTINGS}"), 1)
-        .replacen("CodeUri: .", &code_uri, 1)
+        .replacen(
+            code_uri,
+            &format!("\n      CodeUri: {}\n", workspace_dir().display()),
+            1,
+        )
 }
 
 /// The records of the shipping function's sample events, and how many of them the filter keeps
