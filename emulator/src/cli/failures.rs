@@ -264,7 +264,7 @@ async fn read_batch(
                 .into_iter()
                 .filter(|record| position.holds(&record.sequence_number)),
         );
-        if past_end || read.millis_behind_latest == 0 && empty_reads > 0 || empty_reads > 20 {
+        if past_end || (read.millis_behind_latest == 0 && empty_reads > 0) || empty_reads > 20 {
             break;
         }
         iterator = read.next_shard_iterator;
