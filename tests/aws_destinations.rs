@@ -4,7 +4,7 @@
 //! in the shape Lambda sends (`docs/event-source-mapping.md` §5); `kinesis-esm failures replay`
 //! then reads the batch's records from the stream again. Needs `scripts/local-stack run`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use end_to_end::aws::{LocalAws, kinesis_endpoint, unique_name, within};
 use end_to_end::{kinesis_esm_binary, shipping_bootstrap, workspace_dir};
@@ -45,7 +45,7 @@ fn shipping_template(stream: &str, destination: &str, resources: &str) -> PathBu
 }
 
 /// The main run over kinesis-local with the on-failure records sent to moto.
-async fn main_run(template: &PathBuf) -> Run {
+async fn main_run(template: &Path) -> Run {
     shipping_bootstrap().await;
     let endpoint = kinesis_endpoint();
     let moto = moto_endpoint();
