@@ -276,6 +276,44 @@ async fn the_main_command_runs_the_shipping_service() {
         "{}",
         run.stdout
     );
+    // With no destination endpoint, the record is a file under .kinesis-esm/destinations/, in
+    // the SQS body's shape, named in the summary.
+    let file = run
+        .stdout
+        .lines()
+        .find_map(|line| line.trim_start().strip_prefix("-> "))
+        .unwrap_or_else(|| panic!("the summary names the record's file: {}", run.stdout));
+    assert!(
+        file.starts_with(".kinesis-esm/destinations/shardId-000000000000/"),
+        "{file}"
+    );
+    let path = workspace_dir().join(file);
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("the record's file"))
+            .expect("the file is the record as JSON");
+    assert_eq!(record["KinesisBatchInfo"]["batchSize"], 6, "{record}");
+    assert_eq!(
+        record["requestContext"]["condition"], "RetryAttemptsExhausted",
+        "{record}"
+    );
+    assert!(
+        record.get("payload").is_none(),
+        "an SQS record has no payload: {record}"
+    );
+    // `kinesis-esm failures` lists it.
+    let listed = std::process::Command::new(kinesis_esm_binary().await)
+        .args(["failures"])
+        .current_dir(workspace_dir())
+        .output()
+        .expect("kinesis-esm failures runs");
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.lines().any(
+            |line| line.starts_with(file) && line.contains("6 records  RetryAttemptsExhausted")
+        ),
+        "{listed}"
+    );
+    std::fs::remove_file(path).expect("cleaned");
 }
 
 /// `--put` with a 10 MiB records file: the records are published in as many `PutRecords`

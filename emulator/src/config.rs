@@ -2,6 +2,7 @@
 
 use std::time::{Duration, SystemTime};
 
+use crate::destination::Target;
 use crate::filter::FilterCriteria;
 
 /// Where a shard without a checkpoint starts (`StartingPosition`).
@@ -41,6 +42,8 @@ pub struct MappingConfig {
     pub report_batch_item_failures: bool,
     /// Where the record of a discarded batch goes (`DestinationConfig.OnFailure.Destination`).
     pub on_failure_destination: Option<String>,
+    /// The queue, topic or bucket `on_failure_destination` names, when it names one.
+    pub on_failure_target: Option<Target>,
     /// Whether the mapping polls at all (`Enabled`).
     pub enabled: bool,
     /// The function's `Timeout`: each invocation's deadline is this far from its start.
@@ -76,6 +79,7 @@ impl MappingConfig {
             bisect_batch_on_function_error: false,
             report_batch_item_failures: false,
             on_failure_destination: None,
+            on_failure_target: None,
             enabled: true,
             function_timeout: Duration::from_secs(3),
             filter_criteria: FilterCriteria::default(),

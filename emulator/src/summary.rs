@@ -153,6 +153,19 @@ pub fn discards_note(status: &MappingStatus) -> Option<String> {
     })
 }
 
+/// Where each discarded batch's record went ("    -> PATH", a file to read again with
+/// `kinesis-esm failures`), and why the destination is failing while a shard waits for it.
+pub fn destination_lines(status: &MappingStatus) -> String {
+    let mut out = String::new();
+    for delivered in &status.on_failure_deliveries {
+        let _ = writeln!(out, "    -> {delivered}");
+    }
+    if let Some(error) = &status.destination_error {
+        let _ = writeln!(out, "  on-failure destination failing: {error}");
+    }
+    out
+}
+
 /// A mapping's totals in one line: "12 records: 5 acked, 1 dropped, 6 discarded, 0 held; 48
 /// deliveries in 7 invocations, 5 retries, 0 splits".
 pub fn totals_line(status: &MappingStatus) -> String {
@@ -253,6 +266,7 @@ pub fn render(status: &MappingStatus) -> String {
     if let Some(note) = discards_note(status) {
         let _ = writeln!(out, "  {note}");
     }
+    out.push_str(&destination_lines(status));
     if let Some(error) = &status.last_error {
         let _ = writeln!(out, "  last error: {error}");
     }
@@ -351,6 +365,7 @@ pub fn render_tree(statuses: &[MappingStatus], now: SystemTime) -> String {
         if let Some(note) = discards_note(status) {
             let _ = writeln!(out, "  {note}");
         }
+        out.push_str(&destination_lines(status));
         out.push_str(&crate::metrics_report::text(status));
         if let Some(error) = &status.last_error {
             let _ = writeln!(out, "  last error: {error}");
@@ -557,6 +572,29 @@ mod tests {
              \x20 shardId-000000000000  caught up       12      5        1          6     0          48            7        5       0  4917…110000000000\n\
              \x20 12 records: 5 acked, 1 dropped, 6 discarded, 0 held; 48 deliveries in 7 invocations, 5 retries, 0 splits\n\
              \x20 6 records in 1 batch discarded and sent to the on-failure destination Queue\n"
+        );
+    }
+
+    #[test]
+    fn the_summary_names_where_each_record_went() {
+        let mut status = mapping(vec![main_command_shard()], Some("Queue"));
+        status.on_failure_deliveries = vec![
+            ".kinesis-esm/destinations/shardId-000000000000/2026-12-02T16.50.00-u.json".into(),
+        ];
+        let text = render(&status);
+        assert!(
+            text.ends_with(
+                "  6 records in 1 batch discarded and sent to the on-failure destination Queue\n\
+                 \x20   -> .kinesis-esm/destinations/shardId-000000000000/2026-12-02T16.50.00-u.json\n"
+            ),
+            "{text}"
+        );
+        status.destination_error = Some("the SQS queue Queue: nothing answers".into());
+        assert!(
+            render(&status).contains(
+                "  on-failure destination failing: the SQS queue Queue: nothing answers\n"
+            ),
+            "{text}"
         );
     }
 

@@ -4,6 +4,7 @@
 //   node local-stack-probe.mjs free-port            prints a free TCP port on 127.0.0.1
 //   node local-stack-probe.mjs wait-kinesis URL S   waits up to S seconds for GET URL/healthcheck → 200
 //   node local-stack-probe.mjs wait-dynamodb URL S  waits up to S seconds for a DynamoDB ListTables answer
+//   node local-stack-probe.mjs wait-moto URL S      waits up to S seconds for GET URL/moto-api/data.json → 200
 //
 // A waiter exits 0 once the server answers, 1 on timeout.
 
@@ -58,6 +59,10 @@ const dynamoListTables = () =>
     body: "{}",
   });
 
+// moto's own API answers without a signature once the server is up.
+const motoData = () =>
+  fetch(`${url}/moto-api/data.json`, { signal: AbortSignal.timeout(2000) });
+
 switch (command) {
   case "free-port":
     freePort();
@@ -67,6 +72,9 @@ switch (command) {
     break;
   case "wait-dynamodb":
     await waitUntil(dynamoListTables);
+    break;
+  case "wait-moto":
+    await waitUntil(motoData);
     break;
   default:
     console.error(`unknown command: ${command}`);

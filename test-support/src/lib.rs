@@ -33,6 +33,11 @@ pub fn dynamodb_endpoint() -> String {
     endpoint("DYNAMODB_ENDPOINT")
 }
 
+/// moto's server, serving SQS, SNS and S3 (`MOTO_ENDPOINT`).
+pub fn moto_endpoint() -> String {
+    endpoint("MOTO_ENDPOINT")
+}
+
 /// A stream or table name no other test (or earlier run against the same servers) uses.
 pub fn unique_name(prefix: &str) -> String {
     let id = uuid::Uuid::new_v4().simple().to_string();

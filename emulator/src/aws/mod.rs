@@ -12,7 +12,7 @@
 
 pub mod config;
 pub mod dynamo;
-mod failure;
+pub(crate) mod failure;
 pub mod kinesis;
 
 pub use crate::backoff::{Backoff, BackoffConfig, RetryError, RetryKind, Retryable};

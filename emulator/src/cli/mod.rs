@@ -10,6 +10,8 @@ macro_rules! say {
 }
 
 mod commands;
+mod destinations;
+mod failures;
 mod port_owner;
 mod progress;
 mod run;
@@ -112,7 +114,7 @@ impl SharedOptions {
     fn users(name: &str) -> &'static str {
         match name {
             "--template" | "--account-id" | "--state-dir" | "--listen" => "run and serve",
-            "--region" => "run, serve, put and reshard",
+            "--region" => "run, serve, put, reshard and failures",
             "--no-listen" => "run",
             _ => "",
         }
@@ -208,6 +210,9 @@ enum Command {
     /// Shows what a running `kinesis-esm run` is doing: per mapping and shard, the lineage, state,
     /// checkpoint, lease owner, held record and iterator age.
     Status(commands::StatusArgs),
+    /// Lists the on-failure records of discarded batches; `failures replay RECORD...` publishes
+    /// their records again.
+    Failures(failures::FailuresArgs),
 }
 
 /// How `run` stops and what its exit code says, for `run --help`.
@@ -301,6 +306,7 @@ impl Cli {
             Ok(Command::Reshard(args)) => commands::reshard(args).await.map(|()| Exit::Settled),
             Ok(Command::Events(args)) => commands::events(args).map(|()| Exit::Settled),
             Ok(Command::Status(args)) => commands::status(args).await.map(|()| Exit::Settled),
+            Ok(Command::Failures(args)) => failures::failures(args).await.map(|()| Exit::Settled),
         };
         match result {
             Ok(exit) => exit,
@@ -348,6 +354,11 @@ impl SharedOptions {
             }
             Command::Events(_) => shared.refuse_unused("events", &[])?,
             Command::Status(_) => shared.refuse_unused("status", &[])?,
+            Command::Failures(args) => {
+                shared.refuse_unused("failures", &["--region", "--state-dir"])?;
+                args.target.region = shared.region();
+                args.state_dir.clone_from(&shared.state_dir);
+            }
         }
         Ok(command)
     }

@@ -22,7 +22,9 @@ use crate::invoke::runtime_api::{FunctionDefinition, RuntimeApi};
 use crate::kinesis::http::{DEFAULT_ADDR, ServerHandle, SideDocument, serve_documents, serve_with};
 use crate::kinesis::{EmbeddedKinesis, PutRecordsEntry};
 use crate::lease::{LeaseStore, MemoryLeaseStore};
-use crate::mapping::{EventSourceMapping, MappingOptions, MappingStatus, RunningMapping};
+use crate::mapping::{
+    EventSourceMapping, MappingOptions, MappingStatus, RunningMapping, stable_mapping_uuid,
+};
 use crate::metrics_report::{METRICS_PATH, PROMETHEUS_CONTENT_TYPE, prometheus};
 use crate::records_file::{RecordToPut, put_records_batches, read_records};
 use crate::source::{ShardSource, SourceError};
@@ -132,6 +134,11 @@ pub struct RunArgs {
     /// declares in `Environment.Variables` take a value; --function-env wins over the file.
     #[arg(long, value_name = "FILE")]
     env_vars: Option<PathBuf>,
+    /// Sends the records of discarded batches to the SQS, SNS or S3 API at this URL (moto,
+    /// LocalStack); by default to the SDK's `AWS_ENDPOINT_URL_SQS` / `_SNS` / `_S3`, else into
+    /// files under `--state-dir` (or `.kinesis-esm/destinations/`).
+    #[arg(long, value_name = "URL")]
+    destination_endpoint: Option<String>,
     /// How long another worker's lease may go unrenewed before this one takes it.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
     failover_time: Duration,
@@ -307,10 +314,24 @@ pub(super) async fn run(
                     config.stream_name
                 );
             }
-            let mapping =
+            let mut mapping =
                 EventSourceMapping::new(config.clone(), Arc::clone(&source), Arc::clone(&invoker))
                     .lease_store(Arc::clone(&leases))
-                    .options(mapping_options.clone());
+                    .options(MappingOptions {
+                        mapping_uuid: stable_mapping_uuid(
+                            &config.function_name,
+                            &config.stream_name,
+                        ),
+                        ..mapping_options.clone()
+                    });
+            let destination = super::destinations::destination_for(
+                config,
+                args.destination_endpoint.as_deref(),
+                args.state_dir.as_deref(),
+            );
+            if let Some(destination) = destination.await? {
+                mapping = mapping.on_failure_destination(destination);
+            }
             let mapping = mapping.start();
             statuses
                 .lock()

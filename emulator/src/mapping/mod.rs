@@ -29,6 +29,7 @@ use tokio::task::JoinHandle;
 
 use crate::backoff::{Backoff, BackoffConfig, RetryKind};
 use crate::config::MappingConfig;
+use crate::destination::Destination;
 use crate::invoke::Invoker;
 use crate::lease::{Checkpoint, Lease, LeaseError, LeaseStore, MemoryLeaseStore};
 use crate::source::{Shard, ShardSource, SourceError, StreamDescription};
@@ -65,6 +66,8 @@ pub struct MappingOptions {
     pub retry_backoff_max: Duration,
     /// The execution role named in events (`invokeIdentityArn`).
     pub invoke_identity_arn: String,
+    /// The mapping's UUID, as Lambda names it in S3 on-failure objects' keys.
+    pub mapping_uuid: String,
 }
 
 impl Default for MappingOptions {
@@ -78,8 +81,20 @@ impl Default for MappingOptions {
             retry_backoff_initial: Duration::from_millis(100),
             retry_backoff_max: Duration::from_secs(2),
             invoke_identity_arn: "arn:aws:iam::000000000000:role/kinesis-esm".to_owned(),
+            mapping_uuid: uuid::Uuid::new_v4().to_string(),
         }
     }
+}
+
+/// A stable UUID for the mapping from `stream_name` to `function_name` (an MD5 name-based
+/// UUID), so that a mapping keeps its S3 on-failure keys' prefix from one run to the next, as a
+/// deployed mapping keeps its UUID.
+pub fn stable_mapping_uuid(function_name: &str, stream_name: &str) -> String {
+    use md5::Digest as _;
+    let digest = md5::Md5::digest(format!("kinesis-esm:{function_name}:{stream_name}"));
+    uuid::Builder::from_md5_bytes(digest.into())
+        .into_uuid()
+        .to_string()
 }
 
 /// An event source mapping, ready to start.
@@ -90,6 +105,7 @@ pub struct EventSourceMapping {
     leases: Arc<dyn LeaseStore>,
     options: MappingOptions,
     observer: Option<mpsc::UnboundedSender<MappingEvent>>,
+    destination: Option<Arc<dyn Destination>>,
 }
 
 impl EventSourceMapping {
@@ -107,7 +123,15 @@ impl EventSourceMapping {
             leases: Arc::new(MemoryLeaseStore::new()),
             options: MappingOptions::default(),
             observer: None,
+            destination: None,
         }
+    }
+
+    /// Delivers the records of discarded batches to `destination` (the mapping's
+    /// `DestinationConfig.OnFailure`): the shard waits until each is delivered.
+    pub fn on_failure_destination(mut self, destination: Arc<dyn Destination>) -> Self {
+        self.destination = Some(destination);
+        self
     }
 
     /// Keeps checkpoints in `leases` instead.
@@ -146,6 +170,7 @@ impl EventSourceMapping {
             leases: self.leases,
             options: self.options,
             observer: self.observer,
+            destination: self.destination,
             status,
             ignored_item_failures_warning: misconfiguration::WarnOnce::default(),
         });
@@ -167,6 +192,8 @@ struct Shared {
     leases: Arc<dyn LeaseStore>,
     options: MappingOptions,
     observer: Option<mpsc::UnboundedSender<MappingEvent>>,
+    /// Where the records of discarded batches go, if anywhere.
+    destination: Option<Arc<dyn Destination>>,
     status: watch::Sender<MappingStatus>,
     /// The misconfiguration warning, given once per mapping.
     ignored_item_failures_warning: misconfiguration::WarnOnce,

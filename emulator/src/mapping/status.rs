@@ -373,6 +373,13 @@ pub struct MappingStatus {
     /// resource's logical id or an ARN), if it has one.
     #[serde(default)]
     pub on_failure_destination: Option<String>,
+    /// Where each record of `on_failure` was delivered (a file, a message, an object), in order.
+    #[serde(default)]
+    pub on_failure_deliveries: Vec<String>,
+    /// Why the last delivery to the on-failure destination failed, while its shard waits to try
+    /// again.
+    #[serde(default)]
+    pub destination_error: Option<String>,
     /// The last error the mapping met outside a batch (listing shards, leases), if it persists.
     pub last_error: Option<String>,
     /// Whether the coordinator has listed the shards and started their readers at least once,

@@ -10,6 +10,7 @@ use super::fields::{Fault, Fields};
 use super::intrinsic::{Resolver, intrinsic, render};
 use super::stream::is_stream_name;
 use crate::config::{MappingConfig, StartingPosition};
+use crate::destination::Target as DestinationTarget;
 use crate::filter::{FilterCriteria, MAX_FILTERS, Pattern};
 
 const PROPERTIES: &[&str] = &[
@@ -98,6 +99,10 @@ pub(super) fn read(
     }
     mapping.report_batch_item_failures = report_batch_item_failures(&fields, resolver)?;
     mapping.on_failure_destination = on_failure_destination(&fields, resolver)?;
+    mapping.on_failure_target = mapping
+        .on_failure_destination
+        .as_deref()
+        .and_then(|destination| destination_target(destination, resolver));
     if let Some(enabled) = fields.boolean(resolver, "Enabled")? {
         mapping.enabled = enabled;
     }
@@ -333,6 +338,35 @@ fn on_failure_destination(
         return Ok(Some(logical_id.to_owned()));
     }
     on_failure.text(resolver, "Destination")
+}
+
+/// The resource an on-failure destination (a logical id or an ARN) names, if it is a queue, a
+/// topic or a bucket. A template resource is known by the name its properties give it, else by
+/// its logical id (CloudFormation would make one up; locally the logical id stands in for it,
+/// lower-cased for a bucket, whose names S3 wants in lower case).
+fn destination_target(destination: &str, resolver: &Resolver<'_>) -> Option<DestinationTarget> {
+    let Some(resource_type) = resolver.resource_type(destination) else {
+        return DestinationTarget::from_arn(destination).ok();
+    };
+    let name_property = match resource_type {
+        "AWS::SQS::Queue" => "QueueName",
+        "AWS::SNS::Topic" => "TopicName",
+        "AWS::S3::Bucket" => "BucketName",
+        _ => return None,
+    };
+    let name = resolver
+        .resource_property(destination, name_property)
+        .map_or_else(
+            || {
+                if resource_type == "AWS::S3::Bucket" {
+                    destination.to_lowercase()
+                } else {
+                    destination.to_owned()
+                }
+            },
+            str::to_owned,
+        );
+    DestinationTarget::from_resource_type(resource_type, name)
 }
 
 /// `FilterCriteria.Filters`: each filter's `Pattern`, a JSON text, parsed as Lambda parses it

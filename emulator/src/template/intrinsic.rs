@@ -153,6 +153,17 @@ impl<'t> Resolver<'t> {
             .as_str()
     }
 
+    /// A text property of a resource of the template, as written (no intrinsic functions).
+    pub(super) fn resource_property(&self, logical_id: &str, name: &str) -> Option<&'t str> {
+        self.resources
+            .get(logical_id)?
+            .as_mapping()?
+            .get("Properties")?
+            .as_mapping()?
+            .get(name)?
+            .as_str()
+    }
+
     /// The ARN Kinesis gives a stream of this name in the configured region and account.
     pub(super) fn stream_arn(&self, name: &str) -> String {
         format!(

@@ -6,6 +6,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use super::*;
 use crate::config::{LoggingConfig, StartingPosition};
+use crate::destination::{DestinationKind, Target};
 use crate::filter::{FilterCriteria, Pattern};
 
 /// The file every inline template pretends to be: absolute, so `CodeUri` folders are exact.
@@ -204,6 +205,10 @@ fn every_event_property_reaches_the_mapping() {
         bisect_batch_on_function_error: true,
         report_batch_item_failures: true,
         on_failure_destination: Some("arn:aws:sqs:us-east-1:123456789012:failures".into()),
+        on_failure_target: Some(Target {
+            kind: DestinationKind::Sqs,
+            name: "failures".into(),
+        }),
         enabled: false,
         function_timeout: Duration::from_secs(3),
         filter_criteria: FilterCriteria::new(vec![
@@ -701,6 +706,50 @@ fn an_on_failure_destination_in_the_template_is_kept_as_its_logical_id() {
         destination("!Sub 'arn:${AWS::Partition}:sqs:${AWS::Region}:${AWS::AccountId}:failures'")
             .as_deref(),
         Some("arn:aws:sqs:us-east-1:123456789012:failures")
+    );
+}
+
+#[test]
+fn an_on_failure_destination_names_its_queue_topic_or_bucket() {
+    let target = |value: &str| {
+        let yaml = format!(
+            "{}  Queue:\n    Type: AWS::SQS::Queue\n  Named:\n    Type: AWS::SQS::Queue\n    Properties: {{QueueName: failed-shipments}}\n  Topic:\n    Type: AWS::SNS::Topic\n  Bucket:\n    Type: AWS::S3::Bucket\n",
+            with_event(&format!(
+                "DestinationConfig: {{OnFailure: {{Destination: {value}}}}}"
+            ))
+        );
+        only_mapping(&read(&yaml)).on_failure_target.clone()
+    };
+    let named = |kind, name: &str| {
+        Some(Target {
+            kind,
+            name: name.to_owned(),
+        })
+    };
+    assert_eq!(
+        target("!GetAtt Queue.Arn"),
+        named(DestinationKind::Sqs, "Queue")
+    );
+    assert_eq!(
+        target("!GetAtt Named.Arn"),
+        named(DestinationKind::Sqs, "failed-shipments")
+    );
+    assert_eq!(target("!Ref Topic"), named(DestinationKind::Sns, "Topic"));
+    assert_eq!(
+        target("!GetAtt Bucket.Arn"),
+        named(DestinationKind::S3, "bucket")
+    );
+    assert_eq!(
+        target("'arn:aws:sns:us-east-1:123456789012:alerts'"),
+        named(DestinationKind::Sns, "alerts")
+    );
+    assert_eq!(
+        target("'arn:aws:s3:::failed-batches'"),
+        named(DestinationKind::S3, "failed-batches")
+    );
+    assert_eq!(
+        target("'arn:aws:lambda:us-east-1:123456789012:function:f'"),
+        None
     );
 }
 

@@ -12,6 +12,7 @@ use tokio::sync::watch;
 
 use super::ReaderExit;
 use crate::backoff::RetryKind;
+use crate::destination::{Destination, FailedBatch};
 use crate::invoke::{Invocation, InvokeOutcome};
 use crate::mapping::metrics::{InvocationEnd, iterator_age_millis};
 use crate::mapping::misconfiguration::{TEMPLATE_LINE, ignored_item_failures};
@@ -143,8 +144,8 @@ impl BatchContext {
                     condition,
                     invoke_count,
                 }) => {
-                    settlements.discarded(batch, records.clone()).await?;
-                    self.report_discard(&batch[records], condition, invoke_count, None);
+                    self.discard(settlements, batch, records, condition, invoke_count, None)
+                        .await?;
                     continue;
                 }
                 Some(Action::Invoke(range)) => range,
@@ -239,13 +240,15 @@ impl BatchContext {
                     condition,
                     invoke_count,
                 } => {
-                    settlements.discarded(batch, records.clone()).await?;
-                    self.report_discard(
-                        &batch[records],
+                    self.discard(
+                        settlements,
+                        batch,
+                        records,
                         condition,
                         invoke_count,
                         last_failure.as_ref(),
-                    );
+                    )
+                    .await?;
                     backoff.reset();
                 }
                 Next::RetryAfterPause => {
@@ -288,22 +291,7 @@ impl BatchContext {
         records: &[Record],
         memory: &mut LaneMemory,
     ) -> Result<InvokeOutcome, crate::invoke::InvokeError> {
-        let mut payload = Vec::with_capacity(memory.last_payload_len);
-        write_event(
-            &mut payload,
-            &EventSource {
-                stream_arn: &self.stream.arn,
-                shard_id: &self.shard_id,
-                region: &self.region,
-                invoke_identity_arn: &self.shared.options.invoke_identity_arn,
-            },
-            records.iter().map(|record| EventRecord {
-                sequence_number: record.sequence_number.as_str(),
-                partition_key: &record.partition_key,
-                data: &record.data,
-                approximate_arrival_millis: millis_since_epoch(record.approximate_arrival),
-            }),
-        );
+        let payload = self.event(records, memory.last_payload_len);
         let count = records.len() as u64;
         self.shared
             .update_shard(&self.shard_id, ShardChange::Invoked { records: count });
@@ -322,6 +310,27 @@ impl BatchContext {
         memory.last_payload_len = payload.len();
         let invocation = Invocation::new(payload, self.shared.config.function_timeout);
         self.shared.invoker.invoke(invocation).await
+    }
+
+    /// The event Lambda sends the function for `records`, written into a buffer of `capacity`.
+    fn event(&self, records: &[Record], capacity: usize) -> Vec<u8> {
+        let mut payload = Vec::with_capacity(capacity);
+        write_event(
+            &mut payload,
+            &EventSource {
+                stream_arn: &self.stream.arn,
+                shard_id: &self.shard_id,
+                region: &self.region,
+                invoke_identity_arn: &self.shared.options.invoke_identity_arn,
+            },
+            records.iter().map(|record| EventRecord {
+                sequence_number: record.sequence_number.as_str(),
+                partition_key: &record.partition_key,
+                data: &record.data,
+                approximate_arrival_millis: millis_since_epoch(record.approximate_arrival),
+            }),
+        );
+        payload
     }
 
     /// Warns, once per mapping, that the function names records in `batchItemFailures` that
@@ -361,16 +370,49 @@ impl BatchContext {
         );
     }
 
-    /// Reports `records`, given up, as Lambda does when retries are exhausted or records are too
-    /// old: their invocation record goes to the on-failure destination (the checkpoint passed
-    /// them already).
-    fn report_discard(
+    /// Gives `batch[range]` up, as Lambda does when retries are exhausted or records are too old:
+    /// the invocation record goes to the on-failure destination first (the shard waits until it
+    /// is delivered, so nothing given up goes unrecorded), then the checkpoint passes the records
+    /// and the discard is reported. The one place a batch is discarded.
+    async fn discard(
+        &self,
+        settlements: &mut impl Settlements,
+        batch: &[Record],
+        range: Range<usize>,
+        condition: DiscardCondition,
+        invoke_count: u32,
+        failed: Option<&FailedAttempt>,
+    ) -> Result<(), ReaderExit> {
+        let records = &batch[range.clone()];
+        let discarded_at = SystemTime::now();
+        let record = self.on_failure_record(records, condition, invoke_count, failed, discarded_at);
+        let delivered = match &self.shared.destination {
+            Some(destination) => {
+                let failed_batch = FailedBatch {
+                    record: record.clone(),
+                    event: String::from_utf8(self.event(records, 0)).expect("events are JSON text"),
+                    mapping_uuid: self.shared.options.mapping_uuid.clone(),
+                    shard_id: self.shard_id.clone(),
+                    discarded_at,
+                };
+                Some(self.deliver(destination.as_ref(), &failed_batch).await?)
+            }
+            None => None,
+        };
+        settlements.discarded(batch, range).await?;
+        self.report_discard(records, condition, record, delivered);
+        Ok(())
+    }
+
+    /// The invocation record of discarded `records` (`docs/event-source-mapping.md` §5).
+    fn on_failure_record(
         &self,
         records: &[Record],
         condition: DiscardCondition,
         invoke_count: u32,
         failed: Option<&FailedAttempt>,
-    ) {
+        discarded_at: SystemTime,
+    ) -> serde_json::Value {
         let first = &records[0];
         let last = &records[records.len() - 1];
         let record = OnFailureRecord {
@@ -389,7 +431,7 @@ impl BatchContext {
                 function_error: failed.function_error,
             }),
             version: "1.0",
-            timestamp: iso8601_millis(SystemTime::now()),
+            timestamp: iso8601_millis(discarded_at),
             kinesis_batch_info: KinesisBatchInfo {
                 shard_id: self.shard_id.clone(),
                 start_sequence_number: first.sequence_number.as_str().to_owned(),
@@ -400,7 +442,52 @@ impl BatchContext {
                 stream_arn: self.stream.arn.clone(),
             },
         };
-        let record = serde_json::to_value(&record).expect("an on-failure record serializes");
+        serde_json::to_value(&record).expect("an on-failure record serializes")
+    }
+
+    /// Delivers `batch`'s record to `destination`, trying again after each failure (reported,
+    /// with the shard waiting) until it is delivered or the reader stops. Lambda's documentation
+    /// says nothing of retrying a failed delivery (`docs/event-source-mapping.md` §5).
+    async fn deliver(
+        &self,
+        destination: &dyn Destination,
+        batch: &FailedBatch,
+    ) -> Result<String, ReaderExit> {
+        let mut backoff = self.shared.retry_backoff();
+        loop {
+            match destination.deliver(batch).await {
+                Ok(location) => {
+                    self.shared
+                        .status
+                        .send_if_modified(|status| status.destination_error.take().is_some());
+                    return Ok(location);
+                }
+                Err(error) => {
+                    tracing::warn!(
+                        shard_id = %self.shard_id,
+                        "{error}; the shard waits and tries again"
+                    );
+                    let error = error.to_string();
+                    self.shared
+                        .status
+                        .send_modify(|status| status.destination_error = Some(error));
+                    self.pause(backoff.next_pause(RetryKind::Error)).await?;
+                }
+            }
+        }
+    }
+
+    /// Reports the discard of `records`, whose invocation `record` went to `delivered` (if the
+    /// mapping has a destination).
+    fn report_discard(
+        &self,
+        records: &[Record],
+        condition: DiscardCondition,
+        record: serde_json::Value,
+        delivered: Option<String>,
+    ) {
+        let first = &records[0];
+        let last = &records[records.len() - 1];
         let condition = condition.as_str();
         tracing::warn!(
             shard_id = %self.shard_id,
@@ -408,6 +495,7 @@ impl BatchContext {
             last = %last.sequence_number,
             condition,
             destination = self.shared.config.on_failure_destination.as_deref().unwrap_or("none"),
+            delivered_to = delivered.as_deref().unwrap_or("nowhere"),
             "batch discarded"
         );
         let record = Arc::new(record);
@@ -417,9 +505,10 @@ impl BatchContext {
             records: records.len() as u64,
             condition: condition.to_owned(),
         };
-        self.shared
-            .status
-            .send_modify(|status| status.on_failure.push(Arc::clone(&record)));
+        self.shared.status.send_modify(|status| {
+            status.on_failure.push(Arc::clone(&record));
+            status.on_failure_deliveries.extend(delivered);
+        });
         self.shared.update_shard(
             &self.shard_id,
             ShardChange::Discarded {
