@@ -154,7 +154,15 @@ mod tests {
     fn leases_are_taken_as_the_kcl_lease_taker_takes_them() {
         let a = HeldBy("a");
         let b = HeldBy("b");
-        let rows: Vec<(&str, Vec<Standing>, Vec<&str>, Vec<&str>, usize)> = vec![
+        /// Why, the table, taken free, stolen, live workers.
+        type Row<'a> = (
+            &'a str,
+            Vec<Standing<'a>>,
+            Vec<&'a str>,
+            Vec<&'a str>,
+            usize,
+        );
+        let rows: Vec<Row> = vec![
             (
                 "alone, every free lease is ours to take",
                 vec![Free; 8],
