@@ -348,7 +348,7 @@ async fn coordinate(shared: Arc<Shared>, mut stopping: watch::Receiver<bool>) {
         {
             Ok(Round {
                 undecided,
-                live_workers,
+                others_seen,
             }) => {
                 backoff.reset();
                 shared.status.send_modify(|status| {
@@ -358,7 +358,7 @@ async fn coordinate(shared: Arc<Shared>, mut stopping: watch::Receiver<bool>) {
                     status.synced |= !undecided;
                 });
                 awaiting_expiry = undecided;
-                shared_with_others = live_workers > 1;
+                shared_with_others = others_seen;
             }
             Err(error) => report_error(&shared, error),
         }
@@ -372,7 +372,8 @@ async fn coordinate(shared: Arc<Shared>, mut stopping: watch::Receiver<bool>) {
                 .min(shared.options.failover_time / 2)
         } else if shared_with_others {
             // Look once a renewal period, so that a lease another worker gives up (a graceful
-            // stop) is taken within one, and balancing steals one lease per period.
+            // stop) is taken within one, and balancing steals one lease per period. Two workers
+            // started together see each other first as a lost race for a free lease.
             shared
                 .options
                 .shard_sync_interval
@@ -475,8 +476,8 @@ struct Round {
     /// Whether it left a lease of another worker undecided (neither seen renewed nor expired
     /// yet).
     undecided: bool,
-    /// How many workers hold live leases of the stream, this one included.
-    live_workers: usize,
+    /// Whether another worker holds live leases of the stream, or won a lease this round.
+    others_seen: bool,
 }
 
 /// One round of the coordinator: list shards, create missing leases, start runnable readers.
@@ -595,11 +596,15 @@ async fn sync(
         .collect();
     let mut takes = futures_util::stream::iter(takes).buffered(CONCURRENT_TAKES);
     let mut first_error = None;
+    let mut lost_a_race = false;
     while let Some((lease, shard, sent, taken)) = takes.next().await {
         let taken = match taken {
             Ok(taken) => taken,
-            // Another worker was faster; the next round will see it.
-            Err(LeaseError::LeaseLost { .. }) => continue,
+            // Another worker was faster; the next round, soon, will see it.
+            Err(LeaseError::LeaseLost { .. }) => {
+                lost_a_race = true;
+                continue;
+            }
             Err(error) => {
                 first_error.get_or_insert_with(|| {
                     format!("taking the lease of {}: {error}", lease.shard_id)
@@ -640,7 +645,7 @@ async fn sync(
     }
     Ok(Round {
         undecided,
-        live_workers: chosen.live_workers,
+        others_seen: chosen.live_workers > 1 || lost_a_race,
     })
 }
 
