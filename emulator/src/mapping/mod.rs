@@ -7,7 +7,7 @@
 //! of a closed shard it creates its children's leases and checkpoints `SHARD_END`, which lets the
 //! coordinator start the children (`docs/resharding.md`). Several workers sharing one lease table
 //! share the shards out: each round, a coordinator takes free leases up to its fair share, or
-//! steals one from the most loaded worker ([`balance`], `docs/lease-table.md` §6).
+//! steals one from the most loaded worker (`balance.rs`, `docs/lease-table.md` §6).
 
 mod balance;
 mod checkpointer;
