@@ -10,6 +10,7 @@
 //! and the test take turns on one thread: an observer's events and the status then change in
 //! exactly the order the mapping made the changes, with no other thread in between.
 
+mod aws_balance;
 mod aws_destinations;
 mod aws_faults;
 mod aws_fencing;

@@ -867,3 +867,52 @@ pub fn ship_after_gate(
         })
     }
 }
+
+/// A `kinesis-esm run` process started in the background, its log appended to a file (so a
+/// restarted instance's log follows its predecessor's), its output otherwise discarded.
+pub struct EsmProcess {
+    child: tokio::process::Child,
+}
+
+impl EsmProcess {
+    /// Starts `kinesis-esm run` with `args`, appending its log to `log`.
+    pub async fn start(args: &[&str], log: &Path) -> Self {
+        let log_file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .unwrap_or_else(|error| panic!("opening {}: {error}", log.display()));
+        let child = kinesis_esm_run(args)
+            .await
+            .stderr(Stdio::from(log_file))
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("kinesis-esm starts");
+        Self { child }
+    }
+
+    /// Sends the signal `name` (`TERM`, `KILL`, `STOP`, `CONT`) with `kill`.
+    pub async fn signal(&self, name: &str) {
+        let pid = self.child.id().expect("the process is alive").to_string();
+        let sent = tokio::process::Command::new("kill")
+            .args([&format!("-{name}"), &pid])
+            .status()
+            .await
+            .expect("kill runs");
+        assert!(sent.success(), "SIG{name} reaches kinesis-esm {pid}");
+    }
+
+    /// Waits for the process to end; returns its exit code (`None` if a signal ended it).
+    pub async fn wait(&mut self) -> Option<i32> {
+        within("kinesis-esm to end", self.child.wait())
+            .await
+            .expect("its exit status")
+            .code()
+    }
+
+    /// Stops it gracefully (SIGTERM) and returns its exit code.
+    pub async fn stop(&mut self) -> Option<i32> {
+        self.signal("TERM").await;
+        self.wait().await
+    }
+}

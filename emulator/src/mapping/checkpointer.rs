@@ -25,8 +25,10 @@ pub(super) struct Checkpointer {
 }
 
 impl Checkpointer {
-    /// Whether no other worker can have taken the lease: a write of it succeeded less than half
-    /// the failover time ago (another worker waits the whole failover time without seeing one).
+    /// Whether no other worker can have taken the lease as expired: a write of it succeeded less
+    /// than half the failover time ago (another worker waits the whole failover time without
+    /// seeing one). A worker below its fair share may still steal it (`balance`); the next write
+    /// here then fails, so an invocation started meanwhile only repeats records, never loses one.
     pub(super) fn lease_is_certainly_held(&self) -> bool {
         let confirmed_at = *self.confirmed_at.lock().unwrap();
         confirmed_at.elapsed() < self.shared.options.failover_time / 2

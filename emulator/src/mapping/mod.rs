@@ -5,8 +5,11 @@
 //! invokes the function, reads its answer and retries as Lambda does
 //! (`docs/event-source-mapping.md` §1-§2) and writes one checkpoint per settled batch. At the end
 //! of a closed shard it creates its children's leases and checkpoints `SHARD_END`, which lets the
-//! coordinator start the children (`docs/resharding.md`).
+//! coordinator start the children (`docs/resharding.md`). Several workers sharing one lease table
+//! share the shards out: each round, a coordinator takes free leases up to its fair share, or
+//! steals one from the most loaded worker (`balance.rs`, `docs/lease-table.md` §6).
 
+mod balance;
 mod checkpointer;
 mod lanes;
 mod lineage;
@@ -60,6 +63,9 @@ pub struct MappingOptions {
     pub lease_cleanup_interval: Duration,
     /// How long a lease may go unrenewed before another worker takes it (KCL: 10 s).
     pub failover_time: Duration,
+    /// How many leases a worker below its fair share steals from a live worker in one round
+    /// (the KCL's `maxLeasesToStealAtOneTime`: 1).
+    pub max_leases_to_steal: usize,
     /// The first pause before retrying a failed batch.
     pub retry_backoff_initial: Duration,
     /// The longest pause between retries of a failed batch.
@@ -78,6 +84,7 @@ impl Default for MappingOptions {
             shard_sync_interval: Duration::from_secs(10),
             lease_cleanup_interval: Duration::from_secs(10),
             failover_time: Duration::from_secs(10),
+            max_leases_to_steal: 1,
             retry_backoff_initial: Duration::from_millis(100),
             retry_backoff_max: Duration::from_secs(2),
             invoke_identity_arn: "arn:aws:iam::000000000000:role/kinesis-esm".to_owned(),
@@ -351,6 +358,7 @@ async fn coordinate(shared: Arc<Shared>, mut stopping: watch::Receiver<bool>) {
     let mut expiry = LeaseExpiry::default();
     let mut last_cleanup = None;
     let mut awaiting_expiry = false;
+    let mut shared_with_others = false;
     loop {
         if *stopping.borrow() {
             break;
@@ -366,7 +374,10 @@ async fn coordinate(shared: Arc<Shared>, mut stopping: watch::Receiver<bool>) {
         )
         .await
         {
-            Ok(Undecided(undecided)) => {
+            Ok(Round {
+                undecided,
+                others_seen,
+            }) => {
                 backoff.reset();
                 shared.status.send_modify(|status| {
                     status.last_error = None;
@@ -375,6 +386,7 @@ async fn coordinate(shared: Arc<Shared>, mut stopping: watch::Receiver<bool>) {
                     status.synced |= !undecided;
                 });
                 awaiting_expiry = undecided;
+                shared_with_others = others_seen;
             }
             Err(error) => report_error(&shared, error),
         }
@@ -386,6 +398,14 @@ async fn coordinate(shared: Arc<Shared>, mut stopping: watch::Receiver<bool>) {
                 .options
                 .shard_sync_interval
                 .min(shared.options.failover_time / 2)
+        } else if shared_with_others {
+            // Look once a renewal period, so that a lease another worker gives up (a graceful
+            // stop) is taken within one, and balancing steals one lease per period. Two workers
+            // started together see each other first as a lost race for a free lease.
+            shared
+                .options
+                .shard_sync_interval
+                .min(shared.options.failover_time / 3)
         } else {
             shared.options.shard_sync_interval
         };
@@ -479,9 +499,14 @@ impl LeaseExpiry {
     }
 }
 
-/// Whether a round of the coordinator left a lease of another worker undecided (neither seen
-/// renewed nor expired yet).
-struct Undecided(bool);
+/// What a round of the coordinator saw.
+struct Round {
+    /// Whether it left a lease of another worker undecided (neither seen renewed nor expired
+    /// yet).
+    undecided: bool,
+    /// Whether another worker holds live leases of the stream, or won a lease this round.
+    others_seen: bool,
+}
 
 /// One round of the coordinator: list shards, create missing leases, start runnable readers.
 async fn sync(
@@ -492,7 +517,7 @@ async fn sync(
     last_cleanup: &mut Option<Instant>,
     exits: &mpsc::UnboundedSender<(String, ReaderExit)>,
     stopping: &watch::Receiver<bool>,
-) -> Result<Undecided, String> {
+) -> Result<Round, String> {
     let config = &shared.config;
     let shards = shared
         .source
@@ -535,32 +560,61 @@ async fn sync(
         );
     }
     let mut undecided = false;
-    let mut to_take = Vec::new();
+    let mut readable: Vec<(&Lease, &Shard, balance::Standing)> = Vec::new();
     for lease in leases.values() {
-        if lease.checkpoint == Checkpoint::ShardEnd || readers.contains_key(&lease.shard_id) {
+        if lease.checkpoint == Checkpoint::ShardEnd {
             continue;
         }
-        if !lineage::may_start(lease, &leases) {
+        let worker_id = shared.options.worker_id.as_str();
+        let standing = if readers.contains_key(&lease.shard_id) {
+            match lease.lease_owner.as_deref() {
+                // Stolen: this worker's reader stops at its next lease write.
+                Some(owner) if owner != worker_id => balance::Standing::HeldBy(owner),
+                _ => balance::Standing::Ours,
+            }
+        } else if !lineage::may_start(lease, &leases) {
             shared.update_shard(&lease.shard_id, ShardChange::WaitingOnParents);
             continue;
-        }
-        match expiry.availability(
-            lease,
-            &shared.options.worker_id,
-            shared.options.failover_time,
-        ) {
-            Availability::Available => {}
-            availability => {
-                undecided |= availability == Availability::Undecided;
-                shared.update_shard(&lease.shard_id, ShardChange::NotOwned);
-                continue;
+        } else {
+            match expiry.availability(lease, worker_id, shared.options.failover_time) {
+                Availability::Available => balance::Standing::Free,
+                availability => {
+                    undecided |= availability == Availability::Undecided;
+                    shared.update_shard(&lease.shard_id, ShardChange::NotOwned);
+                    match lease.lease_owner.as_deref() {
+                        Some(owner) => balance::Standing::HeldBy(owner),
+                        None => balance::Standing::Free,
+                    }
+                }
             }
-        }
+        };
         let Some(shard) = shards_by_id.get(lease.shard_id.as_str()) else {
             // The shard has expired from the stream: nothing is left to read.
             continue;
         };
-        to_take.push((lease, *shard));
+        readable.push((lease, *shard, standing));
+    }
+    let standings: Vec<(&str, balance::Standing)> = readable
+        .iter()
+        .map(|(lease, _, standing)| (lease.shard_id.as_str(), *standing))
+        .collect();
+    let chosen = balance::leases_to_take(&standings, shared.options.max_leases_to_steal);
+    for shard_id in &chosen.stolen {
+        tracing::info!(
+            shard_id,
+            live_workers = chosen.live_workers,
+            "taking a lease from the most loaded worker, to reach this worker's fair share"
+        );
+    }
+    let mut to_take = Vec::new();
+    for (lease, shard, standing) in &readable {
+        let shard_id = lease.shard_id.as_str();
+        if chosen.free.contains(&shard_id) || chosen.stolen.contains(&shard_id) {
+            to_take.push((*lease, *shard));
+        } else if *standing == balance::Standing::Free {
+            // Left to the other workers: this one has its fair share.
+            shared.update_shard(shard_id, ShardChange::NotOwned);
+        }
     }
     // Taken a few at a time, so that against a remote table every reader starts at once rather
     // than one round trip after the other.
@@ -570,11 +624,15 @@ async fn sync(
         .collect();
     let mut takes = futures_util::stream::iter(takes).buffered(CONCURRENT_TAKES);
     let mut first_error = None;
+    let mut lost_a_race = false;
     while let Some((lease, shard, sent, taken)) = takes.next().await {
         let taken = match taken {
             Ok(taken) => taken,
-            // Another worker was faster; the next round will see it.
-            Err(LeaseError::LeaseLost { .. }) => continue,
+            // Another worker was faster; the next round, soon, will see it.
+            Err(LeaseError::LeaseLost { .. }) => {
+                lost_a_race = true;
+                continue;
+            }
             Err(error) => {
                 first_error.get_or_insert_with(|| {
                     format!("taking the lease of {}: {error}", lease.shard_id)
@@ -613,7 +671,10 @@ async fn sync(
         *last_cleanup = Some(Instant::now());
         clean_up_leases(shared, &shards, &leases).await;
     }
-    Ok(Undecided(undecided))
+    Ok(Round {
+        undecided,
+        others_seen: chosen.live_workers > 1 || lost_a_race,
+    })
 }
 
 /// Takes `lease` for this worker; returns it with its shard, when the take was sent, and how it
