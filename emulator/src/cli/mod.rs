@@ -10,6 +10,7 @@ macro_rules! say {
 }
 
 mod commands;
+mod page_actions;
 mod port_owner;
 mod progress;
 mod run;
