@@ -30,6 +30,7 @@ mod filtering;
 mod function_logs;
 mod kpl;
 mod metrics;
+mod page;
 mod parallelization;
 mod resharding;
 mod resharding_twice;

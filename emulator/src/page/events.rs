@@ -16,7 +16,7 @@ use futures_util::Stream;
 use tokio::sync::{broadcast, mpsc, watch};
 
 use super::LivePage;
-use super::view::{self, HeldRecordView, HeldRecords};
+use super::view::{self, HeldRecordView, HeldRecords, Settings};
 use crate::invoke::runtime_api::{TappedLine, function_lines};
 use crate::mapping::MappingStatus;
 use crate::sequence::SequenceNumber;
@@ -35,7 +35,7 @@ const BACKLOG: usize = 64;
 
 /// One mapping a stream watches.
 struct Watched {
-    settings: Arc<[(&'static str, String)]>,
+    settings: Settings,
     status: watch::Receiver<MappingStatus>,
     /// Its sender is gone (the mapping stopped): its last status stays.
     closed: bool,
@@ -63,7 +63,7 @@ async fn feed(page: Arc<LivePage>, events: mpsc::Sender<Event>) {
     let mut looked_up = BTreeSet::new();
     loop {
         page.watch_new_mappings(&mut watched);
-        let snapshot: Vec<(Arc<[(&'static str, String)]>, MappingStatus)> = watched
+        let snapshot: Vec<(Settings, MappingStatus)> = watched
             .iter_mut()
             .map(|mapping| {
                 (
@@ -196,10 +196,7 @@ async fn read_record(
         }))
 }
 
-fn status_event(
-    snapshot: &[(Arc<[(&'static str, String)]>, MappingStatus)],
-    held: &HeldRecords,
-) -> Event {
+fn status_event(snapshot: &[(Settings, MappingStatus)], held: &HeldRecords) -> Event {
     let mappings: Vec<serde_json::Value> = snapshot
         .iter()
         .map(|(settings, status)| view::mapping_view(settings, status, held))

@@ -36,6 +36,7 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use tokio::sync::watch;
 
+use self::view::Settings;
 use crate::config::MappingConfig;
 use crate::mapping::MappingStatus;
 use crate::source::ShardSource;
@@ -81,7 +82,7 @@ pub trait PageActions: Send + Sync {
 
 /// A mapping the page shows.
 struct Shown {
-    settings: Arc<[(&'static str, String)]>,
+    settings: Settings,
     status: watch::Receiver<MappingStatus>,
 }
 

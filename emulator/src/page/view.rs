@@ -14,6 +14,9 @@ use crate::sequence::SequenceNumber;
 /// How many on-failure records of a mapping the page shows (the newest).
 const ON_FAILURE_SHOWN: usize = 10;
 
+/// A mapping's settings as the page lists them: name and value.
+pub(crate) type Settings = std::sync::Arc<[(&'static str, String)]>;
+
 /// The settings of a mapping the page lists, in the template's words.
 pub(crate) fn settings(config: &MappingConfig) -> Vec<(&'static str, String)> {
     let starting_position = match config.starting_position {
