@@ -19,6 +19,10 @@ use end_to_end::aws::workspace_dir;
 /// How long the page may take to show what the test waits for.
 const SHOWN_WITHIN: Duration = Duration::from_secs(30);
 
+/// How long the run may take to build the shipping function and start its mapping (the page is
+/// served before): cargo on a loaded machine.
+const MAPPING_WITHIN: Duration = Duration::from_secs(600);
+
 /// A shipment for a carrier the shipping function does not know: it holds it.
 const FEDEX_SHIPMENT: &str =
     r#"{"id": 4242, "address": "Rue de Rivoli 10, Paris", "carrier": "fedex"}"#;
@@ -52,7 +56,12 @@ async fn the_page_shows_a_held_shipment_and_the_children_of_a_split_waiting_on_t
         .await
         .expect("the page opens");
     wait_for_text(&browser, "#connection", "live").await;
-    wait_for(&browser, &format!("g[data-shard='{PARENT}']")).await;
+    wait_for_within(
+        &browser,
+        &format!("g[data-shard='{PARENT}']"),
+        MAPPING_WITHIN,
+    )
+    .await;
 
     // Publish the fedex shipment from the page's form.
     set_field(&browser, "#put-key", "customer-42").await;
@@ -202,9 +211,17 @@ fn on_path(command: &str) -> PathBuf {
 }
 
 async fn wait_for(browser: &Client, css: &str) -> fantoccini::elements::Element {
+    wait_for_within(browser, css, SHOWN_WITHIN).await
+}
+
+async fn wait_for_within(
+    browser: &Client,
+    css: &str,
+    limit: Duration,
+) -> fantoccini::elements::Element {
     browser
         .wait()
-        .at_most(SHOWN_WITHIN)
+        .at_most(limit)
         .for_element(Locator::Css(css))
         .await
         .unwrap_or_else(|error| panic!("the page never showed {css}: {error}"))
