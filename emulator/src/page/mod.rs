@@ -4,8 +4,8 @@
 //!
 //! The page is one HTML file, one script and one style sheet, embedded in the binary
 //! (`assets/`): no build step, nothing to install, and it works offline. It reads one stream of
-//! server-sent events (`GET /page/events`, [`events`]); what each event carries is made by pure
-//! functions in [`view`]. The actions go through [`PageActions`], which `run` implements with the
+//! server-sent events (`GET /page/events`, `events.rs`); what each event carries is made by pure
+//! functions in `view.rs`. The actions go through [`PageActions`], which `run` implements with the
 //! code of the `put` and `reshard` commands.
 //!
 //! | request | answer |
