@@ -433,7 +433,7 @@ impl Running {
     }
 
     /// Starts `kinesis-esm` with these arguments, its logs at `info`.
-    async fn spawn(args: &[std::ffi::OsString]) -> Self {
+    pub(crate) async fn spawn(args: &[std::ffi::OsString]) -> Self {
         use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _};
         let binary = kinesis_esm_binary().await;
         let mut child = tokio::process::Command::new(binary)
@@ -898,7 +898,7 @@ async fn shared_options_go_before_or_after_the_command() {
 
 impl Running {
     /// The endpoint `kinesis-esm serve` or `run` says it serves the Kinesis API at.
-    async fn kinesis_endpoint(&mut self) -> String {
+    pub(crate) async fn kinesis_endpoint(&mut self) -> String {
         let line = self.wait_for_line("kinesis-esm: Kinesis API at ").await;
         line.split("Kinesis API at ")
             .nth(1)

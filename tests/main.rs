@@ -32,6 +32,7 @@ mod filtering;
 mod function_logs;
 mod kpl;
 mod metrics;
+mod page;
 mod parallelization;
 mod publish;
 mod resharding;

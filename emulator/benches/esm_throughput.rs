@@ -7,7 +7,8 @@
 //! while working on it; `ESM_BENCH_VIA=in-process` or `runtime-api` and `ESM_BENCH_SHARDS=1` or
 //! `8` run only those cases (and skip the ratios and the latency), for profiling one of them;
 //! `ESM_BENCH_VIA=parallelization` runs only `ParallelizationFactor` 10 against 1
-//! ([`parallelization`]), which otherwise runs after the throughput cases.
+//! ([`parallelization`]), which otherwise runs after the throughput cases, and
+//! `ESM_BENCH_VIA=page` only the cost of an open live page ([`page`]), which runs last.
 //!
 //! **Throughput.** A stream of 1 and one of 8 shards are filled with valid shipments (every one
 //! is acked). Each run starts a fresh mapping (memory lease store, `TRIM_HORIZON`,
@@ -58,6 +59,8 @@ use test_support::intercept::{Intercepted, InvokerHooks};
 use tokio::sync::mpsc;
 use tracing_subscriber::layer::SubscriberExt as _;
 
+#[path = "esm_throughput/page.rs"]
+mod page;
 #[path = "esm_throughput/parallelization.rs"]
 mod parallelization;
 
@@ -98,6 +101,12 @@ fn main() {
         runtime.block_on(parallelization::compare(records, runs));
         return;
     }
+    if via.as_deref() == Some("page") {
+        let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+        println!("load average at the start: {}", load_average());
+        runtime.block_on(page::compare(records, runs));
+        return;
+    }
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions/shipping");
     let binary = build_function(&crate_dir, "bootstrap", true).unwrap_or_else(|error| {
         panic!("{error}");
@@ -115,7 +124,9 @@ fn main() {
     let only = via.map(|via| match via.as_str() {
         "in-process" => Via::InProcess,
         "runtime-api" => Via::RuntimeApi,
-        other => panic!("ESM_BENCH_VIA={other}: say in-process, runtime-api or parallelization"),
+        other => {
+            panic!("ESM_BENCH_VIA={other}: say in-process, runtime-api, parallelization or page")
+        }
     });
     let only_shards = std::env::var("ESM_BENCH_SHARDS").ok().map(|shards| {
         shards
@@ -130,6 +141,7 @@ fn main() {
             summarise(&cases);
             latency(&binary, seen_in_log).await;
             parallelization::compare(records, runs).await;
+            page::compare(records, runs).await;
         }
     });
 }

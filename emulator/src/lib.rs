@@ -17,6 +17,7 @@ pub mod kinesis;
 pub mod lease;
 pub mod mapping;
 pub mod metrics_report;
+pub mod page;
 pub mod records_file;
 pub mod response;
 pub mod sequence;

@@ -263,36 +263,12 @@ pub(super) async fn reshard(args: ReshardArgs) -> anyhow::Result<()> {
     let stream = args.stream.as_str();
     match &args.action {
         ReshardAction::Split { shard, hash_key } => {
-            let hash_key = match hash_key {
-                Some(hash_key) => *hash_key,
-                None => {
-                    let shards = kinesis.list_shards(stream).await?;
-                    let Some(found) = shards.iter().find(|candidate| &candidate.shard_id == shard)
-                    else {
-                        bail!("{}", missing_shard(stream, shard, &shards));
-                    };
-                    let range = found.hash_key_range;
-                    range.starting_hash_key
-                        + (range.ending_hash_key - range.starting_hash_key) / 2
-                        + 1
-                }
-            };
-            kinesis.split_shard(stream, shard, hash_key).await?;
+            split_shard(&kinesis, stream, shard, *hash_key).await?;
         }
         ReshardAction::Merge {
             shard,
             adjacent_shard,
-        } => {
-            // Kinesis answers a missing shard with the same error as a missing stream: look first,
-            // so the message names what is missing.
-            let shards = kinesis.list_shards(stream).await?;
-            for wanted in [shard, adjacent_shard] {
-                if !shards.iter().any(|candidate| &candidate.shard_id == wanted) {
-                    bail!("{}", missing_shard(stream, wanted, &shards));
-                }
-            }
-            kinesis.merge_shards(stream, shard, adjacent_shard).await?;
-        }
+        } => merge_shards(&kinesis, stream, shard, adjacent_shard).await?,
         ReshardAction::Scale { shards } => kinesis.update_shard_count(stream, *shards).await?,
     }
     let shards = kinesis.list_shards(stream).await?;
@@ -312,6 +288,46 @@ pub(super) async fn reshard(args: ReshardArgs) -> anyhow::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// Splits `shard` of `stream` at `hash_key`, by default at the middle of its hash key range:
+/// `reshard split`, and the live page's Split.
+pub(super) async fn split_shard(
+    kinesis: &SdkKinesis,
+    stream: &str,
+    shard: &str,
+    hash_key: Option<u128>,
+) -> anyhow::Result<()> {
+    let hash_key = match hash_key {
+        Some(hash_key) => hash_key,
+        None => {
+            let shards = kinesis.list_shards(stream).await?;
+            let Some(found) = shards.iter().find(|candidate| candidate.shard_id == shard) else {
+                bail!("{}", missing_shard(stream, shard, &shards));
+            };
+            let range = found.hash_key_range;
+            range.starting_hash_key + (range.ending_hash_key - range.starting_hash_key) / 2 + 1
+        }
+    };
+    Ok(kinesis.split_shard(stream, shard, hash_key).await?)
+}
+
+/// Merges `shard` and `adjacent_shard` of `stream`: `reshard merge`, and the live page's Merge.
+pub(super) async fn merge_shards(
+    kinesis: &SdkKinesis,
+    stream: &str,
+    shard: &str,
+    adjacent_shard: &str,
+) -> anyhow::Result<()> {
+    // Kinesis answers a missing shard with the same error as a missing stream: look first,
+    // so the message names what is missing.
+    let shards = kinesis.list_shards(stream).await?;
+    for wanted in [shard, adjacent_shard] {
+        if !shards.iter().any(|candidate| candidate.shard_id == wanted) {
+            bail!("{}", missing_shard(stream, wanted, &shards));
+        }
+    }
+    Ok(kinesis.merge_shards(stream, shard, adjacent_shard).await?)
 }
 
 /// Says that `stream` has no shard `wanted`, listing the shards it has.

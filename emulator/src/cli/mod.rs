@@ -12,6 +12,7 @@ macro_rules! say {
 mod commands;
 mod destinations;
 mod failures;
+mod page_actions;
 mod port_owner;
 mod progress;
 mod run;

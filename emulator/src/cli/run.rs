@@ -11,6 +11,7 @@ use clap::Args;
 use tokio::sync::watch;
 
 use super::commands::put_every_record;
+use super::page_actions::RunActions;
 use super::progress::Progress;
 use super::sam_options::EnvVarsFile;
 use super::{Exit, STATUS_PATH, connection_to, parse_duration};
@@ -19,13 +20,14 @@ use crate::function::build_function;
 use crate::invoke::Invoker;
 use crate::invoke::invoke_api::{InvokeApi, InvokeApiOptions};
 use crate::invoke::runtime_api::{FunctionDefinition, RuntimeApi};
-use crate::kinesis::http::{DEFAULT_ADDR, ServerHandle, SideDocument, serve_documents, serve_with};
+use crate::kinesis::http::{DEFAULT_ADDR, ServerHandle, SideDocument, serve_with_page};
 use crate::kinesis::{EmbeddedKinesis, PutRecordsEntry};
 use crate::lease::{LeaseStore, MemoryLeaseStore};
 use crate::mapping::{
     EventSourceMapping, MappingOptions, MappingStatus, RunningMapping, stable_mapping_uuid,
 };
 use crate::metrics_report::{METRICS_PATH, PROMETHEUS_CONTENT_TYPE, prometheus};
+use crate::page::LivePage;
 use crate::records_file::{RecordToPut, put_records_batches, read_records};
 use crate::source::{ShardSource, SourceError};
 use crate::state::StateDir;
@@ -237,10 +239,14 @@ pub(super) async fn run(
         publish(&streams, &template, put).await?;
     }
     let statuses: Arc<Mutex<Vec<watch::Receiver<MappingStatus>>>> = Arc::default();
+    let actions = Arc::new(RunActions::default());
+    let page = LivePage::new(streams.source(), Arc::clone(&actions) as _);
     let server = if args.no_listen {
         None
     } else {
-        serve(&streams, args.listen, &statuses, logs.quiet).await?
+        let served = serve(&streams, args.listen, &statuses, &page, logs.quiet).await?;
+        actions.connect(streams.client(&served, &args.region).await?);
+        Some(served)
     };
     let function_kinesis = function_kinesis_endpoint(&args, &streams, server.as_ref());
     let leases = open_lease_store(&args, state.as_ref()).await?;
@@ -333,6 +339,7 @@ pub(super) async fn run(
                 mapping = mapping.on_failure_destination(destination);
             }
             let mapping = mapping.start();
+            page.show(config, mapping.status_receiver());
             statuses
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -624,14 +631,15 @@ fn function_kinesis_endpoint(
     }
 }
 
-/// Serves the mappings' status on `listen`, beside the Kinesis API when the run reads the
-/// embedded Kinesis: `kinesis-esm status` reads it at the same path in every mode.
+/// Serves the mappings' status and the live page on `listen`, beside the Kinesis API when the
+/// run reads the embedded Kinesis: `kinesis-esm status` reads it at the same path in every mode.
 async fn serve(
     streams: &Streams,
     listen: Option<SocketAddr>,
     statuses: &Arc<Mutex<Vec<watch::Receiver<MappingStatus>>>>,
+    page: &Arc<LivePage>,
     quiet: bool,
-) -> anyhow::Result<Option<ServerHandle>> {
+) -> anyhow::Result<ServerHandle> {
     let snapshot = {
         let statuses = Arc::clone(statuses);
         move || -> Vec<MappingStatus> {
@@ -653,24 +661,24 @@ async fn serve(
         }),
     ];
     let addr = listen.unwrap_or(DEFAULT_ADDR);
-    let served = match streams {
-        Streams::Embedded(kinesis) => serve_with(kinesis.clone(), addr, documents).await,
-        Streams::Sdk(_) => serve_documents(addr, documents).await,
+    let embedded = match streams {
+        Streams::Embedded(kinesis) => Some(kinesis.clone()),
+        Streams::Sdk(_) => None,
     };
-    match served {
-        Ok(server) if quiet => Ok(Some(server)),
+    match serve_with_page(embedded, addr, documents, page.router()).await {
+        Ok(server) if quiet => Ok(server),
         Ok(server) => {
             match streams {
                 Streams::Embedded(_) => say!(
-                    "kinesis-esm: Kinesis API at {url} (aws --endpoint-url {url} kinesis ...; kinesis-esm status --endpoint {url})",
+                    "kinesis-esm: Kinesis API at {url} (aws --endpoint-url {url} kinesis ...; kinesis-esm status --endpoint {url}); live page at {url}/",
                     url = server.endpoint_url()
                 ),
                 Streams::Sdk(_) => say!(
-                    "kinesis-esm: status at {url} (kinesis-esm status --endpoint {url})",
+                    "kinesis-esm: status at {url} (kinesis-esm status --endpoint {url}); live page at {url}/",
                     url = server.endpoint_url()
                 ),
             }
-            Ok(Some(server))
+            Ok(server)
         }
         // The default port may belong to another local stack (LocalStack's is 4566): carrying on
         // without the endpoint would let `put`, `status` and `reshard` talk to it instead.
@@ -751,6 +759,18 @@ impl Streams {
             }
         };
         Ok(Self::Sdk(Arc::new(SdkKinesis::connect(&connection).await?)))
+    }
+
+    /// The SDK client the page's actions use: the one the run reads through, or one of the
+    /// embedded Kinesis' own endpoint, so they go as `put` and `reshard` go.
+    async fn client(&self, server: &ServerHandle, region: &str) -> anyhow::Result<Arc<SdkKinesis>> {
+        match self {
+            Self::Sdk(kinesis) => Ok(Arc::clone(kinesis)),
+            Self::Embedded(_) => {
+                let connection = connection_to(&server.endpoint_url()).with_region(region);
+                Ok(Arc::new(SdkKinesis::connect(&connection).await?))
+            }
+        }
     }
 
     fn source(&self) -> Arc<dyn ShardSource> {

@@ -36,6 +36,7 @@
 //! `lambda_runtime` panic in its last moment, which would read as the function's crash).
 
 mod function_log;
+mod log_tap;
 mod process;
 mod server;
 
@@ -53,6 +54,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
+pub use self::log_tap::{TappedLine, function_lines};
 pub(crate) use self::process::FUNCTION_LOG_TARGET;
 use self::process::{ExitReport, Label, Process};
 use self::server::{Delivery, Exchange};

@@ -251,6 +251,8 @@ fn log_line(label: &Label, stream: &'static str, text: &str) {
     {
         return;
     }
+    // The page shows what the log shows, before any level filter of the emulator's own.
+    super::log_tap::tap(&label.function, &line);
     let (spans, body) = function_log::render(&line, label.style.detail);
     let function = &*label.function;
     let full = label.style.detail == Detail::Full;

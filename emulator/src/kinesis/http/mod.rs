@@ -162,6 +162,7 @@ pub async fn serve_with(
     let served = Served {
         api: Some(Api::new(kinesis)),
         documents,
+        page: None,
     };
     let server = start(addr, served).await?;
     tracing::info!(local_addr = %server.local_addr, "serving the embedded Kinesis over the Kinesis API");
@@ -181,9 +182,28 @@ pub async fn serve_documents(
     let served = Served {
         api: None,
         documents,
+        page: None,
     };
     let server = start(addr, served).await?;
     tracing::info!(local_addr = %server.local_addr, paths, "serving documents");
+    Ok(server)
+}
+
+/// [`serve_with`] (or [`serve_documents`] when `kinesis` is `None`), also serving the live page
+/// (`crate::page`): `GET /` and the paths under `/page/`.
+pub async fn serve_with_page(
+    kinesis: Option<EmbeddedKinesis>,
+    addr: SocketAddr,
+    documents: Vec<SideDocument>,
+    page: axum::Router,
+) -> Result<ServerHandle, ServeError> {
+    let served = Served {
+        api: kinesis.map(Api::new),
+        documents,
+        page: Some(page),
+    };
+    let server = start(addr, served).await?;
+    tracing::info!(local_addr = %server.local_addr, "serving the live page at /");
     Ok(server)
 }
 

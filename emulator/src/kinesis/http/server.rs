@@ -39,6 +39,8 @@ pub(super) struct Served {
     pub(super) api: Option<Api>,
     /// Documents served on `GET <path>`.
     pub(super) documents: Vec<super::SideDocument>,
+    /// The live page's routes (`crate::page`), if served.
+    pub(super) page: Option<axum::Router>,
 }
 
 /// Serves `api` on `listener` until `stop` turns true (or its sender goes away), then lets the
@@ -86,9 +88,17 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
 async fn serve_connection(stream: TcpStream, api: Arc<Served>, mut stop: watch::Receiver<bool>) {
     // Answers are written whole: waiting to coalesce small ones only adds latency.
     let _ = stream.set_nodelay(true);
-    let service = hyper::service::service_fn(move |request| {
+    let service = hyper::service::service_fn(move |request: Request<Incoming>| {
         let api = Arc::clone(&api);
-        async move { Ok::<_, Infallible>(respond(&api, request).await) }
+        async move {
+            let response = match &api.page {
+                Some(page) if crate::page::serves(request.method(), request.uri().path()) => {
+                    tower::ServiceExt::oneshot(page.clone(), request).await?
+                }
+                _ => respond(&api, request).await.map(axum::body::Body::new),
+            };
+            Ok::<_, Infallible>(response)
+        }
     });
     let connection = hyper::server::conn::http1::Builder::new()
         .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
