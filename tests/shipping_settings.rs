@@ -28,7 +28,10 @@ fn shipping_template_with_settings() -> String {
         "template.yaml's event sets BatchSize: 100"
     );
     let code_uri = "\n      CodeUri: .\n";
-    assert!(original.contains(code_uri), "template.yaml's function has CodeUri: .");
+    assert!(
+        original.contains(code_uri),
+        "template.yaml's function has CodeUri: ."
+    );
     original
         .replacen(anchor, &format!("{anchor}{SETTINGS}"), 1)
         .replacen(
