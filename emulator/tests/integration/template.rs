@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use kinesis_esm::config::{MappingConfig, StartingPosition};
+use kinesis_esm::destination::{DestinationKind, Target};
 use kinesis_esm::template::{
     Architecture, FunctionResource, StreamMode, StreamResource, Template, TemplateError,
 };
@@ -46,6 +47,11 @@ fn the_shipping_fixture_reads_into_exact_configs() {
     mapping.maximum_retry_attempts = Some(3);
     mapping.bisect_batch_on_function_error = true;
     mapping.on_failure_destination = Some("ShipmentFailures".into());
+    // The fixture's on-failure destination: its queue resource `ShipmentFailures`.
+    mapping.on_failure_target = Some(Target {
+        kind: DestinationKind::Sqs,
+        name: "ShipmentFailures".into(),
+    });
     mapping.function_timeout = Duration::from_secs(10);
     assert_eq!(
         template.functions,
