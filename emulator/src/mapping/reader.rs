@@ -166,15 +166,22 @@ impl ShardReader {
         if let Err(ReaderExit::LeaseLost) = self.finish_checkpoint().await {
             exit = ReaderExit::LeaseLost;
         }
+        // Stop renewing between renewals, never during one: the renewer holds the lease while
+        // its write is in flight, and a write aborted after it reached the table would leave
+        // this copy of the lease a counter behind, so that giving the lease up were refused.
+        let lease = self.checkpointer.lease.lock().await;
         renewer.abort();
         self.shared
             .update_shard(&self.shard.shard_id, ShardChange::Finished(exit));
         if exit == ReaderExit::Stopped {
             // Give the lease up so that the next instance takes the shard at once instead of
             // waiting for the lease to expire.
-            let lease = self.checkpointer.lease.lock().await;
             if let Err(error) = self.shared.leases.evict_lease(&lease).await {
-                tracing::debug!(shard_id = %self.shard.shard_id, %error, "could not give the lease up");
+                tracing::warn!(
+                    shard_id = %self.shard.shard_id,
+                    %error,
+                    "could not give the lease up: another instance takes the shard once the lease expires"
+                );
             }
         }
         exit
