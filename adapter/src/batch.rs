@@ -10,6 +10,7 @@
 mod deaggregate;
 mod deserialize;
 mod meta;
+mod pre_read;
 mod scan;
 
 use std::fmt;
@@ -22,6 +23,7 @@ use crate::aggregate::AggregateError;
 
 pub(crate) use meta::RecordData;
 pub use meta::RecordMeta;
+pub use pre_read::{ReadBatch, ReadBatchLayer};
 
 /// A Kinesis event, read once from its JSON: the text of its records' fields, and where each
 /// record's fields lie in it. This is the payload type the adapter's [`tower::Service`]

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use lambda_runtime::{Context, Diagnostic, LambdaEvent};
 
-use crate::batch::KinesisBatch;
+use crate::batch::{KinesisBatch, ReadBatchLayer};
 use crate::handler::{Handler, WithState};
 use crate::settle::{Deadline, Options};
 use crate::settlement::Settlement;
@@ -87,8 +87,16 @@ where
     }
 
     /// Runs the adapter as a Lambda function, through `lambda_runtime`, until the runtime stops.
+    ///
+    /// It is what `lambda_runtime::run(adapter)` does (the runtime with its tracing layer), with
+    /// [`ReadBatchLayer`] in front of the event's deserialisation, so that an event laid out as
+    /// Lambda writes it is read from its bytes in one pass.
     pub async fn run(self) -> Result<(), lambda_runtime::Error> {
-        lambda_runtime::run(self).await
+        lambda_runtime::Runtime::new(self)
+            .layer(ReadBatchLayer)
+            .layer(lambda_runtime::layers::TracingLayer::new())
+            .run()
+            .await
     }
 }
 

@@ -5,7 +5,9 @@
 //!   `tower::Service`); [`write_event`] writes one exactly as Lambda's event source mapping
 //!   builds it, for the emulator and the testing kit. `aws_lambda_events` cannot write it:
 //!   it writes the arrival timestamp as a string, adds `"encryptionType":"NONE"` and writes
-//!   `null` for unset fields, none of which Lambda does.
+//!   `null` for unset fields, none of which Lambda does. [`ReadBatchLayer`] reads the event
+//!   from the invocation's bytes before `lambda_runtime` deserialises it (the adapter's
+//!   [`run`](crate::KinesisAdapter::run) uses it).
 //! - **The response.** [`BatchResponse`] is the partial batch response plus the adapter's
 //!   extension naming the dropped records ([`EXTENSION`], read back by
 //!   [`dropped_sequence_numbers`]).
@@ -19,7 +21,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 pub use aws_lambda_events::kinesis::KinesisEvent;
 pub use aws_lambda_events::streams::KinesisEventResponse;
 
-pub use crate::batch::KinesisBatch;
+pub use crate::batch::{KinesisBatch, ReadBatch, ReadBatchLayer};
 pub use crate::service::AdapterError;
 
 /// The key of the response's extension object: `{"batchItemFailures":[...],"lambdaKinesis":{...}}`.

@@ -10,8 +10,14 @@ use super::KinesisBatch;
 
 /// Reads a Lambda Kinesis event from JSON (serde_json's `Deserializer` or `Value`; the `Records`
 /// array is taken whole, as a `RawValue`, which only serde_json provides).
+///
+/// Under [`ReadBatchLayer`](super::pre_read::ReadBatchLayer), the batch that layer already read
+/// from the invocation's bytes is taken instead, and the deserializer is left unread.
 impl<'de> Deserialize<'de> for KinesisBatch {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        if let Some(batch) = super::pre_read::take() {
+            return Ok(batch);
+        }
         deserializer.deserialize_map(EventVisitor)
     }
 }

@@ -18,8 +18,8 @@
 //! value whole costs one pass of serde_json's fastest kind (skipping), and this scan another.
 //!
 //! Given the event's bytes directly ([`KinesisBatch::from_json`](super::KinesisBatch::from_json),
-//! as the emulator's in-process invoker reads each event), the scanner can spare serde_json's
-//! pass: [`plain_event`] reads a *strict* subset of JSON that it checks itself, which holds every
+//! as the emulator's in-process invoker reads each event, and `ReadBatchLayer`, as the adapter
+//! reads each event on Lambda), the scanner can spare serde_json's pass: [`plain_event`] reads a *strict* subset of JSON that it checks itself, which holds every
 //! event Lambda (or the emulator) writes. Any other text, malformed or merely unusual, is left
 //! to serde_json, so neither the batch nor an error ever depends on which way it was read.
 

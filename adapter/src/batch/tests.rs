@@ -153,6 +153,82 @@ fn check(json: &str) {
     let value: serde_json::Value = serde_json::from_str(json).unwrap();
     let from_value: KinesisBatch = serde_json::from_value(value).unwrap();
     assert_eq!(read(&from_value), expected, "from_value");
+    let (through_the_layer, _) = through_the_layer(json.as_bytes());
+    assert_eq!(
+        read(&through_the_layer.unwrap()),
+        expected,
+        "through ReadBatchLayer"
+    );
+}
+
+/// Reads `json` as `KinesisAdapter::run` does: `ReadBatchLayer` in front of a service that
+/// deserialises the invocation's body as `lambda_runtime`'s does (`serde_path_to_error` over
+/// serde_json, inside `call`). Also says whether the layer had read the batch itself.
+fn through_the_layer(json: &[u8]) -> (Result<KinesisBatch, String>, bool) {
+    use futures_util::FutureExt as _;
+    use tower::{Layer as _, Service as _};
+
+    let runtime_like = tower::service_fn(|invocation: lambda_runtime::LambdaInvocation| {
+        let pre_read = pre_read::is_filled();
+        let deserializer = &mut serde_json::Deserializer::from_slice(&invocation.body);
+        let batch = serde_path_to_error::deserialize::<_, KinesisBatch>(deserializer)
+            .map_err(|error| error.to_string());
+        std::future::ready(Ok::<_, std::convert::Infallible>((batch, pre_read)))
+    });
+    let mut service = ReadBatchLayer.layer(runtime_like);
+    let invocation = lambda_runtime::LambdaInvocation {
+        parts: http::Response::new(()).into_parts().0,
+        body: json.to_vec().into(),
+        context: lambda_runtime::Context::default(),
+    };
+    let Ok(answer) = service
+        .call(invocation)
+        .now_or_never()
+        .expect("a ready future");
+    assert!(pre_read::take().is_none(), "no batch outlives its call");
+    answer
+}
+
+#[test]
+fn the_layer_reads_events_laid_out_as_lambda_writes_them_and_leaves_others_to_serde_json() {
+    assert!(through_the_layer(EVENT.as_bytes()).1, "Lambda's own event");
+    let written = written_event(&["a", "b", "shipment-7"]);
+    assert!(
+        through_the_layer(written.as_bytes()).1,
+        "the emulator's event"
+    );
+    let escaped = EVENT.replace(r#""partitionKey":"1""#, r#""partitionKey":"a\"b""#);
+    let (batch, pre_read) = through_the_layer(escaped.as_bytes());
+    assert!(!pre_read, "a string with an escape is not plain");
+    assert_eq!(batch.unwrap().record(0).unwrap().partition_key(), "a\"b");
+    let (batch, pre_read) = through_the_layer(b"\xff");
+    assert!(!pre_read && batch.is_err(), "not UTF-8");
+}
+
+#[test]
+fn the_layer_leaves_the_body_to_a_service_of_another_payload() {
+    use futures_util::FutureExt as _;
+    use tower::{Layer as _, Service as _};
+
+    let value_reader = tower::service_fn(|invocation: lambda_runtime::LambdaInvocation| {
+        let value: serde_json::Value = serde_json::from_slice(&invocation.body).unwrap();
+        std::future::ready(Ok::<_, std::convert::Infallible>(value))
+    });
+    let mut service = ReadBatchLayer.layer(value_reader);
+    let invocation = lambda_runtime::LambdaInvocation {
+        parts: http::Response::new(()).into_parts().0,
+        body: EVENT.as_bytes().to_vec().into(),
+        context: lambda_runtime::Context::default(),
+    };
+    let Ok(value) = service.call(invocation).now_or_never().unwrap();
+    assert_eq!(
+        value,
+        serde_json::from_str::<serde_json::Value>(EVENT).unwrap()
+    );
+    assert!(
+        pre_read::take().is_none(),
+        "the unread batch is not left for the next one"
+    );
 }
 
 #[test]
@@ -429,6 +505,20 @@ fn check_same_either_way(json: &[u8]) {
         (Err(direct), Err(general)) => assert_eq!(direct.to_string(), general.to_string()),
         (direct, general) => panic!(
             "from_json gave {direct:?}, serde_json {general:?}, for {}",
+            String::from_utf8_lossy(json)
+        ),
+    }
+    let deserializer = &mut serde_json::Deserializer::from_slice(json);
+    let as_the_runtime_does = serde_path_to_error::deserialize::<_, KinesisBatch>(deserializer)
+        .map_err(|error| error.to_string());
+    match (through_the_layer(json).0, as_the_runtime_does) {
+        (Ok(layered), Ok(general)) => {
+            assert_eq!(layered.text, general.text);
+            assert_eq!(read(&layered), read(&general));
+        }
+        (Err(layered), Err(general)) => assert_eq!(layered, general),
+        (layered, general) => panic!(
+            "through the layer {layered:?}, as the runtime does {general:?}, for {}",
             String::from_utf8_lossy(json)
         ),
     }
