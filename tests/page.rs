@@ -88,6 +88,17 @@ async fn the_page_shows_a_held_shipment_and_the_children_of_a_split_waiting_on_t
         "why it is held: {reason}"
     );
     wait_for_text(&browser, "#log-lines", "unknown carrier, shipment held").await;
+    // The invocation that held it is among the shard's recent invocations, naming the record.
+    let held_number = text_of(&browser, &format!("{held} .sequence-number")).await;
+    let held_row = format!(
+        ".recent[data-shard='{PARENT}'] tr[data-kind='held_at'][data-held-at='{held_number}']"
+    );
+    wait_for(&browser, &held_row).await;
+    let verdict = text_of(&browser, &format!("{held_row} .verdict")).await;
+    assert!(
+        verdict.starts_with("held at ") && verdict.contains("(0 settled before it)"),
+        "the held invocation's verdict: {verdict}"
+    );
 
     // Split the held shard: its children wait on it.
     wait_for(

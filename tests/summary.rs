@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use end_to_end::{fixture, kinesis_esm_binary, shipping_bootstrap, workspace_dir};
+use kinesis_esm::mapping::{InvocationVerdict, MappingStatus};
 
 use crate::cli::{Running, check_row, cli_template, kinesis_esm_with, records};
 
@@ -31,6 +32,17 @@ async fn status_until(endpoint: &str, ready: impl Fn(&str) -> bool) -> String {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("the status never became what the test waits for; the last one:\n{last}");
+}
+
+/// `kinesis-esm status --json` from the run at `endpoint`.
+async fn status_json(endpoint: &str) -> Vec<MappingStatus> {
+    let output = tokio::process::Command::new(kinesis_esm_binary().await)
+        .args(["status", "--endpoint", endpoint, "--json"])
+        .output()
+        .await
+        .expect("kinesis-esm status starts");
+    assert!(output.status.success(), "{output:?}");
+    serde_json::from_slice(&output.stdout).expect("the status as JSON")
 }
 
 /// Eight shipments one at a time, `MaximumRetryAttempts: 1`, no on-failure destination: 1, 2, 5
@@ -74,6 +86,85 @@ async fn the_records_add_up_with_acks_drops_holds_and_a_discard() {
     assert!(
         tree.contains("1 record in 1 batch discarded (no on-failure destination)"),
         "{tree}"
+    );
+    // The shard's newest invocations, with what each answer did: shipment 3 dropped, 4 held
+    // twice and then discarded, 5 booked, 6 held.
+    let recent_lines: Vec<&str> = tree
+        .lines()
+        .skip_while(|line| !line.contains("the last 5 of 7 invocations:"))
+        .skip(1)
+        .take(5)
+        .collect();
+    let verdicts: Vec<&str> = recent_lines
+        .iter()
+        .map(|line| {
+            assert!(line.contains(", 1 record, "), "{tree}");
+            line.rsplit_once(" ms: ")
+                .or_else(|| line.rsplit_once(" µs: "))
+                .or_else(|| line.rsplit_once(" s: "))
+                .expect("a duration and a verdict")
+                .1
+        })
+        .collect();
+    let expected = [
+        "all settled, 1 dropped",
+        "held at ",
+        "held at ",
+        "all acked",
+        "held at ",
+    ];
+    assert_eq!(verdicts.len(), expected.len(), "{tree}");
+    for (verdict, start) in verdicts.iter().zip(expected) {
+        assert!(
+            verdict.starts_with(start),
+            "{verdict:?}, not {start:?}: {tree}"
+        );
+    }
+    assert!(
+        verdicts[2].ends_with("(0 settled before it), then discarded"),
+        "{tree}"
+    );
+    assert!(!verdicts[1].contains("discarded"), "{tree}");
+    // The JSON has every invocation kept (the held shipment's retry may have come meanwhile:
+    // an eighth).
+    let statuses = status_json(&endpoint).await;
+    let shard = statuses[0].shards.values().next().expect("one shard");
+    let kinds: Vec<(&str, bool)> = shard
+        .recent_invocations
+        .iter()
+        .take(7)
+        .map(|invocation| (invocation.verdict.kind(), invocation.discarded))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("all_acked", false),
+            ("all_acked", false),
+            ("all_acked", false),
+            ("held_at", false),
+            ("held_at", true),
+            ("all_acked", false),
+            ("held_at", false),
+        ],
+        "{:#?}",
+        shard.recent_invocations
+    );
+    let held = shard.held.as_ref().expect("shipment 6 is held");
+    let shipment_6 = shard.recent_invocations.iter().nth(6).unwrap();
+    assert_eq!(
+        shipment_6.verdict,
+        InvocationVerdict::HeldAt {
+            sequence_number: held.sequence_number.clone(),
+            settled: 0
+        }
+    );
+    assert_eq!(
+        (&shipment_6.first, &shipment_6.last),
+        (&held.sequence_number, &held.sequence_number)
+    );
+    assert_eq!(
+        shard.recent_invocations.iter().nth(2).map(|i| &i.verdict),
+        Some(&InvocationVerdict::AllAcked { dropped: 1 })
     );
 
     run.send_sigterm();

@@ -15,12 +15,19 @@ use crate::lease::Checkpoint;
 use crate::mapping::{MappingStatus, NextRetry, ShardPhase, ShardStatus};
 use crate::time::millis_since_epoch;
 
+mod invocations;
+
+pub use invocations::{duration_text, invocation_line, verdict_text};
+
 /// Digits a sequence number keeps in front of the ellipsis.
 const HEAD_DIGITS: usize = 4;
 /// Digits a sequence number keeps at its end, at least.
 const TAIL_DIGITS: usize = 8;
 /// The shortest run of zeros taken for the padding between two fields of a sequence number.
 const PADDING_ZEROS: usize = 6;
+/// How many of a shard's recent invocations the `status` tree shows, the newest; `--json` has
+/// every one the status keeps.
+const RECENT_IN_TREE: usize = 5;
 
 /// A sequence number as tables show it: its first 4 digits, an ellipsis, and its distinguishing
 /// tail. Numbers made of zero-padded fields (the embedded Kinesis': stream, counter, shard) keep
@@ -344,7 +351,8 @@ pub fn progress_line(function_name: &str, shard: &ShardStatus, now: SystemTime) 
 
 /// Renders running mappings for `kinesis-esm status`: each stream's shards as a lineage tree
 /// (children under their parents), with state, checkpoint, lease owner, held record (and the
-/// retry it waits for), discards and how far behind the newest record the last read ended.
+/// retry it waits for), discards, how far behind the newest record the last read ended, and its
+/// newest invocations (`RECENT_IN_TREE` of them, oldest first).
 pub fn render_tree(statuses: &[MappingStatus], now: SystemTime) -> String {
     let mut out = String::new();
     for status in statuses {
@@ -419,6 +427,18 @@ fn render_branch(
         );
     }
     let _ = writeln!(out, "{line}");
+    let recent = &shard.recent_invocations;
+    if !recent.is_empty() {
+        let shown = recent.len().min(RECENT_IN_TREE);
+        let _ = writeln!(
+            out,
+            "{indent}  the last {shown} of {}:",
+            counted(shard.invocations, "invocation", "invocations")
+        );
+        for invocation in recent.iter().skip(recent.len() - shown) {
+            let _ = writeln!(out, "{indent}    {}", invocation_line(invocation));
+        }
+    }
     // A merged child is drawn under its first parent only.
     for child in status
         .shards
@@ -436,7 +456,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::mapping::{DiscardedRange, HeldRecord};
+    use crate::mapping::{DiscardedRange, HeldRecord, InvocationVerdict, RecentInvocation};
     use crate::sequence::SequenceNumber;
 
     /// An embedded Kinesis sequence number: `49`, stream tag, counter (34 digits), shard index.
@@ -690,6 +710,69 @@ mod tests {
             "ShippingFunction shardId-000000000000  held               records 12  acked 5  \
              dropped 1  discarded 6  held 0  deliveries 48  retries 5  held at \
              4917…120000000000 (3 failed deliveries; retry 3 of 5, next in 25 s)"
+        );
+    }
+
+    #[test]
+    fn the_status_tree_lists_a_shards_newest_invocations_with_their_verdicts() {
+        let invocation = |first: u64, last: u64, micros, verdict, discarded| RecentInvocation {
+            first: sequence_number(&embedded(first, 0)),
+            last: sequence_number(&embedded(last, 0)),
+            records: last - first + 1,
+            at_epoch_millis: 0,
+            duration_micros: micros,
+            verdict,
+            discarded,
+        };
+        let mut shard = main_command_shard();
+        shard.invocations = 7;
+        shard.last_discarded = None;
+        shard.recent_invocations.push(invocation(
+            0,
+            5,
+            850,
+            InvocationVerdict::AllAcked { dropped: 0 },
+            false,
+        ));
+        for _ in 0..5 {
+            shard.recent_invocations.push(invocation(
+                6,
+                11,
+                12_340,
+                InvocationVerdict::HeldAt {
+                    sequence_number: sequence_number(&embedded(6, 0)),
+                    settled: 0,
+                },
+                false,
+            ));
+        }
+        shard.recent_invocations.push(invocation(
+            6,
+            11,
+            2_500_000,
+            InvocationVerdict::FunctionError {
+                error_type: "Panic".to_owned(),
+            },
+            true,
+        ));
+        let tree = render_tree(&[mapping(vec![shard], None)], SystemTime::UNIX_EPOCH);
+        let lines: Vec<&str> = tree.lines().skip(2).take(6).collect();
+        assert_eq!(
+            lines,
+            [
+                "    the last 5 of 7 invocations:",
+                "      4917…60000000000 to 4917…110000000000, 6 records, 12.3 ms: held at \
+                 4917…60000000000 (0 settled before it)",
+                "      4917…60000000000 to 4917…110000000000, 6 records, 12.3 ms: held at \
+                 4917…60000000000 (0 settled before it)",
+                "      4917…60000000000 to 4917…110000000000, 6 records, 12.3 ms: held at \
+                 4917…60000000000 (0 settled before it)",
+                "      4917…60000000000 to 4917…110000000000, 6 records, 12.3 ms: held at \
+                 4917…60000000000 (0 settled before it)",
+                "      4917…60000000000 to 4917…110000000000, 6 records, 2.50 s: function \
+                 error Panic, then discarded",
+            ],
+            "{tree}"
         );
     }
 }

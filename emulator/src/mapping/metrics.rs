@@ -129,14 +129,19 @@ impl ShardMetrics {
                 counts.polled += *read as u64;
                 counts.filtered_out += *filtered as u64;
             }
-            ShardChange::InvocationEnded { records, end, .. } => match end {
-                InvocationEnd::Handled => counts.invoked += records,
-                InvocationEnd::Failed => {
-                    counts.invoked += records;
-                    counts.failed_invoke += records;
+            ShardChange::InvocationEnded {
+                end, invocation, ..
+            } => {
+                let records = invocation.records;
+                match end {
+                    InvocationEnd::Handled => counts.invoked += records,
+                    InvocationEnd::Failed => {
+                        counts.invoked += records;
+                        counts.failed_invoke += records;
+                    }
+                    InvocationEnd::NotInvoked => counts.failed_invoke += records,
                 }
-                InvocationEnd::NotInvoked => counts.failed_invoke += records,
-            },
+            }
             ShardChange::Discarded {
                 range,
                 to_destination: true,
@@ -181,10 +186,23 @@ mod tests {
     }
 
     fn ended(records: u64, end: InvocationEnd) -> ShardChange {
+        ended_at_age(records, end, 5)
+    }
+
+    fn ended_at_age(records: u64, end: InvocationEnd, iterator_age_millis: u64) -> ShardChange {
+        let sequence_number: crate::sequence::SequenceNumber = "9".parse().unwrap();
         ShardChange::InvocationEnded {
-            records,
             end,
-            iterator_age_millis: 5,
+            iterator_age_millis,
+            invocation: crate::mapping::status::RecentInvocation {
+                first: sequence_number.clone(),
+                last: sequence_number,
+                records,
+                at_epoch_millis: 0,
+                duration_micros: 1,
+                verdict: crate::mapping::status::InvocationVerdict::AllAcked { dropped: 0 },
+                discarded: false,
+            },
         }
     }
 
@@ -294,11 +312,7 @@ mod tests {
         let mut metrics = ShardMetrics::new(true);
         assert_eq!(metrics.iterator_age_millis, None);
         for age in [40, 7] {
-            metrics.count(&ShardChange::InvocationEnded {
-                records: 1,
-                end: InvocationEnd::Handled,
-                iterator_age_millis: age,
-            });
+            metrics.count(&ended_at_age(1, InvocationEnd::Handled, age));
         }
         assert_eq!(metrics.iterator_age_millis, Some(7));
     }

@@ -38,7 +38,8 @@ use crate::lease::{Checkpoint, Lease, LeaseError, LeaseStore, MemoryLeaseStore};
 use crate::source::{Shard, ShardSource, SourceError, StreamDescription};
 
 pub use status::{
-    DiscardedRange, HeldRecord, MappingEvent, MappingStatus, NextRetry, ShardPhase, ShardStatus,
+    DiscardedRange, HeldRecord, InvocationVerdict, MappingEvent, MappingStatus, NextRetry,
+    RECENT_INVOCATIONS_KEPT, RecentInvocation, RecentInvocations, ShardPhase, ShardStatus,
 };
 use status::{Settled, ShardChange};
 

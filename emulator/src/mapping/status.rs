@@ -11,6 +11,10 @@ use super::reader::ReaderExit;
 use crate::lease::Checkpoint;
 use crate::sequence::SequenceNumber;
 
+mod recent;
+
+pub use recent::{InvocationVerdict, RECENT_INVOCATIONS_KEPT, RecentInvocation, RecentInvocations};
+
 /// Where a shard's reader stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -141,6 +145,9 @@ pub struct ShardStatus {
     /// Lambda's metrics of the shard: the event counts (with `MetricsConfig`) and `IteratorAge`.
     #[serde(default)]
     pub metrics: ShardMetrics,
+    /// The newest invocations, oldest first: batch range, size, duration, verdict.
+    #[serde(default)]
+    pub recent_invocations: RecentInvocations,
 }
 
 /// Something that changes a shard's status. The coordinator and the shard's reader report
@@ -188,12 +195,12 @@ pub(super) enum ShardChange {
         checkpoint: Checkpoint,
         settled: Settled,
     },
-    /// An invocation of `records` records ended so; its batch's last record was
-    /// `iterator_age_millis` old when it was sent.
+    /// An invocation ended so (`invocation` says of which batch, how long it took and what
+    /// its answer did); its batch's last record was `iterator_age_millis` old when it was sent.
     InvocationEnded {
-        records: u64,
         end: InvocationEnd,
         iterator_age_millis: u64,
+        invocation: RecentInvocation,
     },
     /// These records were discarded (their checkpoint is written already), their on-failure
     /// record sent to the destination if `to_destination`.
@@ -315,8 +322,12 @@ impl ShardStatus {
                     self.release_held_up_to(&last);
                 }
             }
-            ShardChange::InvocationEnded { .. } => {}
+            ShardChange::InvocationEnded { invocation, .. } => {
+                self.recent_invocations.push(invocation);
+            }
             ShardChange::Discarded { range, .. } => {
+                self.recent_invocations
+                    .mark_discarded(&range.first, &range.last);
                 self.discarded += range.records;
                 self.unsettled = self.unsettled.saturating_sub(range.records);
                 self.release_held_up_to(&range.last);
@@ -722,6 +733,92 @@ mod tests {
             ShardChange::CaughtUp,
             ReaderExit::ShardGone,
             ShardPhase::Stopped,
+        );
+    }
+
+    fn invocation_ended(first: &str, last: &str, verdict: InvocationVerdict) -> ShardChange {
+        let end = match verdict {
+            InvocationVerdict::AllAcked { .. } => InvocationEnd::Handled,
+            InvocationVerdict::NotInvoked => InvocationEnd::NotInvoked,
+            _ => InvocationEnd::Failed,
+        };
+        ShardChange::InvocationEnded {
+            end,
+            iterator_age_millis: 3,
+            invocation: RecentInvocation {
+                first: sequence_number(first),
+                last: sequence_number(last),
+                records: 4,
+                at_epoch_millis: 1_000,
+                duration_micros: 1_500,
+                verdict,
+                discarded: false,
+            },
+        }
+    }
+
+    #[test]
+    fn each_invocation_ending_is_kept_with_its_verdict_and_a_discard_marks_it() {
+        let held_at_12 = InvocationVerdict::HeldAt {
+            sequence_number: sequence_number("12"),
+            settled: 2,
+        };
+        let timeout = InvocationVerdict::Timeout;
+        let status = fold([
+            ShardChange::Read {
+                read: 4,
+                filtered: 0,
+                millis_behind_latest: 0,
+            },
+            ShardChange::Invoked { records: 4 },
+            invocation_ended("10", "13", held_at_12.clone()),
+            failed("12"),
+            ShardChange::Invoked { records: 2 },
+            invocation_ended("12", "13", timeout.clone()),
+            ShardChange::Discarded {
+                range: DiscardedRange {
+                    first: sequence_number("12"),
+                    last: sequence_number("13"),
+                    records: 2,
+                    condition: "RetryAttemptsExhausted".to_owned(),
+                },
+                to_destination: true,
+            },
+        ]);
+        let kept: Vec<(&str, &InvocationVerdict, bool)> = status
+            .recent_invocations
+            .iter()
+            .map(|invocation| {
+                (
+                    invocation.first.as_str(),
+                    &invocation.verdict,
+                    invocation.discarded,
+                )
+            })
+            .collect();
+        assert_eq!(
+            kept,
+            [("10", &held_at_12, false), ("12", &timeout, true)],
+            "one entry per invocation, the discarded one marked"
+        );
+        assert_eq!(status.invocations, 2);
+        assert_eq!(status.metrics.iterator_age_millis, Some(3));
+    }
+
+    #[test]
+    fn a_shard_keeps_only_its_newest_invocations() {
+        let status = fold((1..=30).map(|n| {
+            let n = n.to_string();
+            invocation_ended(&n, &n, InvocationVerdict::AllAcked { dropped: 0 })
+        }));
+        assert_eq!(status.recent_invocations.len(), RECENT_INVOCATIONS_KEPT);
+        assert_eq!(
+            status
+                .recent_invocations
+                .iter()
+                .next_back()
+                .map(|invocation| invocation.first.as_str()),
+            Some("30")
         );
     }
 

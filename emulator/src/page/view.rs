@@ -8,8 +8,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::config::{MappingConfig, StartingPosition};
-use crate::mapping::{MappingStatus, ShardStatus};
+use crate::mapping::{InvocationVerdict, MappingStatus, ShardStatus};
 use crate::sequence::SequenceNumber;
+use crate::summary;
 
 /// How many on-failure records of a mapping the page shows (the newest).
 const ON_FAILURE_SHOWN: usize = 10;
@@ -269,7 +270,38 @@ fn shard_view(shard: &ShardStatus, depth: usize, held: &HeldRecords) -> Value {
         "iteratorAgeMillis": shard.metrics.iterator_age_millis,
         "millisBehindLatest": shard.millis_behind_latest,
         "held": held_view,
+        "recent": recent_view(shard),
     })
+}
+
+/// A shard's recent invocations as the page's table lists them, newest first: range, size,
+/// duration and verdict in words (the `status` tree's), the verdict's kind to style the row by,
+/// and the record an answer held at, whole, to match it to the held record.
+fn recent_view(shard: &ShardStatus) -> Vec<Value> {
+    shard
+        .recent_invocations
+        .iter()
+        .rev()
+        .map(|invocation| {
+            let held_at = match &invocation.verdict {
+                InvocationVerdict::HeldAt {
+                    sequence_number, ..
+                } => Some(sequence_number.as_str()),
+                _ => None,
+            };
+            serde_json::json!({
+                "first": invocation.first.as_str(),
+                "last": invocation.last.as_str(),
+                "records": invocation.records,
+                "atEpochMillis": invocation.at_epoch_millis,
+                "duration": summary::duration_text(invocation.duration_micros),
+                "kind": invocation.verdict.kind(),
+                "verdict": summary::verdict_text(invocation),
+                "heldAt": held_at,
+                "discarded": invocation.discarded,
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -390,5 +422,47 @@ mod tests {
             serde_json::json!({"partitionKey": "customer-42", "data": {"text": "x"}})
         );
         assert_eq!(known["shards"][0]["phase"], "waiting on parents");
+    }
+
+    #[test]
+    fn recent_invocations_are_listed_newest_first_with_the_record_held_at() {
+        let (id, mut status) = shard("shardId-000000000000", &[]);
+        let number = |n: &str| -> SequenceNumber { n.parse().unwrap() };
+        let invocation = |first: &str, verdict| crate::mapping::RecentInvocation {
+            first: number(first),
+            last: number("13"),
+            records: 4,
+            at_epoch_millis: 1_000,
+            duration_micros: 1_500,
+            verdict,
+            discarded: false,
+        };
+        status
+            .recent_invocations
+            .push(invocation("10", InvocationVerdict::AllAcked { dropped: 0 }));
+        status.recent_invocations.push(invocation(
+            "11",
+            InvocationVerdict::HeldAt {
+                sequence_number: number("12"),
+                settled: 1,
+            },
+        ));
+        let mapping = MappingStatus {
+            shards: [(id, status)].into_iter().collect(),
+            ..MappingStatus::default()
+        };
+        let view = mapping_view(&[], &mapping, &HeldRecords::new());
+        assert_eq!(
+            view["shards"][0]["recent"],
+            serde_json::json!([
+                {"first": "11", "last": "13", "records": 4, "atEpochMillis": 1000,
+                 "duration": "1.5 ms", "kind": "held_at",
+                 "verdict": "held at 12 (1 settled before it)", "heldAt": "12",
+                 "discarded": false},
+                {"first": "10", "last": "13", "records": 4, "atEpochMillis": 1000,
+                 "duration": "1.5 ms", "kind": "all_acked", "verdict": "all acked",
+                 "heldAt": null, "discarded": false},
+            ])
+        );
     }
 }

@@ -5,7 +5,7 @@
 
 use std::ops::Range;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use lambda_kinesis::wire::{EventRecord, EventSource, write_event};
 use tokio::sync::watch;
@@ -22,7 +22,10 @@ use crate::mapping::on_failure::{
 use crate::mapping::policy::{
     Action, BatchRetry, DiscardCondition, InvocationResult, Next, RetryRules,
 };
-use crate::mapping::{DiscardedRange, MappingEvent, NextRetry, ShardChange, Shared};
+use crate::mapping::{
+    DiscardedRange, InvocationVerdict, MappingEvent, NextRetry, RecentInvocation, ShardChange,
+    Shared,
+};
 use crate::response::{Verdict, read_response};
 use crate::sequence::SequenceNumber;
 use crate::source::{Record, StreamDescription};
@@ -154,7 +157,8 @@ impl BatchContext {
             let records = &batch[range.clone()];
             let retry_number = retry.retry_number();
             let sent_at = SystemTime::now();
-            let (result, dropped) = match self.invoke(records, memory).await {
+            let (outcome, duration) = self.invoke(records, memory).await;
+            let (result, dropped, verdict) = match outcome {
                 Ok(InvokeOutcome::Response(body)) => {
                     if !config.report_batch_item_failures {
                         self.warn_of_ignored_item_failures(&body);
@@ -169,6 +173,17 @@ impl BatchContext {
                         Verdict::PartialFailure { first_failed } => *first_failed,
                         Verdict::Failure { .. } => 0,
                     };
+                    let dropped = read
+                        .dropped
+                        .iter()
+                        .filter(|&&index| index < settled)
+                        .count();
+                    let verdict = InvocationVerdict::of_answer(
+                        matches!(read.verdict, Verdict::Failure { .. }),
+                        &sequence_numbers[range.clone()],
+                        settled,
+                        dropped,
+                    );
                     if settled == 0 {
                         last_failure = Some(FailedAttempt {
                             reason: match read.verdict {
@@ -178,12 +193,7 @@ impl BatchContext {
                             function_error: None,
                         });
                     }
-                    let dropped = read
-                        .dropped
-                        .iter()
-                        .filter(|&&index| index < settled)
-                        .count();
-                    (InvocationResult::Returned { settled }, dropped)
+                    (InvocationResult::Returned { settled }, dropped, verdict)
                 }
                 Ok(InvokeOutcome::FunctionError {
                     error_type,
@@ -193,7 +203,8 @@ impl BatchContext {
                         reason: format!("function error {error_type}: {message}"),
                         function_error: Some("Unhandled"),
                     });
-                    (InvocationResult::FunctionError, 0)
+                    let verdict = InvocationVerdict::FunctionError { error_type };
+                    (InvocationResult::FunctionError, 0, verdict)
                 }
                 Ok(InvokeOutcome::Timeout) => {
                     last_failure = Some(FailedAttempt {
@@ -203,15 +214,19 @@ impl BatchContext {
                         ),
                         function_error: Some("Unhandled"),
                     });
-                    (InvocationResult::Timeout, 0)
+                    (InvocationResult::Timeout, 0, InvocationVerdict::Timeout)
                 }
                 Err(error) => {
                     // The batch never reached the function: no attempt is charged.
                     tracing::warn!(shard_id = %self.shard_id, %error, "invoking the function failed; trying again");
-                    (InvocationResult::NotInvoked, 0)
+                    (
+                        InvocationResult::NotInvoked,
+                        0,
+                        InvocationVerdict::NotInvoked,
+                    )
                 }
             };
-            self.report_invocation_end(records, result, sent_at);
+            self.report_invocation_end(records, result, verdict, sent_at, duration);
             let reached_function = result != InvocationResult::NotInvoked;
             if reached_function && retry_number.is_some() {
                 self.shared
@@ -267,30 +282,42 @@ impl BatchContext {
         }
     }
 
-    /// Reports how an invocation of `records`, sent at `sent_at`, ended, for the metrics.
+    /// Reports how an invocation of `records`, sent at `sent_at` and answered `duration` later,
+    /// ended, for the metrics and the shard's recent invocations.
     fn report_invocation_end(
         &self,
         records: &[Record],
         result: InvocationResult,
+        verdict: InvocationVerdict,
         sent_at: SystemTime,
+        duration: Duration,
     ) {
-        let last_arrival = records[records.len() - 1].approximate_arrival;
+        let last = &records[records.len() - 1];
         self.shared.update_shard(
             &self.shard_id,
             ShardChange::InvocationEnded {
-                records: records.len() as u64,
                 end: InvocationEnd::of(result, records.len()),
-                iterator_age_millis: iterator_age_millis(sent_at, last_arrival),
+                iterator_age_millis: iterator_age_millis(sent_at, last.approximate_arrival),
+                invocation: RecentInvocation {
+                    first: records[0].sequence_number.clone(),
+                    last: last.sequence_number.clone(),
+                    records: records.len() as u64,
+                    at_epoch_millis: millis_since_epoch(sent_at),
+                    duration_micros: u64::try_from(duration.as_micros()).unwrap_or(u64::MAX),
+                    verdict,
+                    discarded: false,
+                },
             },
         );
     }
 
-    /// Invokes the function with `records`.
+    /// Invokes the function with `records`; returns its outcome and how long the invoker took
+    /// to answer.
     async fn invoke(
         &self,
         records: &[Record],
         memory: &mut LaneMemory,
-    ) -> Result<InvokeOutcome, crate::invoke::InvokeError> {
+    ) -> (Result<InvokeOutcome, crate::invoke::InvokeError>, Duration) {
         let payload = self.event(records, memory.last_payload_len);
         let count = records.len() as u64;
         self.shared
@@ -309,7 +336,9 @@ impl BatchContext {
         });
         memory.last_payload_len = payload.len();
         let invocation = Invocation::new(payload, self.shared.config.function_timeout);
-        self.shared.invoker.invoke(invocation).await
+        let started = Instant::now();
+        let outcome = self.shared.invoker.invoke(invocation).await;
+        (outcome, started.elapsed())
     }
 
     /// The event Lambda sends the function for `records`, written into a buffer of `capacity`.

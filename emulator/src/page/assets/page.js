@@ -85,6 +85,7 @@ function renderMapping(mapping) {
     renderLineage(mapping),
     ...heldPanels,
     renderTable(mapping),
+    renderRecent(mapping),
     renderChart(mapping),
     renderOnFailure(mapping));
 }
@@ -170,6 +171,27 @@ function renderTable(mapping) {
       el("td", {}, shard.discarded), el("td", {}, shard.filtered), el("td", {}, shard.invocations),
       el("td", {}, shard.retries), el("td", {}, shard.unsettled),
       el("td", {}, shard.iteratorAgeMillis === null ? "–" : shard.iteratorAgeMillis + " ms")))));
+}
+
+// Each shard's recent invocations, newest first: a compact table per shard that was invoked.
+function renderRecent(mapping) {
+  const invoked = mapping.shards.filter((shard) => shard.recent.length > 0);
+  if (invoked.length === 0) return null;
+  const columns = ["sent", "first", "last", "records", "took", "verdict"];
+  return el("div", { class: "recent-list" }, ...invoked.map((shard) => el("div", { class: "recent", "data-shard": shard.id },
+    el("h3", {}, "Recent invocations of " + shard.id),
+    el("table", {},
+      el("thead", {}, el("tr", {}, ...columns.map((name) => el("th", {}, name)))),
+      el("tbody", {}, ...shard.recent.map((invocation) => el("tr", {
+        class: "verdict-" + invocation.kind + (invocation.discarded ? " discarded" : ""),
+        "data-kind": invocation.kind,
+        "data-held-at": invocation.heldAt,
+      },
+      el("td", {}, new Date(invocation.atEpochMillis).toISOString().slice(11, 23)),
+      el("td", { title: invocation.first }, shortSequence(invocation.first)),
+      el("td", { title: invocation.last }, shortSequence(invocation.last)),
+      el("td", {}, invocation.records), el("td", {}, invocation.duration),
+      el("td", { class: "text verdict" }, invocation.verdict))))))));
 }
 
 // Records settled per second, per shard, in ten-second buckets over the last five minutes.
