@@ -38,6 +38,7 @@ mod publish;
 mod resharding;
 mod resharding_twice;
 mod responses;
+mod retry_streams;
 mod restart;
 mod shipping_settings;
 mod state_dir;
