@@ -67,9 +67,10 @@ impl Streams {
 /// The shipping function with the template's retry streams (3 retries), publishing to
 /// `endpoint`, in process.
 fn function(endpoint: &str) -> Arc<dyn Invoker> {
-    let streams = RetryStreams::from_values(Some("shipments-retry"), Some("3"), Some("shipments-dlq"))
-        .expect("the template's values")
-        .expect("streams named");
+    let streams =
+        RetryStreams::from_values(Some("shipments-retry"), Some("3"), Some("shipments-dlq"))
+            .expect("the template's values")
+            .expect("streams named");
     let adapter = streams
         .apply(shipping::function())
         .retry_client(client(endpoint));
@@ -159,7 +160,11 @@ async fn a_fedex_shipment_is_retried_three_times_then_dead_lettered_listed_and_r
     // The source shard moved on at once: one invocation, every shipment delivered once.
     let source_status = shard(&status, &source_shard);
     assert_eq!(
-        (source_status.invocations, source_status.delivered, source_status.retries),
+        (
+            source_status.invocations,
+            source_status.delivered,
+            source_status.retries
+        ),
         (1, 6, 0),
         "{source_status:#?}"
     );
@@ -167,7 +172,10 @@ async fn a_fedex_shipment_is_retried_three_times_then_dead_lettered_listed_and_r
     // Three retries, attempts 1 to 3, each from the fedex shipment's place on `shipments`.
     let retried = envelopes(&streams.retry).await;
     assert_eq!(
-        retried.iter().map(|envelope| envelope.attempt).collect::<Vec<_>>(),
+        retried
+            .iter()
+            .map(|envelope| envelope.attempt)
+            .collect::<Vec<_>>(),
         vec![1, 2, 3]
     );
     let dead = envelopes(&streams.dead_letter).await;
@@ -182,18 +190,26 @@ async fn a_fedex_shipment_is_retried_three_times_then_dead_lettered_listed_and_r
             dead.origin.sequence_number.as_str(),
             dead.origin.partition_key.as_str()
         ),
-        ("shipments", source_shard.as_str(), fedex.as_str(), "shipment-1")
+        (
+            "shipments",
+            source_shard.as_str(),
+            fedex.as_str(),
+            "shipment-1"
+        )
     );
     assert_eq!(dead.data, shipment(1, "Keizersgracht 1", "fedex"));
     source.stop().await;
     retries.stop().await;
 
-    // `kinesis-esm dlq` lists it, decoded.
+    // `kinesis-esm dlq` lists it, decoded. (The command runs as a process while this runtime's
+    // one thread serves the embedded Kinesis: it is awaited, never waited for.)
     let binary = kinesis_esm_binary().await;
     let endpoint = streams.endpoint();
-    let listed = std::process::Command::new(binary)
-        .args(["dlq", "--stream", "shipments-dlq", "--endpoint", &endpoint])
-        .output()
+    let mut list = tokio::process::Command::new(binary);
+    list.args(["dlq", "--stream", "shipments-dlq", "--endpoint", &endpoint])
+        .kill_on_drop(true);
+    let listed = within("kinesis-esm dlq", list.output())
+        .await
         .expect("kinesis-esm dlq runs");
     let listed_text = String::from_utf8_lossy(&listed.stdout);
     assert!(listed.status.success(), "{listed:?}");
@@ -207,9 +223,19 @@ async fn a_fedex_shipment_is_retried_three_times_then_dead_lettered_listed_and_r
     );
 
     // `kinesis-esm dlq redrive` sends it back to `shipments`, as its producer wrote it.
-    let redrive = std::process::Command::new(binary)
-        .args(["dlq", "--stream", "shipments-dlq", "--endpoint", &endpoint, "redrive"])
-        .output()
+    let mut redrive = tokio::process::Command::new(binary);
+    redrive
+        .args([
+            "dlq",
+            "--stream",
+            "shipments-dlq",
+            "--endpoint",
+            &endpoint,
+            "redrive",
+        ])
+        .kill_on_drop(true);
+    let redrive = within("kinesis-esm dlq redrive", redrive.output())
+        .await
         .expect("kinesis-esm dlq redrive runs");
     assert!(redrive.status.success(), "{redrive:?}");
     let shipments = records(&streams.shipments).await;
@@ -218,8 +244,10 @@ async fn a_fedex_shipment_is_retried_three_times_then_dead_lettered_listed_and_r
     assert_eq!(&*redriven.partition_key, "shipment-1");
     assert_eq!(redriven.data, shipment(1, "Keizersgracht 1", "fedex"));
     assert!(
-        String::from_utf8_lossy(&redrive.stdout)
-            .contains(&format!("sent back to shipments {source_shard} {}", redriven.sequence_number)),
+        String::from_utf8_lossy(&redrive.stdout).contains(&format!(
+            "sent back to shipments {source_shard} {}",
+            redriven.sequence_number
+        )),
         "{redrive:?}"
     );
 }

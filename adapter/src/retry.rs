@@ -25,7 +25,6 @@ pub(crate) mod route;
 
 use std::time::{Duration, SystemTime};
 
-use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
 /// The envelope format's version, written in `lambdaKinesisEnvelope`. A reader refuses any other.
@@ -242,11 +241,6 @@ mod base64_bytes {
             .decode(text)
             .map_err(serde::de::Error::custom)
     }
-}
-
-/// The data of an envelope, in base64, for tools that show it.
-pub fn data_base64(envelope: &Envelope) -> String {
-    base64::engine::general_purpose::STANDARD.encode(&envelope.data)
 }
 
 #[cfg(test)]

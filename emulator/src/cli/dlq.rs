@@ -85,7 +85,11 @@ fn listing_line(shard_id: &str, record: &Record) -> String {
                 origin.sequence_number,
                 origin.partition_key,
                 envelope.attempt,
-                if envelope.attempt == 1 { "retry" } else { "retries" },
+                if envelope.attempt == 1 {
+                    "retry"
+                } else {
+                    "retries"
+                },
                 envelope.reason,
                 shown(&envelope.data),
             );
@@ -142,9 +146,13 @@ async fn redrive_records(
                     record.sequence_number
                 )
             })?;
-        let (to_shard, to_sequence) = placed.first().cloned().unwrap_or_default();
+        let landed = placed
+            .first()
+            .map_or_else(String::new, |(to_shard, to_sequence)| {
+                format!(" {to_shard} {to_sequence}")
+            });
         println!(
-            "{shard_id}  {}  sent back to {} {to_shard} {to_sequence}",
+            "{shard_id}  {}  sent back to {}{landed}",
             record.sequence_number, envelope.origin.stream
         );
         sent += 1;
