@@ -92,7 +92,7 @@ mod tests {
             meta.retry_attempt(),
             meta.retry().map(|envelope| envelope.origin.stream.clone()),
         ));
-        if n % 2 == 0 {
+        if n.is_multiple_of(2) {
             HandlerOutcome::ack()
         } else {
             HandlerOutcome::hold()
