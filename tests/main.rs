@@ -39,6 +39,7 @@ mod resharding;
 mod resharding_twice;
 mod responses;
 mod restart;
+mod retry_streams;
 mod shipping_settings;
 mod state_dir;
 mod state_dir_restart;

@@ -143,7 +143,11 @@ impl KinesisBatch {
     }
 
     fn meta<'a>(&'a self, spans: &'a Spans) -> RecordMeta<'a> {
-        RecordMeta { batch: self, spans }
+        RecordMeta {
+            batch: self,
+            spans,
+            retry: None,
+        }
     }
 
     fn slice(&self, span: Span) -> &str {

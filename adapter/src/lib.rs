@@ -76,6 +76,7 @@
 //! - [`handler`]: the traits behind the handler shapes (sealed; you never implement them).
 //! - [`invocation`]: the deadline of the invocation calling the handler.
 //! - `publish` (cargo feature `publish`): `Publisher<T>`, a typed Kinesis producer.
+//! - [`retry`]: the envelope of retry and dead-letter streams, and its rules.
 //! - [`settlement`]: what the adapter concluded about a batch, for tests and logs.
 //! - [`testing`]: builds in-memory events shaped like Lambda's and settles them.
 //! - [`window`]: tumbling windows: a handler folding a window's records into a state.
@@ -91,6 +92,7 @@ pub mod invocation;
 mod outcome;
 #[cfg(feature = "publish")]
 pub mod publish;
+pub mod retry;
 mod service;
 mod settle;
 pub mod settlement;

@@ -45,7 +45,7 @@ impl<H, T, K> Clone for KinesisAdapter<H, T, K> {
     fn clone(&self) -> Self {
         Self {
             handler: Arc::clone(&self.handler),
-            options: self.options,
+            options: self.options.clone(),
             marker: PhantomData,
         }
     }
@@ -74,6 +74,13 @@ where
             options: Options::default(),
             marker: PhantomData,
         }
+    }
+
+    /// The same adapter with held records routed by `route` (the engine's unit tests).
+    #[cfg(test)]
+    pub(crate) fn with_retry_route(mut self, route: crate::retry::route::RetryRoute) -> Self {
+        self.options.retry = Some(route);
+        self
     }
 
     /// Settles a batch as one invocation with `context` would, without Lambda.
@@ -129,6 +136,75 @@ impl<H, T, K> KinesisAdapter<H, T, K> {
     pub fn deadline_margin(mut self, margin: Duration) -> Self {
         self.options.deadline_margin = margin;
         self
+    }
+}
+
+/// Retry and dead-letter streams (cargo feature `publish`; see [`retry`](crate::retry) and
+/// `docs/retry-streams.md`).
+#[cfg(feature = "publish")]
+impl<H, T, K> KinesisAdapter<H, T, K> {
+    /// Publishes a record the handler holds (or fails or panics on) to `stream` instead, in an
+    /// envelope, and settles it, so its shard moves on; at most `max_retries` times, then to the
+    /// [`dead_letter_stream`](Self::dead_letter_stream) (without one, it stays held, as
+    /// without this option). Map the same function to `stream`: records read from it are
+    /// unwrapped, the handler sees the same `T`, and [`RecordMeta::retry`](crate::RecordMeta::retry)
+    /// tells the attempt and the origin. The partition key stays the record's own.
+    ///
+    /// A publish that fails leaves the record held: Lambda delivers it again, nothing is lost.
+    /// Records of the same key behind a republished one are handled at once, before its retry:
+    /// choose plain holding when a key's records must be handled in order. Applies to record
+    /// handlers; a batch handler's records are held as without this option.
+    ///
+    /// ```no_run
+    /// # use lambda_kinesis::{HandlerOutcome, KinesisAdapter};
+    /// # async fn ship(_: &serde_json::Value) -> HandlerOutcome { HandlerOutcome::ack() }
+    /// # async fn example() -> Result<(), lambda_kinesis::Error> {
+    /// KinesisAdapter::new(ship)
+    ///     .retry_stream("shipments-retry", 3)
+    ///     .dead_letter_stream("shipments-dlq")
+    ///     .run()
+    ///     .await
+    /// # }
+    /// ```
+    pub fn retry_stream(mut self, stream: impl Into<String>, max_retries: u32) -> Self {
+        self.retry_route().plan.retry = Some((stream.into(), max_retries));
+        self
+    }
+
+    /// Publishes a held record that has no retry left (or every held record, without a
+    /// [`retry_stream`](Self::retry_stream)) to `stream`, in an envelope, and settles it.
+    /// `kinesis-esm dlq` lists such a stream and `kinesis-esm dlq redrive` sends its records
+    /// back to where they came from.
+    pub fn dead_letter_stream(mut self, stream: impl Into<String>) -> Self {
+        self.retry_route().plan.dead_letter = Some(stream.into());
+        self
+    }
+
+    /// Handles a record of the retry stream no earlier than `delay` after it was held. A record
+    /// not yet due waits in its lane (with [`per_key_lanes`](Self::per_key_lanes), only its own
+    /// key waits): with one delay for the stream, the records behind it are due no earlier, so
+    /// none waits past its own time. A wait that would pass the deadline margin is not started.
+    pub fn retry_delay(mut self, delay: Duration) -> Self {
+        self.retry_route().plan.delay = delay;
+        self
+    }
+
+    /// Publishes to the retry and dead-letter streams through `client`, instead of one
+    /// configured the SDK's standard way (`AWS_ENDPOINT_URL_KINESIS`, `AWS_REGION`, ...) on
+    /// first use.
+    pub fn retry_client(mut self, client: aws_sdk_kinesis::Client) -> Self {
+        self.retry_route().sender =
+            std::sync::Arc::new(crate::retry::kinesis::KinesisSender::with_client(client));
+        self
+    }
+
+    fn retry_route(&mut self) -> &mut crate::retry::route::RetryRoute {
+        self.options
+            .retry
+            .get_or_insert_with(|| crate::retry::route::RetryRoute {
+                plan: crate::retry::RetryPlan::default(),
+                sender: std::sync::Arc::new(crate::retry::kinesis::KinesisSender::from_env()),
+            })
     }
 }
 

@@ -18,16 +18,21 @@ use tracing::Instrument as _;
 use crate::batch::{KinesisBatch, RecordData, RecordMeta};
 use crate::handler::FromRecordData;
 use crate::outcome::{BatchOutcome, HandlerError, HandlerOutcome};
+use crate::retry::route::RetryRoute;
+use crate::retry::{Envelope, Hop, Origin, wait_before_retry};
 use crate::settlement::{
-    DecodeFailure, DropReason, HoldReason, RecordOutcome, SkipReason, UndecodableRecord,
+    DecodeFailure, DropReason, HoldReason, RecordOutcome, Republished, SkipReason,
+    UndecodableRecord,
 };
 
 /// How the adapter settles a batch; set through [`KinesisAdapter`](crate::KinesisAdapter).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Options {
     pub(crate) lanes: Option<usize>,
     pub(crate) hold_undecodable: bool,
     pub(crate) deadline_margin: Duration,
+    /// Where held records are published, when the adapter has retry or dead-letter streams.
+    pub(crate) retry: Option<RetryRoute>,
 }
 
 impl Default for Options {
@@ -36,6 +41,7 @@ impl Default for Options {
             lanes: None,
             hold_undecodable: false,
             deadline_margin: Duration::from_millis(500),
+            retry: None,
         }
     }
 }
@@ -169,9 +175,21 @@ where
             outcomes.resize(total, RecordOutcome::Skipped(SkipReason::Deadline));
             break;
         }
-        let outcome = match decode::<T>(&record, &mut data) {
-            Ok(value) => call(handler, &value, &record).await,
-            Err(rejection) => undecodable(rejection, options),
+        let outcome = match options.retry.as_ref() {
+            None => match decode::<T>(&record, &mut data) {
+                Ok(value) => call(handler, &value, &record).await,
+                Err(rejection) => undecodable(rejection, options),
+            },
+            Some(route) => {
+                match with_retry_route(handler, &record, &mut data, route, options, deadline).await
+                {
+                    Some(outcome) => outcome,
+                    None => {
+                        outcomes.resize(total, RecordOutcome::Skipped(SkipReason::Deadline));
+                        break;
+                    }
+                }
+            }
         };
         let held = !outcome.is_settled();
         outcomes.push(outcome);
@@ -181,6 +199,146 @@ where
         }
     }
     outcomes
+}
+
+/// Settles one record under a retry plan: a record of the retry stream is unwrapped from its
+/// envelope (and waits for its retry time), and a record the handler holds is published to the
+/// next stream of the plan, which settles it. `None` when the record's retry time falls past
+/// the deadline margin: it is not started, like a record the deadline stops.
+async fn with_retry_route<T, C>(
+    handler: &C,
+    record: &RecordMeta<'_>,
+    data: &mut Vec<u8>,
+    route: &RetryRoute,
+    options: &Options,
+    deadline: Deadline,
+) -> Option<RecordOutcome>
+where
+    T: FromRecordData + Send + Sync,
+    C: CallRecord<T>,
+{
+    let unwrapped = match unwrap(record, data, &route.plan) {
+        Ok(unwrapped) => unwrapped,
+        Err(rejection) => return Some(undecodable(rejection, options)),
+    };
+    if let Some(envelope) = &unwrapped {
+        // One delay for the whole retry stream, and records enter it in the order they were
+        // held: every record behind this one is due no earlier, so waiting here delays none of
+        // them past its own time (docs/retry-streams.md).
+        let wait = wait_before_retry(envelope, SystemTime::now());
+        if !wait.is_zero() {
+            if deadline.too_close(options.deadline_margin + wait) {
+                return None;
+            }
+            tokio::time::sleep(wait).await;
+        }
+    }
+    let bytes = match &unwrapped {
+        Some(envelope) => envelope.data.as_slice(),
+        None => plain_bytes(record, data),
+    };
+    let value = match T::from_record_data(bytes) {
+        Ok(value) => value,
+        Err(error) => {
+            let rejection = rejection(record, DecodeFailure::InvalidData(error));
+            return Some(undecodable(rejection, options));
+        }
+    };
+    let meta = record.with_retry(unwrapped.as_ref());
+    let outcome = call(handler, &value, &meta).await;
+    let reason = match &outcome {
+        RecordOutcome::Held(HoldReason::Handler) => "the handler held it".to_owned(),
+        RecordOutcome::Held(HoldReason::Error(error)) => format!("the handler failed: {error}"),
+        RecordOutcome::Held(HoldReason::Panicked(message)) => {
+            format!("the handler panicked: {message}")
+        }
+        _ => return Some(outcome),
+    };
+    let retries_so_far = meta.retry_attempt();
+    let Some(hop) = route.plan.next_hop(retries_so_far) else {
+        return Some(outcome);
+    };
+    let origin = match &unwrapped {
+        Some(envelope) => envelope.origin.clone(),
+        None => Origin {
+            stream: record.stream_name().to_owned(),
+            shard_id: record.shard_id().to_owned(),
+            sequence_number: record.sequence_number().to_owned(),
+            sub_sequence_number: record.sub_sequence_number(),
+            partition_key: record.partition_key().to_owned(),
+            arrival_millis: crate::retry::millis_since_epoch(record.approximate_arrival()),
+        },
+    };
+    let envelope = route
+        .plan
+        .envelope(hop, origin, bytes.to_vec(), reason, SystemTime::now());
+    Some(publish_held(route, hop, record, &envelope, outcome).await)
+}
+
+/// Publishes a held record's envelope on `hop`; a publish that fails leaves it `held`.
+async fn publish_held(
+    route: &RetryRoute,
+    hop: Hop<'_>,
+    record: &RecordMeta<'_>,
+    envelope: &Envelope,
+    held: RecordOutcome,
+) -> RecordOutcome {
+    let (stream, attempt, dead_letter) = match hop {
+        Hop::Retry { stream, attempt } => (stream, attempt, false),
+        Hop::DeadLetter { stream, attempts } => (stream, attempts, true),
+    };
+    let partition_key = envelope.origin.partition_key.as_str();
+    match route.sender.send(stream, partition_key, envelope).await {
+        Ok(()) => {
+            tracing::warn!(
+                shard_id = record.shard_id(),
+                sequence_number = record.sequence_number(),
+                stream,
+                attempt,
+                "held record published to the {} stream {stream}",
+                if dead_letter { "dead-letter" } else { "retry" }
+            );
+            RecordOutcome::Republished(Republished {
+                stream: stream.to_owned(),
+                attempt,
+                dead_letter,
+            })
+        }
+        Err(error) => {
+            tracing::error!(
+                shard_id = record.shard_id(),
+                sequence_number = record.sequence_number(),
+                "held record {} of {} could not be published to stream {stream}, so it stays \
+                 held and comes again: {error}",
+                record.sequence_number(),
+                record.shard_id(),
+            );
+            held
+        }
+    }
+}
+
+/// The envelope of a record read from the plan's retry stream, `None` for any other record.
+fn unwrap(
+    record: &RecordMeta<'_>,
+    data: &mut Vec<u8>,
+    plan: &crate::retry::RetryPlan,
+) -> Result<Option<Envelope>, UndecodableRecord> {
+    let bytes = record_bytes(record, data)?;
+    if !plan.unwraps(record.stream_name()) {
+        return Ok(None);
+    }
+    Envelope::from_slice(bytes)
+        .map(Some)
+        .map_err(|error| rejection(record, DecodeFailure::NotAnEnvelope(error.to_string())))
+}
+
+/// A record's bytes once [`record_bytes`] has decoded them into `data`.
+fn plain_bytes<'d>(record: &RecordMeta<'d>, data: &'d [u8]) -> &'d [u8] {
+    match record.data() {
+        RecordData::Raw(bytes) => bytes,
+        RecordData::Base64(_) | RecordData::CorruptAggregate(_) => data,
+    }
 }
 
 /// Calls the handler for one record, turning an error or a panic into a held record.
@@ -256,26 +414,40 @@ fn decode<T: FromRecordData>(
     record: &RecordMeta<'_>,
     data: &mut Vec<u8>,
 ) -> Result<T, UndecodableRecord> {
-    let reject = |failure| UndecodableRecord {
-        shard_id: record.shard_id().to_owned(),
-        sequence_number: record.sequence_number().to_owned(),
-        sub_sequence_number: record.is_aggregated().then(|| record.sub_sequence_number()),
-        failure,
-    };
-    let bytes = match record.data() {
+    let bytes = record_bytes(record, data)?;
+    T::from_record_data(bytes).map_err(|error| rejection(record, DecodeFailure::InvalidData(error)))
+}
+
+/// A record's data as bytes: base64 decoded into `data` (a buffer reused across records), or
+/// a user record's own.
+fn record_bytes<'d>(
+    record: &RecordMeta<'d>,
+    data: &'d mut Vec<u8>,
+) -> Result<&'d [u8], UndecodableRecord> {
+    match record.data() {
         RecordData::Base64(text) => {
             data.clear();
             base64::engine::general_purpose::STANDARD
                 .decode_vec(text, data)
-                .map_err(|error| reject(DecodeFailure::InvalidBase64(error.to_string())))?;
-            data.as_slice()
+                .map_err(|error| {
+                    rejection(record, DecodeFailure::InvalidBase64(error.to_string()))
+                })?;
+            Ok(data.as_slice())
         }
-        RecordData::Raw(bytes) => bytes,
+        RecordData::Raw(bytes) => Ok(bytes),
         RecordData::CorruptAggregate(error) => {
-            return Err(reject(DecodeFailure::CorruptAggregate(error)));
+            Err(rejection(record, DecodeFailure::CorruptAggregate(error)))
         }
-    };
-    T::from_record_data(bytes).map_err(|error| reject(DecodeFailure::InvalidData(error)))
+    }
+}
+
+fn rejection(record: &RecordMeta<'_>, failure: DecodeFailure) -> UndecodableRecord {
+    UndecodableRecord {
+        shard_id: record.shard_id().to_owned(),
+        sequence_number: record.sequence_number().to_owned(),
+        sub_sequence_number: record.is_aggregated().then(|| record.sub_sequence_number()),
+        failure,
+    }
 }
 
 fn undecodable(rejection: UndecodableRecord, options: &Options) -> RecordOutcome {

@@ -46,6 +46,7 @@ use crate::wire::BatchResponse;
 /// | [`Dropped`](Self::Dropped) | `drop` | retired: by the handler, or undecodable |
 /// | [`Held`](Self::Held) | `hold` | delivered again: the handler held it, failed, panicked, or it is undecodable and held |
 /// | [`Skipped`](Self::Skipped) | `skip` | never handed to the handler (behind a held record, or the deadline); delivered again |
+/// | [`Republished`](Self::Republished) | `retry` or `dead-letter` | held, and published to the retry or dead-letter stream (see [`retry`](crate::retry)) |
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum RecordOutcome {
@@ -57,21 +58,45 @@ pub enum RecordOutcome {
     Held(HoldReason),
     /// The handler was never called for it; Lambda will deliver it again.
     Skipped(SkipReason),
+    /// The handler held it, and it was published to the adapter's retry or dead-letter stream:
+    /// settled here, it comes again from there.
+    Republished(Republished),
+}
+
+/// Where a held record was published.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Republished {
+    /// The stream it went to.
+    pub stream: String,
+    /// For the retry stream, the attempt it will be (from 1); for the dead-letter stream, the
+    /// retries it had.
+    pub attempt: u32,
+    /// Whether it went to the dead-letter stream.
+    pub dead_letter: bool,
 }
 
 impl RecordOutcome {
-    /// Whether the record is settled (acked or dropped), so the checkpoint may pass it.
+    /// Whether the record is settled (acked, dropped or republished), so the checkpoint may
+    /// pass it.
     pub fn is_settled(&self) -> bool {
-        matches!(self, Self::Acked | Self::Dropped(_))
+        matches!(self, Self::Acked | Self::Dropped(_) | Self::Republished(_))
     }
 
-    /// The outcome's one word in a [`Settlement::summary`]: `ack`, `drop`, `hold` or `skip`.
+    /// The outcome's one word in a [`Settlement::summary`]: `ack`, `drop`, `hold`, `skip`,
+    /// `retry` or `dead-letter`.
     pub fn word(&self) -> &'static str {
         match self {
             Self::Acked => "ack",
             Self::Dropped(_) => "drop",
             Self::Held(_) => "hold",
             Self::Skipped(_) => "skip",
+            Self::Republished(Republished {
+                dead_letter: false, ..
+            }) => "retry",
+            Self::Republished(Republished {
+                dead_letter: true, ..
+            }) => "dead-letter",
         }
     }
 }
@@ -149,6 +174,9 @@ pub enum DecodeFailure {
     /// The data starts as a KPL aggregate does, but the aggregate cannot be read (see
     /// [`aggregate`](crate::aggregate)).
     CorruptAggregate(AggregateError),
+    /// The record was read from the adapter's retry stream but its data is not a retry
+    /// envelope (see [`retry`](crate::retry)). The text says what is wrong with it.
+    NotAnEnvelope(String),
 }
 
 impl fmt::Display for UndecodableRecord {
@@ -164,6 +192,9 @@ impl fmt::Display for UndecodableRecord {
             }
             DecodeFailure::CorruptAggregate(error) => {
                 write!(f, "a KPL aggregate that cannot be read: {error}")
+            }
+            DecodeFailure::NotAnEnvelope(detail) => {
+                write!(f, "read from the retry stream, but {detail}")
             }
         }
     }

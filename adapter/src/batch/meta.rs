@@ -5,6 +5,7 @@ use std::time::{Duration, SystemTime};
 
 use super::{Aggregated, KinesisBatch, Spans, UserSpans};
 use crate::aggregate::AggregateError;
+use crate::retry::Envelope;
 
 /// One record's metadata: where it sits in the stream, and its key.
 ///
@@ -20,6 +21,8 @@ pub struct RecordMeta<'a> {
     // shard, settling, building the response), whichever fields the pass used.
     pub(super) batch: &'a KinesisBatch,
     pub(super) spans: &'a Spans,
+    // The envelope a record of the adapter's retry stream came in, unwrapped by the engine.
+    pub(super) retry: Option<&'a Envelope>,
 }
 
 /// Where the data the handler's type is decoded from lies.
@@ -69,6 +72,37 @@ impl<'a> RecordMeta<'a> {
     /// Whether the record is a user record of a KPL aggregate.
     pub fn is_aggregated(&self) -> bool {
         self.user().is_some()
+    }
+
+    /// For a record read from the adapter's retry stream (see [`retry`](crate::retry)), the
+    /// envelope it came in: [`attempt`](Envelope::attempt) (1 on the first retry), the
+    /// [`origin`](Envelope::origin) (stream, shard, sequence number, partition key, arrival) and
+    /// the [`reason`](Envelope::reason) it was held for. `None` on its first delivery. The other
+    /// fields of this `RecordMeta` are the retry stream's record's own.
+    pub fn retry(&self) -> Option<&'a Envelope> {
+        self.retry
+    }
+
+    /// How many times the record was retried before this delivery: 0 on its first.
+    pub fn retry_attempt(&self) -> u32 {
+        self.retry.map_or(0, |envelope| envelope.attempt)
+    }
+
+    /// The same record, unwrapped from `envelope`.
+    pub(crate) fn with_retry<'e>(self, envelope: Option<&'e Envelope>) -> RecordMeta<'e>
+    where
+        'a: 'e,
+    {
+        RecordMeta {
+            batch: self.batch,
+            spans: self.spans,
+            retry: envelope,
+        }
+    }
+
+    /// The name of the stream the record was read from (the last part of its ARN).
+    pub fn stream_name(&self) -> &'a str {
+        crate::retry::stream_name_of_arn(self.event_source_arn())
     }
 
     /// The ARN of the stream the record was read from.

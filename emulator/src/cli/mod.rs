@@ -11,6 +11,7 @@ macro_rules! say {
 
 mod commands;
 mod destinations;
+mod dlq;
 mod failures;
 mod page_actions;
 mod port_owner;
@@ -115,7 +116,7 @@ impl SharedOptions {
     fn users(name: &str) -> &'static str {
         match name {
             "--template" | "--account-id" | "--state-dir" | "--listen" => "run and serve",
-            "--region" => "run, serve, put, reshard and failures",
+            "--region" => "run, serve, put, reshard, failures and dlq",
             "--no-listen" => "run",
             _ => "",
         }
@@ -214,6 +215,9 @@ enum Command {
     /// Lists the on-failure records of discarded batches; `failures replay RECORD...` publishes
     /// their records again.
     Failures(failures::FailuresArgs),
+    /// Lists a dead-letter stream's records (lambda-kinesis' retry envelopes) decoded; `dlq
+    /// redrive` publishes them back to the streams they first arrived on.
+    Dlq(dlq::DlqArgs),
 }
 
 /// How `run` stops and what its exit code says, for `run --help`.
@@ -308,6 +312,7 @@ impl Cli {
             Ok(Command::Events(args)) => commands::events(args).map(|()| Exit::Settled),
             Ok(Command::Status(args)) => commands::status(args).await.map(|()| Exit::Settled),
             Ok(Command::Failures(args)) => failures::failures(args).await.map(|()| Exit::Settled),
+            Ok(Command::Dlq(args)) => dlq::dlq(args).await.map(|()| Exit::Settled),
         };
         match result {
             Ok(exit) => exit,
@@ -359,6 +364,10 @@ impl SharedOptions {
                 shared.refuse_unused("failures", &["--region", "--state-dir"])?;
                 args.target.region = shared.region();
                 args.state_dir.clone_from(&shared.state_dir);
+            }
+            Command::Dlq(args) => {
+                shared.refuse_unused("dlq", &["--region"])?;
+                args.target.region = shared.region();
             }
         }
         Ok(command)

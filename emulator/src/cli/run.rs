@@ -42,7 +42,8 @@ pub struct RunArgs {
     pub(super) template: PathBuf,
     /// Publishes records before the mappings start: a file of JSON lines
     /// (`{"data": ..., "partitionKey": "..."}`), a Lambda Kinesis event file, or a folder of them.
-    /// With several streams in the template, name one: `STREAM=PATH`.
+    /// To the template's first stream (in the template's order: the shipping template's
+    /// `shipments`, before its retry and dead-letter streams), or the one named: `STREAM=PATH`.
     #[arg(long = "put", value_name = "[STREAM=]PATH")]
     puts: Vec<String>,
     /// Stops once every shard is caught up and settled, or blocked on a held record that has
@@ -848,12 +849,9 @@ impl Streams {
 async fn publish(streams: &Streams, template: &Template, put: &str) -> anyhow::Result<()> {
     let (stream, path) = match put.split_once('=') {
         Some((stream, path)) => (stream.to_owned(), PathBuf::from(path)),
-        None => match template.streams.as_slice() {
-            [only] => (only.name.clone(), PathBuf::from(put)),
-            _ => bail!(
-                "--put {put}: the template has {} streams; name one as STREAM=PATH",
-                template.streams.len()
-            ),
+        None => match template.streams.first() {
+            Some(first) => (first.name.clone(), PathBuf::from(put)),
+            None => bail!("--put {put}: the template has no stream; name one as STREAM=PATH"),
         },
     };
     let records = read_records(&path)?;
