@@ -165,6 +165,17 @@ impl LocalAws {
         }
     }
 
+    /// Clients for another Kinesis at `endpoint` (the embedded Kinesis a `kinesis-esm run`
+    /// serves) and for dynalite.
+    pub async fn connect_to_kinesis(endpoint: &str) -> Self {
+        let mut aws = Self::connect().await;
+        aws.kinesis = SdkKinesis::connect(&AwsConnection::local(endpoint).with_region(REGION))
+            .await
+            .unwrap_or_else(|error| panic!("a Kinesis client for {endpoint}: {error}"))
+            .with_read_pacing(ReadPacing::UNLIMITED);
+        aws
+    }
+
     /// How to reach kinesis-local.
     pub fn kinesis_connection() -> AwsConnection {
         AwsConnection::local(kinesis_endpoint()).with_region(REGION)
@@ -715,6 +726,15 @@ Resources:
 
 /// The deliveries the ledger fixture wrote down, in order; none if it wrote nothing.
 pub fn read_ledger(path: &Path) -> Vec<Delivery> {
+    read_ledger_by_process(path)
+        .into_iter()
+        .map(|(delivery, _)| delivery)
+        .collect()
+}
+
+/// The deliveries the ledger fixture wrote down, in order, each with the process id of the
+/// function (the execution environment) it was delivered to.
+pub fn read_ledger_by_process(path: &Path) -> Vec<(Delivery, u32)> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
@@ -731,16 +751,21 @@ pub fn read_ledger(path: &Path) -> Vec<Delivery> {
                 )
             };
             let mut fields = line.split(' ');
-            let (Some(shard_id), Some(sequence_number), Some(partition_key), None) =
-                (fields.next(), fields.next(), fields.next(), fields.next())
-            else {
+            let (Some(shard_id), Some(sequence_number), Some(partition_key), Some(process), None) = (
+                fields.next(),
+                fields.next(),
+                fields.next(),
+                fields.next(),
+                fields.next(),
+            ) else {
                 bad()
             };
-            Delivery {
+            let delivery = Delivery {
                 shard_id: shard_id.to_owned(),
                 sequence_number: sequence_number.parse().unwrap_or_else(|_| bad()),
                 partition_key: partition_key.to_owned(),
-            }
+            };
+            (delivery, process.parse().unwrap_or_else(|_| bad()))
         })
         .collect()
 }
@@ -908,6 +933,23 @@ impl EsmProcess {
             .await
             .expect("its exit status")
             .code()
+    }
+
+    /// Its exit code if it has ended (`Some(None)` if a signal ended it), else `None`.
+    pub fn ended(&mut self) -> Option<Option<i32>> {
+        self.child
+            .try_wait()
+            .expect("the process's status can be read")
+            .map(|status| status.code())
+    }
+
+    /// Waits at most `timeout` for it to end: its exit code as [`EsmProcess::ended`] says it,
+    /// `None` if it still runs.
+    pub async fn ended_within(&mut self, timeout: Duration) -> Option<Option<i32>> {
+        tokio::time::timeout(timeout, self.child.wait())
+            .await
+            .ok()
+            .map(|status| status.expect("its exit status").code())
     }
 
     /// Stops it gracefully (SIGTERM) and returns its exit code.

@@ -5,6 +5,7 @@
 
 pub mod aws;
 pub mod cargo_lambda;
+pub mod chaos;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
