@@ -75,14 +75,12 @@ fn position(kind: ShardIteratorType) -> StartingPosition {
 async fn next_event(
     output: &mut aws_sdk_kinesis::operation::subscribe_to_shard::SubscribeToShardOutput,
 ) -> Option<SubscribeToShardEvent> {
-    loop {
-        let received = within_timeout("the next subscription event", output.event_stream.recv())
-            .await
-            .expect("the event stream should read");
-        match received? {
-            SubscribeToShardEventStream::SubscribeToShardEvent(event) => return Some(event),
-            other => panic!("unexpected event {other:?}"),
-        }
+    let received = within_timeout("the next subscription event", output.event_stream.recv())
+        .await
+        .expect("the event stream should read");
+    match received? {
+        SubscribeToShardEventStream::SubscribeToShardEvent(event) => Some(event),
+        other => panic!("unexpected event {other:?}"),
     }
 }
 
