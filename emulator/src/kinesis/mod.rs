@@ -44,6 +44,7 @@
 //! [`http`] serves it over the Kinesis API, for SDKs, the aws CLI and boto3.
 
 mod clock;
+pub(crate) mod consumers;
 mod hash_key;
 pub mod http;
 mod journal;
@@ -98,6 +99,9 @@ pub const MAX_SHARDS_PER_STREAM: u32 = 10_000;
 pub const DEFAULT_RETENTION: Duration = Duration::from_secs(24 * 3600);
 /// How long a shard iterator stays valid after it is issued.
 pub const DEFAULT_ITERATOR_TTL: Duration = Duration::from_secs(5 * 60);
+/// How long a `SubscribeToShard` subscription lasts unless configured otherwise (the API
+/// reference of `SubscribeToShard`: "the subscription expires after 5 minutes").
+pub const DEFAULT_SUBSCRIPTION_LIFETIME: Duration = Duration::from_secs(5 * 60);
 /// How many open shards the account may hold across all streams unless configured otherwise.
 pub const DEFAULT_SHARD_LIMIT: usize = 500;
 
@@ -113,6 +117,7 @@ struct Inner {
     retention: Duration,
     iterator_ttl: Duration,
     status_delay_ms: u64,
+    subscription_lifetime: Duration,
     clock: Arc<dyn Clock>,
     journal: Arc<dyn Journal>,
     budget: ShardBudget,
@@ -134,6 +139,7 @@ pub struct EmbeddedKinesisBuilder {
     iterator_ttl: Duration,
     shard_limit: usize,
     status_delay: Duration,
+    subscription_lifetime: Duration,
     clock: Arc<dyn Clock>,
     journal: Arc<dyn Journal>,
 }
@@ -172,6 +178,13 @@ impl EmbeddedKinesisBuilder {
         self
     }
 
+    /// How long a `SubscribeToShard` subscription lasts before the endpoint ends it (default
+    /// 5 minutes, as on Kinesis), on tokio's timer: a test can make it short.
+    pub fn subscription_lifetime(mut self, lifetime: Duration) -> Self {
+        self.subscription_lifetime = lifetime;
+        self
+    }
+
     /// How many open shards all streams together may have (default 500).
     pub fn shard_limit(mut self, limit: usize) -> Self {
         self.shard_limit = limit;
@@ -202,6 +215,7 @@ impl EmbeddedKinesisBuilder {
                 retention: self.retention,
                 iterator_ttl: self.iterator_ttl,
                 status_delay_ms: duration_millis(self.status_delay),
+                subscription_lifetime: self.subscription_lifetime,
                 clock: self.clock,
                 journal: self.journal,
                 streams: RwLock::default(),
@@ -395,6 +409,7 @@ impl EmbeddedKinesis {
             iterator_ttl: DEFAULT_ITERATOR_TTL,
             shard_limit: DEFAULT_SHARD_LIMIT,
             status_delay: Duration::ZERO,
+            subscription_lifetime: DEFAULT_SUBSCRIPTION_LIFETIME,
             clock: Arc::new(SystemClock),
             journal: Arc::new(NoJournal),
         }
@@ -842,6 +857,26 @@ impl EmbeddedKinesis {
     /// an iterator. Lets an `ExpiredIteratorException` say both times, as Kinesis' does.
     pub fn shard_iterator_issued(&self, shard_iterator: &str) -> Option<SystemTime> {
         IteratorToken::decode(shard_iterator).map(|token| clock::from_millis(token.issued_ms))
+    }
+
+    /// The sequence number a reader holding `shard_iterator` has read up to: the one just
+    /// before its position (no record need have it). `AFTER_SEQUENCE_NUMBER` of it reads from
+    /// the same place; `SubscribeToShard` sends it as `ContinuationSequenceNumber` when it has
+    /// sent no record yet. `None` for text that is not an iterator of a stream that exists.
+    pub(crate) fn sequence_number_read_to(&self, shard_iterator: &str) -> Option<SequenceNumber> {
+        let token = IteratorToken::decode(shard_iterator)?;
+        let stream = self.stream(&token.stream_name).ok()?;
+        Some(stream.sequence_number_before(token.shard_index, token.cursor.counter))
+    }
+
+    /// How long a stream (or a stream consumer) shows a passing status after a change.
+    pub fn stream_status_delay(&self) -> Duration {
+        Duration::from_millis(self.inner.status_delay_ms)
+    }
+
+    /// How long a `SubscribeToShard` subscription lasts.
+    pub fn subscription_lifetime(&self) -> Duration {
+        self.inner.subscription_lifetime
     }
 
     /// How long a shard iterator stays valid.

@@ -674,6 +674,12 @@ impl Stream {
     ///
     /// The receiver is taken under the same lock as the check, so a put that lands after the
     /// check is always seen by the receiver.
+    /// The sequence number just before where a cursor of shard `shard_index` reads: what a
+    /// reader there has read up to, whether or not a record had that number.
+    pub(crate) fn sequence_number_before(&self, shard_index: u32, counter: u64) -> SequenceNumber {
+        self.layout.format(counter.saturating_sub(1), shard_index)
+    }
+
     pub(crate) fn watch_unless_ready(
         &self,
         shard_id: &str,

@@ -1416,9 +1416,9 @@ async fn the_envelope_answers_with_kinesis_error_bodies() {
     let (server, _client) = serve(&kinesis).await;
 
     check_error_body(
-        call(&server, "SubscribeToShard", &json!({})).await,
+        call(&server, "EnableEnhancedMonitoring", &json!({})).await,
         "UnknownOperationException",
-        "SubscribeToShard",
+        "EnableEnhancedMonitoring",
     );
     check_error_body(
         call(&server, "DescribeStreamSummary", &json!({"StreamName": 5})).await,

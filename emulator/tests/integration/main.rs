@@ -9,6 +9,7 @@ mod aws_faults;
 mod aws_kinesis;
 mod embedded_kinesis;
 mod invoke_api;
+mod kinesis_efo;
 mod kinesis_fidelity;
 mod kinesis_http;
 mod kinesis_http_cbor;

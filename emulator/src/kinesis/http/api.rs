@@ -6,8 +6,9 @@ use std::time::SystemTime;
 
 use super::codec::Request;
 use super::error::{ApiError, ErrorKind};
-use super::{policies, records, shards, streams};
+use super::{consumers, policies, records, shards, streams};
 use crate::kinesis::EmbeddedKinesis;
+use crate::kinesis::consumers::Registry;
 
 /// The operations served, by their `X-Amz-Target` names.
 pub(super) const OPERATIONS: &[&str] = &[
@@ -16,21 +17,26 @@ pub(super) const OPERATIONS: &[&str] = &[
     "DecreaseStreamRetentionPeriod",
     "DeleteResourcePolicy",
     "DeleteStream",
+    "DeregisterStreamConsumer",
     "DescribeStream",
+    "DescribeStreamConsumer",
     "DescribeStreamSummary",
     "GetRecords",
     "GetResourcePolicy",
     "GetShardIterator",
     "IncreaseStreamRetentionPeriod",
     "ListShards",
+    "ListStreamConsumers",
     "ListStreams",
     "ListTagsForStream",
     "MergeShards",
     "PutRecord",
     "PutRecords",
     "PutResourcePolicy",
+    "RegisterStreamConsumer",
     "RemoveTagsFromStream",
     "SplitShard",
+    "SubscribeToShard",
     "UpdateShardCount",
     "UpdateStreamMode",
 ];
@@ -47,6 +53,8 @@ pub(super) struct Api {
     policies: Mutex<HashMap<TagKey, String>>,
     /// The streams in `ON_DEMAND` mode; the others are `PROVISIONED`.
     on_demand: Mutex<HashSet<TagKey>>,
+    /// The streams' registered consumers and their subscriptions.
+    consumers: Mutex<Registry<TagKey>>,
 }
 
 impl Api {
@@ -56,6 +64,7 @@ impl Api {
             tags: Mutex::default(),
             policies: Mutex::default(),
             on_demand: Mutex::default(),
+            consumers: Mutex::default(),
         }
     }
 
@@ -73,6 +82,13 @@ impl Api {
     pub(super) fn on_demand(&self) -> MutexGuard<'_, HashSet<TagKey>> {
         // As for tags: each change is a single insert or removal.
         self.on_demand
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(super) fn consumers(&self) -> MutexGuard<'_, Registry<TagKey>> {
+        // Each registry call finishes its change before it returns, and none panics midway.
+        self.consumers
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
@@ -110,6 +126,10 @@ impl Api {
             "PutResourcePolicy" => policies::put_resource_policy(self, request),
             "GetResourcePolicy" => policies::get_resource_policy(self, request),
             "DeleteResourcePolicy" => policies::delete_resource_policy(self, request),
+            "RegisterStreamConsumer" => consumers::register(self, request),
+            "DescribeStreamConsumer" => consumers::describe(self, request),
+            "ListStreamConsumers" => consumers::list(self, request),
+            "DeregisterStreamConsumer" => consumers::deregister(self, request),
             _ => Err(ApiError::new(
                 ErrorKind::UnknownOperation,
                 format!(

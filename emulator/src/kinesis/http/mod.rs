@@ -67,12 +67,15 @@
 
 mod api;
 mod codec;
+mod consumers;
 mod error;
+mod event_stream;
 mod policies;
 mod records;
 mod server;
 mod shards;
 mod streams;
+mod subscribe;
 mod validation;
 mod wire;
 

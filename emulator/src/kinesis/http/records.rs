@@ -247,7 +247,7 @@ struct GetShardIteratorOutput {
 }
 
 /// The values of `ShardIteratorType`, in the model's order.
-const ITERATOR_TYPES: [&str; 5] = [
+pub(super) const ITERATOR_TYPES: [&str; 5] = [
     "AT_SEQUENCE_NUMBER",
     "AFTER_SEQUENCE_NUMBER",
     "TRIM_HORIZON",
@@ -332,7 +332,7 @@ struct GetRecordsOutput<'a> {
 
 #[derive(Serialize)]
 #[serde(rename_all = "PascalCase")]
-struct WireRecord<'a> {
+pub(super) struct WireRecord<'a> {
     sequence_number: &'a str,
     approximate_arrival_timestamp: WireTime,
     #[serde(serialize_with = "blob")]
@@ -353,7 +353,7 @@ impl<'a> From<&'a Record> for WireRecord<'a> {
 
 #[derive(Serialize)]
 #[serde(rename_all = "PascalCase")]
-struct WireChildShard<'a> {
+pub(super) struct WireChildShard<'a> {
     shard_id: &'a str,
     parent_shards: &'a [String],
     hash_key_range: WireHashKeyRange,

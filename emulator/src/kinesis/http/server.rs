@@ -5,8 +5,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt as _, Full, LengthLimitError, Limited};
+use http_body_util::{BodyExt as _, LengthLimitError, Limited};
 use hyper::body::Incoming;
 use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
 use hyper::http::request::Parts;
@@ -15,9 +14,13 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use axum::body::Body;
+use hyper_util::rt::TokioExecutor;
+
 use super::api::Api;
 use super::codec::{Format, Request as ApiRequest};
 use super::error::{ApiError, ErrorKind};
+use super::{event_stream, subscribe};
 
 /// The largest request body read. `PutRecords` carries at most 5 MiB of data, which is
 /// 6.7 MiB as base64, plus partition keys and JSON around them.
@@ -88,20 +91,24 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
 async fn serve_connection(stream: TcpStream, api: Arc<Served>, mut stop: watch::Receiver<bool>) {
     // Answers are written whole: waiting to coalesce small ones only adds latency.
     let _ = stream.set_nodelay(true);
+    let stop_subscriptions = stop.clone();
     let service = hyper::service::service_fn(move |request: Request<Incoming>| {
         let api = Arc::clone(&api);
+        let stop = stop_subscriptions.clone();
         async move {
             let response = match &api.page {
                 Some(page) if crate::page::serves(request.method(), request.uri().path()) => {
                     tower::ServiceExt::oneshot(page.clone(), request).await?
                 }
-                _ => respond(&api, request).await.map(axum::body::Body::new),
+                _ => respond(&api, request, stop).await,
             };
             Ok::<_, Infallible>(response)
         }
     });
-    let connection = hyper::server::conn::http1::Builder::new()
-        .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+    // HTTP/1.1, and HTTP/2 with prior knowledge (h2c), as clients speak it to an http://
+    // endpoint: `SubscribeToShard` is an HTTP/2 call on Kinesis.
+    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let connection = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
     tokio::pin!(connection);
     // A connection that breaks only ends itself: clients reconnect.
     tokio::select! {
@@ -122,14 +129,19 @@ enum BodyError {
 }
 
 /// Answers one request: reads the envelope, runs the operation, wraps its answer or error.
-async fn respond(served: &Served, request: Request<Incoming>) -> Response<Full<Bytes>> {
+/// `SubscribeToShard` answers with an event stream, which ends at the latest when `stop` turns.
+async fn respond(
+    served: &Arc<Served>,
+    request: Request<Incoming>,
+    stop: watch::Receiver<bool>,
+) -> Response<Body> {
     if request.method() == Method::GET
         && let Some(document) = served
             .documents
             .iter()
             .find(|document| request.uri().path() == document.path)
     {
-        let mut response = Response::new(Full::new(Bytes::from((document.body)())));
+        let mut response = Response::new(Body::from((document.body)()));
         response.headers_mut().insert(
             CONTENT_TYPE,
             HeaderValue::from_static(document.content_type),
@@ -174,6 +186,23 @@ async fn respond(served: &Served, request: Request<Incoming>) -> Response<Full<B
             ErrorKind::Serialization,
             format!("Could not read the request body (at most {MAX_REQUEST_BYTES} bytes): {error}"),
         )),
+        (Ok("SubscribeToShard"), Ok(body)) if served.api.is_some() => {
+            let api = served.api.as_ref().expect("checked just above");
+            let request = ApiRequest {
+                format,
+                body: &body.to_bytes(),
+            };
+            match subscribe::open(api, request) {
+                Ok(subscription) => {
+                    tracing::debug!(request_id, "SubscribeToShard began");
+                    return event_stream_answer(
+                        subscribe::events(Arc::clone(served), subscription, stop),
+                        &request_id,
+                    );
+                }
+                Err(error) => Err(error),
+            }
+        }
         (Ok(operation), Ok(body)) => match &served.api {
             Some(api) => api.call(
                 operation,
@@ -220,7 +249,7 @@ async fn respond(served: &Served, request: Request<Incoming>) -> Response<Full<B
             (status, error.body(format))
         }
     };
-    let mut response = Response::new(Full::new(Bytes::from(body)));
+    let mut response = Response::new(Body::from(body));
     *response.status_mut() = status;
     let headers = response.headers_mut();
     headers.insert(
@@ -228,6 +257,20 @@ async fn respond(served: &Served, request: Request<Incoming>) -> Response<Full<B
         HeaderValue::from_static(format.content_type()),
     );
     if let Ok(request_id) = HeaderValue::from_str(&request_id) {
+        headers.insert("x-amzn-RequestId", request_id);
+    }
+    response
+}
+
+/// The answer that carries a subscription's events.
+fn event_stream_answer(events: Body, request_id: &str) -> Response<Body> {
+    let mut response = Response::new(events);
+    let headers = response.headers_mut();
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static(event_stream::CONTENT_TYPE),
+    );
+    if let Ok(request_id) = HeaderValue::from_str(request_id) {
         headers.insert("x-amzn-RequestId", request_id);
     }
     response

@@ -28,6 +28,9 @@ pub(super) enum Pattern {
     SequenceNumber,
     /// `0|([1-9]\d{0,38})`: hash keys.
     HashKey,
+    /// `^(arn):aws.*:kinesis:.*:\d{12}:.*stream\/[a-zA-Z0-9_.-]+\/consumer\/[a-zA-Z0-9_.-]+:[0-9]+`:
+    /// consumer ARNs.
+    ConsumerArn,
 }
 
 impl Pattern {
@@ -37,6 +40,9 @@ impl Pattern {
             Self::StreamArn => "arn:aws.*:kinesis:.*:\\d{12}:stream/\\S+",
             Self::SequenceNumber => "0|([1-9]\\d{0,128})",
             Self::HashKey => "0|([1-9]\\d{0,38})",
+            Self::ConsumerArn => {
+                "^(arn):aws.*:kinesis:.*:\\d{12}:.*stream\\/[a-zA-Z0-9_.-]+\\/consumer\\/[a-zA-Z0-9_.-]+:[0-9]+"
+            }
         }
     }
 
@@ -51,6 +57,7 @@ impl Pattern {
             Self::StreamArn => arn_matches(value),
             Self::SequenceNumber => decimal_matches(value, 129),
             Self::HashKey => decimal_matches(value, 39),
+            Self::ConsumerArn => consumer_arn_matches(value),
         }
     }
 }
@@ -85,6 +92,25 @@ fn arn_matches(value: &str) -> bool {
     })
 }
 
+/// A consumer ARN: a stream ARN, `/consumer/`, a name and `:` with the creation time in
+/// epoch seconds (the pattern is anchored at the start only; trailing text is allowed).
+fn consumer_arn_matches(value: &str) -> bool {
+    let Some((stream_arn, consumer)) = value.rsplit_once("/consumer/") else {
+        return false;
+    };
+    let stream_name = stream_arn.rsplit('/').next().unwrap_or("");
+    let Some((name, created)) = consumer.split_once(':') else {
+        return false;
+    };
+    arn_matches(stream_arn)
+        && Pattern::Name.matches(stream_name)
+        && Pattern::Name.matches(name)
+        && created
+            .bytes()
+            .next()
+            .is_some_and(|byte| byte.is_ascii_digit())
+}
+
 /// `StreamName` (and `ExclusiveStartStreamName`).
 pub(super) const STREAM_NAME: Text = Text::new(1, 128).with(Pattern::Name);
 /// `StreamARN`.
@@ -99,6 +125,12 @@ pub(super) const HASH_KEY: Text = Text::new(0, usize::MAX).with(Pattern::HashKey
 pub(super) const SEQUENCE_NUMBER: Text = Text::new(0, usize::MAX).with(Pattern::SequenceNumber);
 /// `ShardIterator`.
 pub(super) const SHARD_ITERATOR: Text = Text::new(1, 512);
+/// `ConsumerName`.
+pub(super) const CONSUMER_NAME: Text = Text::new(1, 128).with(Pattern::Name);
+/// `ConsumerARN`.
+pub(super) const CONSUMER_ARN: Text = Text::new(1, 2048).with(Pattern::ConsumerArn);
+/// `NextToken` of `ListStreamConsumers`.
+pub(super) const NEXT_TOKEN: Text = Text::new(1, 1_048_576);
 /// `ResourceARN` of the resource policy operations.
 pub(super) const RESOURCE_ARN: Text = Text::new(1, 2048).with(Pattern::StreamArn);
 

@@ -1,0 +1,307 @@
+//! `SubscribeToShard`: records pushed to a registered consumer over one long answer in the
+//! `application/vnd.amazon.eventstream` framing (`event_stream.rs`), over HTTP/2 or HTTP/1.1.
+//!
+//! The request is checked and the subscription claimed before the answer starts, so that its
+//! errors (an unknown consumer or shard, a consumer not `ACTIVE`, a second subscription of the
+//! same consumer to the same shard within 5 seconds) are ordinary error answers. Then the
+//! answer sends an `initial-response` event, and a `SubscribeToShardEvent` whenever records
+//! arrive, at least every [`HEARTBEAT`] while none do, and at the shard's end (with
+//! `ChildShards`, after which it ends). It ends after the subscription's lifetime (5 minutes
+//! unless configured), when a newer subscription replaces it, when its consumer is
+//! deregistered, or when the endpoint stops. The rules and their sources are in
+//! `docs/kinesis.md` ("Enhanced fan-out").
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+use super::api::{Api, TagKey};
+use super::codec::{Format, Request};
+use super::consumers::{find_consumer, stream_arn_of};
+use super::error::{ApiError, ErrorKind};
+use super::event_stream;
+use super::records::{ITERATOR_TYPES, WireChildShard, WireRecord};
+use super::validation::{CONSUMER_ARN, SEQUENCE_NUMBER, SHARD_ID, Violations};
+use super::wire::{Timestamp, normalized_shard_id};
+use crate::kinesis::MAX_GET_RECORDS_LIMIT;
+use crate::kinesis::clock::millis_floor;
+use crate::kinesis::consumers::{RESUBSCRIBE_PAUSE_MS, Refused};
+use crate::sequence::SequenceNumber;
+use crate::source::{IteratorPosition, ShardSource as _, SourceError};
+
+/// The longest a subscription goes without an event while no records arrive: it tells the
+/// consumer it is still there and how far it has read (`ContinuationSequenceNumber`).
+pub(super) const HEARTBEAT: Duration = Duration::from_secs(5);
+
+/// How many framed events wait to be written to a slow consumer before reading pauses.
+const EVENTS_IN_FLIGHT: usize = 2;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct SubscribeInput {
+    #[serde(rename = "ConsumerARN")]
+    consumer_arn: Option<String>,
+    shard_id: Option<String>,
+    starting_position: Option<StartingPositionInput>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct StartingPositionInput {
+    #[serde(rename = "Type")]
+    kind: Option<String>,
+    sequence_number: Option<String>,
+    timestamp: Option<Timestamp>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct SubscribeToShardEvent<'a> {
+    records: Vec<WireRecord<'a>>,
+    /// Absent at the shard's end, where `ChildShards` says where to go on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    continuation_sequence_number: Option<&'a str>,
+    millis_behind_latest: u64,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    child_shards: Vec<WireChildShard<'a>>,
+}
+
+/// A subscription that has been claimed: where it reads from, and how to tell it was replaced.
+pub(super) struct Subscription {
+    format: Format,
+    stream: String,
+    stream_key: TagKey,
+    consumer_arn: String,
+    shard_id: String,
+    number: u64,
+    iterator: String,
+}
+
+/// Checks a `SubscribeToShard` request and claims its subscription; the answer's errors are
+/// those of the API reference, as ordinary error answers.
+pub(super) fn open(api: &Api, request: Request<'_>) -> Result<Subscription, ApiError> {
+    let input: SubscribeInput = request.parse()?;
+    let mut violations = Violations::new();
+    let consumer_arn = violations.required(input.consumer_arn.as_deref(), "ConsumerARN");
+    violations.text("ConsumerARN", consumer_arn, CONSUMER_ARN);
+    let shard_id = violations.required(input.shard_id.as_deref(), "ShardId");
+    violations.text("ShardId", shard_id, SHARD_ID);
+    let position = violations.required(input.starting_position.as_ref(), "StartingPosition");
+    let kind = position.and_then(|position| position.kind.as_deref());
+    if position.is_some() {
+        violations.required(kind, "StartingPosition.Type");
+    }
+    violations.one_of("StartingPosition.Type", kind, &ITERATOR_TYPES);
+    violations.text(
+        "StartingPosition.SequenceNumber",
+        position.and_then(|position| position.sequence_number.as_deref()),
+        SEQUENCE_NUMBER,
+    );
+    violations.finish()?;
+    let consumer_arn = consumer_arn.unwrap_or_default();
+    let shard_id = normalized_shard_id(shard_id.unwrap_or_default()).into_owned();
+    let (stream_key, consumer) = find_consumer(api, Some(consumer_arn), None, None)?;
+    let stream = stream_arn_of(consumer_arn).to_owned();
+    let position = starting_position(position, &shard_id)?;
+    let iterator = api
+        .kinesis
+        .get_shard_iterator(&stream, &shard_id, &position)?;
+    let now_ms = millis_floor(api.kinesis.current_time());
+    let number = api
+        .consumers()
+        .subscribe(&consumer, &shard_id, now_ms)
+        .map_err(|refused| match refused {
+            Refused::NotActive(status) => ApiError::new(
+                ErrorKind::ResourceInUse,
+                format!(
+                    "Consumer {consumer_arn} is not ACTIVE, instead in state {}: it cannot be \
+                     subscribed to shard {shard_id} yet",
+                    status.as_str()
+                ),
+            ),
+            _ => ApiError::new(
+                ErrorKind::ResourceInUse,
+                format!(
+                    "Another subscription of consumer {consumer_arn} to shard {shard_id} began \
+                     less than {} seconds ago",
+                    RESUBSCRIBE_PAUSE_MS / 1000
+                ),
+            ),
+        })?;
+    Ok(Subscription {
+        format: request.format,
+        stream,
+        stream_key,
+        consumer_arn: consumer.arn,
+        shard_id,
+        number,
+        iterator,
+    })
+}
+
+/// The iterator position a `StartingPosition` names.
+fn starting_position(
+    position: Option<&StartingPositionInput>,
+    shard_id: &str,
+) -> Result<IteratorPosition, ApiError> {
+    let position = position.expect("StartingPosition was checked to be present");
+    let kind = position.kind.as_deref().unwrap_or_default();
+    let sequence_number = || {
+        let text = position.sequence_number.as_deref().ok_or_else(|| {
+            ApiError::invalid_argument(format!(
+                "StartingPosition {kind} on shard {shard_id} needs a SequenceNumber"
+            ))
+        })?;
+        text.parse::<SequenceNumber>().map_err(|error| {
+            ApiError::invalid_argument(format!("StartingPosition.SequenceNumber: {error}"))
+        })
+    };
+    Ok(match kind {
+        "TRIM_HORIZON" => IteratorPosition::TrimHorizon,
+        "LATEST" => IteratorPosition::Latest,
+        "AT_SEQUENCE_NUMBER" => IteratorPosition::AtSequenceNumber(sequence_number()?),
+        "AFTER_SEQUENCE_NUMBER" => IteratorPosition::AfterSequenceNumber(sequence_number()?),
+        _ => {
+            let Timestamp(time) = position.timestamp.ok_or_else(|| {
+                ApiError::invalid_argument(format!(
+                    "StartingPosition AT_TIMESTAMP on shard {shard_id} needs a Timestamp"
+                ))
+            })?;
+            IteratorPosition::AtTimestamp(time)
+        }
+    })
+}
+
+/// The answer's body: the framed events of `subscription`, sent as they are made. It ends
+/// when the subscription does; a consumer that goes away ends it too.
+pub(super) fn events(
+    api: Arc<super::server::Served>,
+    subscription: Subscription,
+    stop: watch::Receiver<bool>,
+) -> axum::body::Body {
+    let (sender, receiver) = mpsc::channel::<Bytes>(EVENTS_IN_FLIGHT);
+    tokio::spawn(async move {
+        if let Some(api) = api.api.as_ref() {
+            push(api, subscription, &sender, stop).await;
+        }
+    });
+    let stream = futures_util::stream::unfold(receiver, |mut receiver| async move {
+        let frame = receiver.recv().await?;
+        Some((Ok::<_, Infallible>(frame), receiver))
+    });
+    axum::body::Body::from_stream(stream)
+}
+
+/// Reads the shard and sends events until the subscription is over.
+async fn push(
+    api: &Api,
+    mut subscription: Subscription,
+    sender: &mpsc::Sender<Bytes>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let format = subscription.format;
+    let ends_at = Instant::now() + api.kinesis.subscription_lifetime();
+    if sender
+        .send(event_stream::initial_response(format))
+        .await
+        .is_err()
+    {
+        return;
+    }
+    let mut read_to = api.kinesis.sequence_number_read_to(&subscription.iterator);
+    // Zero: the first read is sent whatever it holds, so the consumer learns where it is.
+    let mut last_event: Option<Instant> = None;
+    let mut idle_reads = 0_u32;
+    loop {
+        let now_ms = millis_floor(api.kinesis.current_time());
+        let current = api.consumers().is_current(
+            &subscription.stream_key,
+            &subscription.consumer_arn,
+            &subscription.shard_id,
+            subscription.number,
+            now_ms,
+        );
+        if !current || *stop.borrow() || Instant::now() >= ends_at {
+            return;
+        }
+        let output = match api
+            .kinesis
+            .get_records(&subscription.iterator, MAX_GET_RECORDS_LIMIT)
+        {
+            Ok(output) => output,
+            Err(error) => {
+                let error = match error {
+                    SourceError::NotFound { what } => ApiError::new(
+                        ErrorKind::ResourceNotFound,
+                        format!(
+                            "{what} not found: the subscription of {} to shard {} ends",
+                            subscription.consumer_arn, subscription.shard_id
+                        ),
+                    ),
+                    other => ApiError::from(other),
+                };
+                let _ = sender.send(event_stream::exception(&error, format)).await;
+                return;
+            }
+        };
+        if let Some(last) = output.records.last() {
+            read_to = Some(last.sequence_number.clone());
+        }
+        let at_end = output.next_shard_iterator.is_none();
+        let due = last_event.is_none_or(|sent| sent.elapsed() >= HEARTBEAT);
+        if !output.records.is_empty() || at_end || due {
+            let event = SubscribeToShardEvent {
+                records: output.records.iter().map(WireRecord::from).collect(),
+                continuation_sequence_number: if at_end {
+                    None
+                } else {
+                    read_to.as_ref().map(SequenceNumber::as_str)
+                },
+                millis_behind_latest: output.millis_behind_latest,
+                child_shards: output
+                    .child_shards
+                    .iter()
+                    .map(WireChildShard::from)
+                    .collect(),
+            };
+            let frame = event_stream::event("SubscribeToShardEvent", format, format.write(&event));
+            if sender.send(frame).await.is_err() {
+                return;
+            }
+            last_event = Some(Instant::now());
+        }
+        let Some(next) = output.next_shard_iterator else {
+            return;
+        };
+        subscription.iterator = next;
+        if !output.records.is_empty() {
+            idle_reads = 0;
+            continue;
+        }
+        idle_reads += 1;
+        if idle_reads > 1 {
+            // The wait said records were there but the read found none (a reader at a time
+            // after the newest record's arrival): pause instead of spinning.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let until_heartbeat = last_event.map_or(Duration::ZERO, |sent| {
+            HEARTBEAT.saturating_sub(sent.elapsed())
+        });
+        let wait = until_heartbeat.min(ends_at.saturating_duration_since(Instant::now()));
+        tokio::select! {
+            () = api.kinesis.wait_for_records(
+                &subscription.stream,
+                &subscription.shard_id,
+                read_to.as_ref(),
+                wait,
+            ) => {}
+            _ = stop.changed() => {}
+            () = sender.closed() => return,
+        }
+    }
+}
