@@ -170,7 +170,7 @@ async fn an_unknown_or_unsupported_property_is_reported_with_its_resource() {
         "unsupported-property.yaml",
         &[
             "templates/cli/unsupported-property.yaml: resource ShippingFunction, event \
-             ShipmentsStream: property TumblingWindowInSeconds = 60 is not reproduced by kinesis-esm",
+             ShipmentsStream: property TumblingWindowInSeconds = 60 with ParallelizationFactor 2 is not reproduced by kinesis-esm",
         ],
     )
     .await;

@@ -44,3 +44,4 @@ mod shipping_settings;
 mod state_dir;
 mod state_dir_restart;
 mod summary;
+mod windows;

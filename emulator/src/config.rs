@@ -56,6 +56,10 @@ pub struct MappingConfig {
     /// Whether the mapping reports Lambda's event-count metrics (`MetricsConfig: {Metrics:
     /// [EventCount]}`); `IteratorAge` is reported either way, as on Lambda.
     pub event_count_metrics: bool,
+    /// The length of each shard's tumbling windows in seconds (`TumblingWindowInSeconds`, 1 to
+    /// 900); 0 turns windows off. With windows, the function is invoked with a window event
+    /// and answers with the window's state (`docs/event-source-mapping.md` §8).
+    pub tumbling_window_seconds: u32,
 }
 
 impl MappingConfig {
@@ -85,6 +89,7 @@ impl MappingConfig {
             filter_criteria: FilterCriteria::default(),
             parallelization_factor: 1,
             event_count_metrics: false,
+            tumbling_window_seconds: 0,
         }
     }
 }

@@ -11,9 +11,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use bytes::Bytes;
 use lambda_kinesis::KinesisAdapter;
-use lambda_kinesis::handler::Handler;
+use lambda_kinesis::handler::{FromRecordData, Handler};
 use lambda_kinesis::lambda_runtime::{Context, Diagnostic, LambdaEvent};
 use lambda_kinesis::tower::{Service, ServiceExt as _};
+use lambda_kinesis::window::event::WindowEvent;
+use lambda_kinesis::window::{WindowAdapter, WindowHandler};
 use lambda_kinesis::wire::KinesisBatch;
 
 pub mod invoke_api;
@@ -183,6 +185,84 @@ impl Invoker for InProcess {
         // A panic outside the adapter's per-record guard would kill a real runtime: an
         // unhandled function error.
         let mut running = tokio::spawn(call);
+        match tokio::time::timeout(remaining, &mut running).await {
+            Err(_elapsed) => {
+                running.abort();
+                Ok(InvokeOutcome::Timeout)
+            }
+            Ok(Err(join_error)) => Ok(InvokeOutcome::FunctionError {
+                error_type: "Runtime.ExitError".to_owned(),
+                message: format!("the function panicked: {join_error}"),
+            }),
+            Ok(Ok(Err(diagnostic))) => Ok(InvokeOutcome::FunctionError {
+                error_type: diagnostic.error_type,
+                message: diagnostic.error_message,
+            }),
+            Ok(Ok(Ok(body))) => Ok(InvokeOutcome::Response(body)),
+        }
+    }
+}
+
+type BoxedWindowCall = Box<
+    dyn Fn(WindowEvent) -> Pin<Box<dyn Future<Output = Result<Bytes, Diagnostic>> + Send>>
+        + Send
+        + Sync,
+>;
+
+/// Invokes a tumbling-window function in this process: the [`WindowAdapter`] its `main` runs
+/// on Lambda. As with [`InProcess`], the event is read from its JSON and the answer written as
+/// JSON, so the function sees exactly what Lambda sends a window function.
+pub struct InProcessWindow {
+    call: BoxedWindowCall,
+}
+
+impl fmt::Debug for InProcessWindow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("InProcessWindow")
+    }
+}
+
+impl InProcessWindow {
+    /// Invokes `adapter` with each window event.
+    pub fn new<H, S, T>(adapter: WindowAdapter<H, S, T>) -> Self
+    where
+        H: for<'a> WindowHandler<'a, S, T> + Send + Sync + 'static,
+        S: serde::Serialize + serde::de::DeserializeOwned + Send + 'static,
+        T: FromRecordData + Send + Sync + 'static,
+    {
+        let call: BoxedWindowCall = Box::new(move |event| {
+            let adapter = adapter.clone();
+            Box::pin(async move {
+                let response = adapter.handle(&event).await.map_err(Diagnostic::from)?;
+                serde_json::to_vec(&response)
+                    .map(Bytes::from)
+                    .map_err(|error| Diagnostic {
+                        error_type: "Runtime.SerializationError".to_owned(),
+                        error_message: error.to_string(),
+                    })
+            })
+        });
+        Self { call }
+    }
+}
+
+#[async_trait]
+impl Invoker for InProcessWindow {
+    async fn invoke(&self, invocation: Invocation) -> Result<InvokeOutcome, InvokeError> {
+        let event: WindowEvent = match serde_json::from_slice(&invocation.payload) {
+            Ok(event) => event,
+            Err(error) => {
+                return Ok(InvokeOutcome::FunctionError {
+                    error_type: "Runtime.DeserializationError".to_owned(),
+                    message: error.to_string(),
+                });
+            }
+        };
+        let remaining = invocation
+            .deadline
+            .duration_since(SystemTime::now())
+            .unwrap_or_default();
+        let mut running = tokio::spawn((self.call)(event));
         match tokio::time::timeout(remaining, &mut running).await {
             Err(_elapsed) => {
                 running.abort();

@@ -19,7 +19,7 @@ use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::Arc;
 use std::task::Poll;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::{Mutex, watch};
 use tokio::task::JoinHandle;
@@ -30,6 +30,7 @@ mod batch;
 mod position;
 mod round;
 mod shard_end;
+mod windows;
 use super::{MappingEvent, Settled, ShardChange, Shared};
 use crate::backoff::{Backoff, RetryKind, Retryable as _};
 use crate::config::StartingPosition;
@@ -102,6 +103,8 @@ pub(super) struct ShardReader {
     filtered_tail: Option<SequenceNumber>,
     /// Pauses between failed reads, growing while reads keep failing.
     read_backoff: Backoff,
+    /// When the last read started (a tumbling window closes on what a read after its end saw).
+    last_read_at: SystemTime,
 }
 
 impl ShardReader {
@@ -149,6 +152,7 @@ impl ShardReader {
             started_at_oldest: false,
             filtered_tail: None,
             read_backoff,
+            last_read_at: SystemTime::UNIX_EPOCH,
         }
     }
 
@@ -218,6 +222,7 @@ impl ShardReader {
 
         let batch_size = self.shared.config.batch_size.max(1);
         let window = self.shared.config.maximum_batching_window;
+        let tumbling = self.tumbling_window();
         let mut window_start = Instant::now();
         loop {
             self.check_running()?;
@@ -238,19 +243,26 @@ impl ShardReader {
                 if matches!(read, Read::Records) && !self.caught_up && self.iterator.is_some() {
                     continue;
                 }
+                // A window closes before the shard ends or waits past the window's end.
+                if let Some(length) = tumbling
+                    && self.close_due_window(length).await?
+                {
+                    continue;
+                }
                 if self.iterator.is_none() {
                     return Err(self.end_shard().await);
                 }
                 self.finish_checkpoint().await?;
                 self.shared.update_shard(&shard_id, ShardChange::CaughtUp);
-                self.wait_for_records(self.shared.options.poll_interval)
+                self.wait_for_records(self.window_wait(self.shared.options.poll_interval))
                     .await?;
                 window_start = Instant::now();
                 continue;
             }
             // Lambda invokes when the batch is full, the window has passed, or the shard has
             // nothing more (a closed shard's end does not wait for the window).
-            let full = self.buffer.len() >= batch_size;
+            let full = self.buffer.len() >= batch_size
+                || tumbling.is_some_and(|length| self.window_batch_is_complete(length));
             if !full && self.iterator.is_some() && !window.is_zero() {
                 if matches!(read, Read::Records) {
                     continue;
@@ -262,7 +274,10 @@ impl ShardReader {
                     continue;
                 }
             }
-            if self.shared.config.parallelization_factor > 1 {
+            if let Some(length) = tumbling {
+                // Windows run with one lane: the template refuses them with more.
+                self.process_window(batch_size, length).await?;
+            } else if self.shared.config.parallelization_factor > 1 {
                 self.process_round(batch_size).await?;
             } else {
                 let batch = self.take_batch(batch_size);
@@ -303,6 +318,7 @@ impl ShardReader {
         let Some(iterator) = self.iterator.as_deref() else {
             return Ok(Read::Nothing);
         };
+        self.last_read_at = SystemTime::now();
         match self.shared.source.get_records(iterator, READ_LIMIT).await {
             Ok(output) => {
                 self.read_backoff.reset();

@@ -1,11 +1,8 @@
 //! Tumbling windows' rules as pure functions (`docs/event-source-mapping.md` §8): which window a
 //! record belongs to, how much of the buffer one window's invocation takes, what the reader
 //! invokes next for an open window, and what a function's answer does to the window's state.
-//! The reader does the I/O around them; nothing here reads a clock: callers pass the time.
-//!
-//! Not yet wired into the reader: the template reader still refuses `TumblingWindowInSeconds`
-//! above 0 until it is.
-#![allow(dead_code)] // the reader's half comes next; these rules are tested on their own
+//! The reader does the I/O around them (`reader/windows.rs`); nothing here reads a clock:
+//! callers pass the time.
 
 use std::time::Duration;
 
@@ -18,6 +15,10 @@ pub(super) const MAX_STATE_BYTES: usize = 1024 * 1024;
 /// an object is what every example reads `state` as).
 pub(super) const FRESH_STATE: &str = "{}";
 
+/// The largest state an answer may carry at all: a state that would not fit in the next
+/// invocation's payload (Lambda's 6 MB) cannot be handed on, so the answer is a failed one.
+pub(super) const MAX_CARRIED_STATE_BYTES: usize = 6 * 1024 * 1024;
+
 /// A window: `[start, end)` in epoch seconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) struct WindowSpan {
@@ -26,11 +27,30 @@ pub(super) struct WindowSpan {
 }
 
 impl WindowSpan {
+    /// The window's start, as the event writes it.
+    pub(super) fn start(self) -> std::time::SystemTime {
+        epoch_seconds(self.start_secs)
+    }
+
+    /// The window's end, as the event writes it.
+    pub(super) fn end(self) -> std::time::SystemTime {
+        epoch_seconds(self.end_secs)
+    }
+
     /// Whether a record that arrived at `arrival_millis` belongs to this window.
     pub(super) fn holds(self, arrival_millis: i64) -> bool {
         let start = self.start_secs * 1000;
         let end = self.end_secs * 1000;
         (start..end).contains(&arrival_millis)
+    }
+}
+
+fn epoch_seconds(seconds: i64) -> std::time::SystemTime {
+    let since = Duration::from_secs(seconds.unsigned_abs());
+    if seconds >= 0 {
+        std::time::UNIX_EPOCH + since
+    } else {
+        std::time::UNIX_EPOCH - since
     }
 }
 
@@ -84,6 +104,26 @@ pub(super) struct ShardView {
     pub(super) now_millis: i64,
 }
 
+/// Why an open window closes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Closing {
+    /// Its time is over: a record of a later window came, or its end passed with nothing read.
+    OnTime,
+    /// The last answer's state passed [`MAX_STATE_BYTES`]: the window ends early, and continues
+    /// with a fresh state.
+    StateOverLimit,
+    /// The shard ended (a reshard) before the window's end: the window ends early, and the
+    /// child shards start windows of their own.
+    ShardEnded,
+}
+
+impl Closing {
+    /// `isWindowTerminatedEarly`: the window closed before its end.
+    pub(super) fn terminated_early(self) -> bool {
+        self != Self::OnTime
+    }
+}
+
 /// What the reader invokes next for a shard with tumbling windows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum WindowStep {
@@ -91,12 +131,11 @@ pub(super) enum WindowStep {
     /// (a fresh one for a new window).
     Records { span: WindowSpan, state: String },
     /// Invoke the open window once more, with no records: its final invocation
-    /// (`isFinalInvokeForWindow`), flagged `isWindowTerminatedEarly` when its state grew past
-    /// the limit.
+    /// (`isFinalInvokeForWindow`), flagged `isWindowTerminatedEarly` unless it closes on time.
     Final {
         span: WindowSpan,
         state: String,
-        terminated_early: bool,
+        closing: Closing,
     },
     /// Nothing to invoke yet: wait for records (or for the open window to end).
     Wait,
@@ -105,7 +144,8 @@ pub(super) enum WindowStep {
 /// Decides the next invocation. An open window closes (its final invocation) when:
 /// - its state passed the limit (ended early; the same window then continues fresh);
 /// - a buffered record belongs to a later window;
-/// - the shard ended (a reshard closes the window; the children start their own windows);
+/// - the shard ended (a reshard closes the window, early if its end has not passed; the
+///   children start their own windows);
 /// - the reader is caught up and the window's end has passed: every record that arrives from
 ///   then on belongs to a later window, since Kinesis stamps arrival times as records come.
 ///   (Lambda "waits for up to 2 minutes"; waiting less changes no window's records.)
@@ -122,11 +162,24 @@ pub(super) fn next_step(
             && shard.first_buffered.is_none()
             && shard.now_millis >= open.span.end_secs * 1000;
         let shard_done = shard.ended && shard.first_buffered.is_none();
-        if open.over_limit || later_record || over || shard_done {
+        let closing = if open.over_limit {
+            Some(Closing::StateOverLimit)
+        } else if later_record || over {
+            Some(Closing::OnTime)
+        } else if shard_done {
+            Some(if shard.now_millis < open.span.end_secs * 1000 {
+                Closing::ShardEnded
+            } else {
+                Closing::OnTime
+            })
+        } else {
+            None
+        };
+        if let Some(closing) = closing {
             return WindowStep::Final {
                 span: open.span,
                 state: open.state.clone(),
-                terminated_early: open.over_limit,
+                closing,
             };
         }
     }
@@ -171,6 +224,12 @@ pub(super) fn read_state(body: &[u8], shard_id: &str) -> Result<StateAnswer, Str
         state => state.to_string(),
     };
     let bytes = state.len();
+    if bytes > MAX_CARRIED_STATE_BYTES {
+        return Err(format!(
+            "the answer to shard {shard_id}'s window invocation has a state of {bytes} bytes, \
+             more than an invocation's payload can carry (Lambda's limit is 1 MB of state per shard)"
+        ));
+    }
     Ok(if bytes > MAX_STATE_BYTES {
         StateAnswer::OverLimit { state, bytes }
     } else {
@@ -178,17 +237,16 @@ pub(super) fn read_state(body: &[u8], shard_id: &str) -> Result<StateAnswer, Str
     })
 }
 
-/// The window that follows a successful invocation of `span`: the final one closes it (`None`:
-/// the next window starts fresh), except after an early end, where the same window continues
-/// with a fresh state; any other carries the answer's state.
+/// The window that follows a successful invocation of `span`: the final one (`closing`) closes
+/// it (`None`: the next window starts fresh), except after an early end for the state's size,
+/// where the same window continues with a fresh state; any other carries the answer's state.
 pub(super) fn after_success(
     span: WindowSpan,
     answer: StateAnswer,
-    was_final: bool,
-    terminated_early: bool,
+    closing: Option<Closing>,
 ) -> Option<OpenWindow> {
-    if was_final {
-        return terminated_early.then(|| OpenWindow {
+    if let Some(closing) = closing {
+        return (closing == Closing::StateOverLimit).then(|| OpenWindow {
             span,
             state: FRESH_STATE.to_owned(),
             over_limit: false,
@@ -293,11 +351,11 @@ mod tests {
         }
     }
 
-    fn last(state: &str, terminated_early: bool) -> WindowStep {
+    fn last(state: &str, closing: Closing) -> WindowStep {
         WindowStep::Final {
             span: span(60, 60),
             state: state.to_owned(),
-            terminated_early,
+            closing,
         }
     }
 
@@ -340,19 +398,25 @@ mod tests {
                 "a record of a later window closes it",
                 Some(&counted),
                 view(Some(125_000), false, false, 130),
-                last(r#"{"n":2}"#, false),
+                last(r#"{"n":2}"#, Closing::OnTime),
             ),
             (
                 "caught up after the window's end closes it",
                 Some(&counted),
                 view(None, true, false, 120),
-                last(r#"{"n":2}"#, false),
+                last(r#"{"n":2}"#, Closing::OnTime),
             ),
             (
-                "the shard's end closes it",
+                "the shard's end closes it early",
                 Some(&counted),
                 view(None, false, true, 90),
-                last(r#"{"n":2}"#, false),
+                last(r#"{"n":2}"#, Closing::ShardEnded),
+            ),
+            (
+                "the shard's end after the window's end closes it on time",
+                Some(&counted),
+                view(None, false, true, 130),
+                last(r#"{"n":2}"#, Closing::OnTime),
             ),
             (
                 "records left before the shard's end go first",
@@ -364,7 +428,7 @@ mod tests {
                 "a state over the limit ends it early",
                 Some(&open("{}", true)),
                 view(Some(63_000), false, false, 90),
-                last("{}", true),
+                last("{}", Closing::StateOverLimit),
             ),
         ];
         for (what, open, shard, expected) in cases {
@@ -412,22 +476,36 @@ mod tests {
         assert!(
             matches!(answer, StateAnswer::OverLimit { bytes, .. } if bytes == MAX_STATE_BYTES + 2)
         );
-        let window = after_success(span(60, 60), answer, false, false).unwrap();
+        let window = after_success(span(60, 60), answer, None).unwrap();
         assert!(window.over_limit);
         // The early end's final invocation is followed by the same window, fresh.
-        let after = after_success(span(60, 60), StateAnswer::Carried("{}".into()), true, true);
+        let after = after_success(
+            span(60, 60),
+            StateAnswer::Carried("{}".into()),
+            Some(Closing::StateOverLimit),
+        );
         assert_eq!(after, Some(open("{}", false)));
+        // A state the next event could not carry is a failed invocation.
+        let huge = format!(r#"{{"state":"{}"}}"#, "x".repeat(MAX_CARRIED_STATE_BYTES));
+        let error = read_state(huge.as_bytes(), "shardId-0").unwrap_err();
+        assert!(
+            error.contains("shardId-0") && error.contains("1 MB"),
+            "{error}"
+        );
     }
 
     #[test]
     fn a_final_invocation_drops_the_state_and_others_carry_it() {
         let carried = StateAnswer::Carried(r#"{"n":3}"#.to_owned());
+        for closing in [Closing::OnTime, Closing::ShardEnded] {
+            assert_eq!(
+                after_success(span(60, 60), carried.clone(), Some(closing)),
+                None,
+                "{closing:?}"
+            );
+        }
         assert_eq!(
-            after_success(span(60, 60), carried.clone(), true, false),
-            None
-        );
-        assert_eq!(
-            after_success(span(60, 60), carried, false, false),
+            after_success(span(60, 60), carried, None),
             Some(open(r#"{"n":3}"#, false))
         );
         assert_eq!(

@@ -58,14 +58,6 @@ pub(super) fn read(
         Some(event.to_owned()),
     );
     fields.check_names(PROPERTIES)?;
-    reproduced_only(
-        &fields,
-        resolver,
-        "TumblingWindowInSeconds",
-        0..=900,
-        0,
-        "only 0: no tumbling windows",
-    )?;
 
     let stream_name = stream_name(&fields, resolver, streams)?;
     let starting_position = starting_position(&fields, resolver)?;
@@ -109,31 +101,26 @@ pub(super) fn read(
     if let Some(factor) = fields.integer(resolver, "ParallelizationFactor", 1..=10)? {
         mapping.parallelization_factor = factor as usize;
     }
+    if let Some(seconds) = fields.integer(resolver, "TumblingWindowInSeconds", 0..=900)? {
+        mapping.tumbling_window_seconds = seconds as u32;
+    }
+    // AWS does not say how one shard's window state meets concurrent batches of the shard.
+    if mapping.tumbling_window_seconds > 0 && mapping.parallelization_factor > 1 {
+        return Err(fields.fault(
+            "TumblingWindowInSeconds",
+            Problem::NotReproduced {
+                value: format!(
+                    "{} with ParallelizationFactor {}",
+                    mapping.tumbling_window_seconds, mapping.parallelization_factor
+                ),
+                supported: "tumbling windows with ParallelizationFactor 1".to_owned(),
+            },
+        ));
+    }
     mapping.filter_criteria = filter_criteria(&fields, resolver)?;
     check_kms_key_arn(&fields, resolver)?;
     mapping.event_count_metrics = event_count_metrics(&fields, resolver)?;
     Ok(mapping)
-}
-
-/// Refuses a property whose allowed range kinesis-esm reproduces only one value of.
-fn reproduced_only(
-    fields: &Fields<'_>,
-    resolver: &Resolver<'_>,
-    name: &str,
-    range: std::ops::RangeInclusive<i64>,
-    reproduced: i64,
-    supported: &str,
-) -> Result<(), Fault> {
-    match fields.integer(resolver, name, range)? {
-        Some(value) if value != reproduced => Err(fields.fault(
-            name,
-            Problem::NotReproduced {
-                value: value.to_string(),
-                supported: supported.to_owned(),
-            },
-        )),
-        _ => Ok(()),
-    }
 }
 
 /// The name of the stream `Stream` designates by its ARN: a stream of the template (by

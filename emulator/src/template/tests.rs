@@ -216,8 +216,19 @@ fn every_event_property_reaches_the_mapping() {
         ]),
         parallelization_factor: 4,
         event_count_metrics: true,
+        tumbling_window_seconds: 0,
     };
     assert_eq!(only_mapping(&template), &expected);
+}
+
+#[test]
+fn tumbling_windows_of_one_to_900_seconds_are_read() {
+    for seconds in [1, 60, 900] {
+        let template = read(&with_event(&format!("TumblingWindowInSeconds: {seconds}")));
+        assert_eq!(only_mapping(&template).tumbling_window_seconds, seconds);
+    }
+    let template = read(&with_event("TumblingWindowInSeconds: 0"));
+    assert_eq!(only_mapping(&template).tumbling_window_seconds, 0);
 }
 
 #[test]
@@ -758,8 +769,11 @@ fn an_on_failure_destination_names_its_queue_topic_or_bucket() {
 #[test]
 fn event_properties_that_are_not_reproduced_are_refused() {
     check_error(
-        &with_event("TumblingWindowInSeconds: 60"),
-        "template.yaml: resource ShippingFunction, event ShipmentsStream: property TumblingWindowInSeconds = 60 is not reproduced by kinesis-esm (only 0: no tumbling windows)",
+        &with_event_properties(
+            "Stream: !GetAtt Shipments.Arn, StartingPosition: LATEST, \
+             TumblingWindowInSeconds: 60, ParallelizationFactor: 2",
+        ),
+        "template.yaml: resource ShippingFunction, event ShipmentsStream: property TumblingWindowInSeconds = 60 with ParallelizationFactor 2 is not reproduced by kinesis-esm (tumbling windows with ParallelizationFactor 1)",
     );
     check_error(
         &with_event("StartingPositionTimestamp: 1700000000"),

@@ -7,6 +7,7 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use lambda_kinesis::window::event::{WindowFields, write_window_event};
 use lambda_kinesis::wire::{EventRecord, EventSource, write_event};
 use tokio::sync::watch;
 
@@ -21,6 +22,9 @@ use crate::mapping::on_failure::{
 };
 use crate::mapping::policy::{
     Action, BatchRetry, DiscardCondition, InvocationResult, Next, RetryRules,
+};
+use crate::mapping::window::{
+    Closing, OpenWindow, StateAnswer, WindowSpan, after_success, read_state,
 };
 use crate::mapping::{
     DiscardedRange, InvocationVerdict, MappingEvent, NextRetry, RecentInvocation, ShardChange,
@@ -48,6 +52,27 @@ pub(super) struct BatchContext {
 pub(super) struct LaneMemory {
     /// The size of the lane's last event, to size the next one's buffer at once.
     last_payload_len: usize,
+    /// With `TumblingWindowInSeconds`, the shard's open window: its batches are invoked with
+    /// window events carrying its state, and their answers' states replace it. (Windows run
+    /// with one lane only.)
+    pub(super) window: Option<OpenWindow>,
+}
+
+/// What a window invocation is, for its event: the flags of a final one.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct WindowFlags {
+    pub(super) is_final: bool,
+    pub(super) terminated_early: bool,
+}
+
+/// The records of an event, as `lambda_kinesis::wire` writes them.
+fn event_records(records: &[Record]) -> impl Iterator<Item = EventRecord<'_>> {
+    records.iter().map(|record| EventRecord {
+        sequence_number: record.sequence_number.as_str(),
+        partition_key: &record.partition_key,
+        data: &record.data,
+        approximate_arrival_millis: millis_since_epoch(record.approximate_arrival),
+    })
 }
 
 /// What becomes of the records a batch settles or gives up: the shard's checkpoint.
@@ -163,11 +188,21 @@ impl BatchContext {
                     if !config.report_batch_item_failures {
                         self.warn_of_ignored_item_failures(&body);
                     }
-                    let read = read_response(
+                    let mut read = read_response(
                         &body,
                         &sequence_numbers[range.clone()],
                         config.report_batch_item_failures,
                     );
+                    let state = memory
+                        .window
+                        .is_some()
+                        .then(|| read_state(&body, &self.shard_id));
+                    if let Some(Err(reason)) = &state {
+                        read.verdict = Verdict::Failure {
+                            reason: reason.clone(),
+                        };
+                    }
+                    let answered = !matches!(read.verdict, Verdict::Failure { .. });
                     let settled = match &read.verdict {
                         Verdict::Success => records.len(),
                         Verdict::PartialFailure { first_failed } => *first_failed,
@@ -192,6 +227,15 @@ impl BatchContext {
                             },
                             function_error: None,
                         });
+                    }
+                    let window = memory.window.as_ref().map(|open| open.span);
+                    if let (Some(Ok(answer)), Some(span)) = (state, window)
+                        && answered
+                    {
+                        // A partial answer's state counts the records before the one it
+                        // names (§8): it is kept, and the rest comes again with it.
+                        self.warn_if_over_limit(span, &answer);
+                        memory.window = after_success(span, answer, None);
                     }
                     (InvocationResult::Returned { settled }, dropped, verdict)
                 }
@@ -311,14 +355,17 @@ impl BatchContext {
         );
     }
 
-    /// Invokes the function with `records`; returns its outcome and how long the invoker took
-    /// to answer.
+    /// Invokes the function with `records` (in a window event when a window is open); returns
+    /// its outcome and how long the invoker took to answer.
     async fn invoke(
         &self,
         records: &[Record],
         memory: &mut LaneMemory,
     ) -> (Result<InvokeOutcome, crate::invoke::InvokeError>, Duration) {
-        let payload = self.event(records, memory.last_payload_len);
+        let payload = match &memory.window {
+            Some(open) => self.window_event(records, open, WindowFlags::default()),
+            None => self.event(records, memory.last_payload_len),
+        };
         let count = records.len() as u64;
         self.shared
             .update_shard(&self.shard_id, ShardChange::Invoked { records: count });
@@ -344,22 +391,102 @@ impl BatchContext {
     /// The event Lambda sends the function for `records`, written into a buffer of `capacity`.
     fn event(&self, records: &[Record], capacity: usize) -> Vec<u8> {
         let mut payload = Vec::with_capacity(capacity);
-        write_event(
+        write_event(&mut payload, &self.event_source(), event_records(records));
+        payload
+    }
+
+    /// The window event Lambda sends the function for `records` of the `open` window.
+    pub(super) fn window_event(
+        &self,
+        records: &[Record],
+        open: &OpenWindow,
+        flags: WindowFlags,
+    ) -> Vec<u8> {
+        let mut payload = Vec::new();
+        write_window_event(
             &mut payload,
-            &EventSource {
-                stream_arn: &self.stream.arn,
-                shard_id: &self.shard_id,
-                region: &self.region,
-                invoke_identity_arn: &self.shared.options.invoke_identity_arn,
+            &self.event_source(),
+            &WindowFields {
+                start: open.span.start(),
+                end: open.span.end(),
+                state: &open.state,
+                is_final: flags.is_final,
+                terminated_early: flags.terminated_early,
             },
-            records.iter().map(|record| EventRecord {
-                sequence_number: record.sequence_number.as_str(),
-                partition_key: &record.partition_key,
-                data: &record.data,
-                approximate_arrival_millis: millis_since_epoch(record.approximate_arrival),
-            }),
+            event_records(records),
         );
         payload
+    }
+
+    fn event_source(&self) -> EventSource<'_> {
+        EventSource {
+            stream_arn: &self.stream.arn,
+            shard_id: &self.shard_id,
+            region: &self.region,
+            invoke_identity_arn: &self.shared.options.invoke_identity_arn,
+        }
+    }
+
+    /// Invokes the open window's final invocation (no records, `isFinalInvokeForWindow`), and
+    /// tries again until it succeeds: on failure Lambda "suspends further processing until a
+    /// successful invocation" (§8). No record is held, so no retry setting applies.
+    pub(super) async fn invoke_final(
+        &self,
+        memory: &mut LaneMemory,
+        closing: Closing,
+    ) -> Result<(), ReaderExit> {
+        let Some(open) = memory.window.clone() else {
+            return Ok(());
+        };
+        let flags = WindowFlags {
+            is_final: true,
+            terminated_early: closing.terminated_early(),
+        };
+        let mut backoff = self.shared.retry_backoff();
+        loop {
+            self.check_running()?;
+            let payload = self.window_event(&[], &open, flags);
+            self.shared
+                .update_shard(&self.shard_id, ShardChange::Invoked { records: 0 });
+            let invocation = Invocation::new(payload, self.shared.config.function_timeout);
+            let failure = match self.shared.invoker.invoke(invocation).await {
+                Ok(InvokeOutcome::Response(body)) => match read_state(&body, &self.shard_id) {
+                    Ok(answer) => {
+                        memory.window = after_success(open.span, answer, Some(closing));
+                        return Ok(());
+                    }
+                    Err(reason) => reason,
+                },
+                Ok(InvokeOutcome::FunctionError {
+                    error_type,
+                    message,
+                }) => format!("function error {error_type}: {message}"),
+                Ok(InvokeOutcome::Timeout) => format!(
+                    "the function timed out after {:?}",
+                    self.shared.config.function_timeout
+                ),
+                Err(error) => format!("invoking the function failed: {error}"),
+            };
+            tracing::warn!(
+                shard_id = %self.shard_id,
+                window_start = %lambda_kinesis::window::event::iso8601_seconds(open.span.start()),
+                "the window's final invocation failed ({failure}); the shard waits and tries again"
+            );
+            self.pause(backoff.next_pause(RetryKind::Error)).await?;
+        }
+    }
+
+    /// Warns when an answer's state passed Lambda's 1 MB per shard: the window ends early.
+    fn warn_if_over_limit(&self, span: WindowSpan, answer: &StateAnswer) {
+        if let StateAnswer::OverLimit { bytes, .. } = answer {
+            tracing::warn!(
+                shard_id = %self.shard_id,
+                window_start = %lambda_kinesis::window::event::iso8601_seconds(span.start()),
+                "the function returned a window state of {bytes} bytes, over Lambda's limit of \
+                 1 MB per shard: the window ends early (isWindowTerminatedEarly) and continues \
+                 with a fresh state"
+            );
+        }
     }
 
     /// Warns, once per mapping, that the function names records in `batchItemFailures` that
