@@ -141,6 +141,9 @@ pub struct ShardStatus {
     /// Lambda's metrics of the shard: the event counts (with `MetricsConfig`) and `IteratorAge`.
     #[serde(default)]
     pub metrics: ShardMetrics,
+    /// The last replay (`kinesis-esm replay`), if any.
+    #[serde(default)]
+    pub replayed: Option<super::replay::Replayed>,
 }
 
 /// Something that changes a shard's status. The coordinator and the shard's reader report
@@ -203,6 +206,10 @@ pub(super) enum ShardChange {
     },
     /// The reader stopped, for this reason.
     Finished(ReaderExit),
+    /// A replay moved the checkpoint back (written already): the records read and not settled
+    /// are dropped from the reader's buffer, to be read again, and a held record is no longer
+    /// held.
+    Replayed(super::replay::Replayed),
 }
 
 /// What a checkpoint write settles.
@@ -316,6 +323,13 @@ impl ShardStatus {
                 }
             }
             ShardChange::InvocationEnded { .. } => {}
+            ShardChange::Replayed(replayed) => {
+                self.unsettled = 0;
+                self.held = None;
+                self.checkpoint = Some(replayed.checkpoint.clone());
+                self.phase = ShardPhase::Reading;
+                self.replayed = Some(replayed);
+            }
             ShardChange::Discarded { range, .. } => {
                 self.discarded += range.records;
                 self.unsettled = self.unsettled.saturating_sub(range.records);
