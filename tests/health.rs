@@ -1,16 +1,13 @@
 //! The health and readiness endpoints `kinesis-esm run` serves for a service manager
 //! (`docs/production.md`), over HTTP: `/healthz` while the process serves, `/readyz` 200 only
 //! while every mapping runs and its stream and lease store answer, 503 with the reason
-//! otherwise. And `kinesis-esm run` configured from the environment alone.
+//! otherwise.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use async_trait::async_trait;
-use end_to_end::{
-    Observed, TestStream, Via, config, kinesis_esm_binary, shipping_bootstrap, workspace_dir,
-};
+use end_to_end::{Observed, TestStream, Via, config};
 use kinesis_esm::config::StartingPosition;
 use kinesis_esm::control::{Control, Phase};
 use kinesis_esm::kinesis::http::serve_with_page;
@@ -163,95 +160,4 @@ async fn readiness_follows_the_run_s_phase_and_its_lease_store() {
     assert!(body.contains("stopping"), "{body}");
     server.stop().await;
     observed.stop().await;
-}
-
-#[tokio::test]
-async fn a_run_configured_from_the_environment_serves_its_health_where_the_environment_says() {
-    use tokio::io::AsyncBufReadExt as _;
-    let binary = kinesis_esm_binary().await;
-    // The function's binary, built already: `run` takes it instead of building it.
-    let prebuilt = shipping_bootstrap()
-        .await
-        .parent()
-        .expect("the binary is in a folder")
-        .to_owned();
-    // A port of its own: bound, read and let go, then given to the run through the environment.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free port")
-        .port();
-    let listen = format!("127.0.0.1:{port}");
-    let mut child = tokio::process::Command::new(binary)
-        .arg("run")
-        .env(
-            "KINESIS_ESM_TEMPLATE",
-            workspace_dir().join("template.yaml"),
-        )
-        .env("KINESIS_ESM_LISTEN", &listen)
-        .env("KINESIS_ESM_FAILOVER_TIME", "3s")
-        .env("KINESIS_ESM_PREBUILT_DIR", &prebuilt)
-        .env("KINESIS_ESM_WORKER_ID", "from-the-environment")
-        .env("KINESIS_ESM_LOG", "info")
-        .current_dir(workspace_dir())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("kinesis-esm starts");
-    let mut lines = tokio::io::BufReader::new(child.stderr.take().expect("piped")).lines();
-    let mut seen = Vec::new();
-    let served = format!("at http://{listen}");
-    let found = tokio::time::timeout(Duration::from_secs(300), async {
-        while let Ok(Some(line)) = lines.next_line().await {
-            let found = line.contains(&served);
-            seen.push(line);
-            if found {
-                return true;
-            }
-        }
-        false
-    })
-    .await;
-    assert!(
-        matches!(found, Ok(true)),
-        "kinesis-esm never served at {listen}; it wrote:\n{}",
-        seen.join("\n")
-    );
-    let addr = listen.parse().unwrap();
-    assert_eq!(get(addr, "/healthz").await.0, 200);
-    let mut ready = (0, String::new());
-    for _ in 0..600 {
-        ready = get(addr, "/readyz").await;
-        if ready.0 == 200 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    assert_eq!(
-        ready,
-        (200, "ready\n".to_owned()),
-        "it wrote:\n{}",
-        seen.join("\n")
-    );
-    assert!(
-        !seen.iter().any(|line| line.contains("building")),
-        "the prebuilt binary was taken, nothing built: {seen:?}"
-    );
-    let (_, status) = get(addr, "/kinesis-esm/status").await;
-    assert!(
-        status.contains("from-the-environment"),
-        "the worker id came from the environment: {status}"
-    );
-    let pid = child.id().expect("still running").to_string();
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill runs");
-    assert!(killed.success());
-    let exit = tokio::time::timeout(Duration::from_secs(60), child.wait())
-        .await
-        .expect("the run stops on SIGTERM")
-        .expect("waited for");
-    assert!(exit.success(), "{exit}");
 }
