@@ -125,7 +125,7 @@ fn recording(function: InProcessWindow) -> (Arc<Recording>, Arc<Mutex<Vec<Seen>>
 async fn wait_until(
     what: &str,
     seen: &Arc<Mutex<Vec<Seen>>>,
-    condition: impl Fn(&[Seen]) -> bool,
+    condition: impl Fn(&[Seen]) -> bool + Send + Sync,
 ) -> Vec<Seen> {
     within(what, async {
         loop {

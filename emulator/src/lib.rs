@@ -9,6 +9,7 @@ pub mod aws;
 pub mod backoff;
 pub mod cli;
 pub mod config;
+pub mod control;
 pub mod destination;
 pub mod filter;
 pub mod function;

@@ -419,6 +419,9 @@ fn render_branch(
     if shard.phase == ShardPhase::Reading || shard.millis_behind_latest > 0 {
         let _ = write!(line, "  iterator age {} ms", shard.millis_behind_latest);
     }
+    if let Some(replayed) = &shard.replayed {
+        let _ = write!(line, "  {}", replayed_text(replayed));
+    }
     if shard.parent_shard_ids.len() > 1 {
         let _ = write!(
             line,
@@ -447,6 +450,19 @@ fn render_branch(
     {
         render_branch(out, status, &child.shard_id, depth + 1, now);
     }
+}
+
+/// A shard's last replay, as `status` shows it: "replayed from X at T".
+fn replayed_text(replayed: &crate::mapping::replay::Replayed) -> String {
+    let at = std::time::UNIX_EPOCH
+        + std::time::Duration::from_millis(u64::try_from(replayed.at_epoch_millis).unwrap_or(0));
+    format!(
+        "replayed from {} at {} (checkpoint {} -> {})",
+        replayed.from,
+        crate::time::iso8601_millis(at),
+        checkpoint_cell(Some(&replayed.previous_checkpoint)),
+        checkpoint_cell(Some(&replayed.checkpoint))
+    )
 }
 
 #[cfg(test)]

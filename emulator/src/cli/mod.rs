@@ -16,6 +16,7 @@ mod failures;
 mod page_actions;
 mod port_owner;
 mod progress;
+mod replay;
 mod run;
 mod sam_options;
 mod serve;
@@ -122,6 +123,33 @@ impl SharedOptions {
         }
     }
 
+    /// These options with what the environment gives for those not given on the command line
+    /// (`docs/production.md`): `KINESIS_ESM_TEMPLATE`, `_REGION`, `_STATE_DIR`, `_LISTEN`.
+    fn with_run_environment(
+        &self,
+        variable: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, String> {
+        let mut filled = self.clone();
+        if filled.template.is_none() {
+            filled.template = variable("KINESIS_ESM_TEMPLATE").map(Into::into);
+        }
+        if filled.region.is_none() {
+            filled.region = variable("KINESIS_ESM_REGION");
+        }
+        if filled.state_dir.is_none() {
+            filled.state_dir = variable("KINESIS_ESM_STATE_DIR").map(Into::into);
+        }
+        if filled.listen.is_none()
+            && !filled.no_listen
+            && let Some(listen) = variable("KINESIS_ESM_LISTEN")
+        {
+            filled.listen = Some(listen.parse().map_err(|_| {
+                format!("KINESIS_ESM_LISTEN={listen} is not an address such as 0.0.0.0:4566")
+            })?);
+        }
+        Ok(filled)
+    }
+
     fn region(&self) -> String {
         self.region
             .clone()
@@ -218,6 +246,10 @@ enum Command {
     /// Lists a dead-letter stream's records (lambda-kinesis' retry envelopes) decoded; `dlq
     /// redrive` publishes them back to the streams they first arrived on.
     Dlq(dlq::DlqArgs),
+    /// Reads a running `kinesis-esm run`'s shards again, from a record, a time or the oldest
+    /// record, without a restart (Lambda has no such operation).
+    #[command(after_help = replay::REPLAY_AFTER_HELP)]
+    Replay(replay::ReplayArgs),
 }
 
 /// How `run` stops and what its exit code says, for `run --help`.
@@ -313,6 +345,7 @@ impl Cli {
             Ok(Command::Status(args)) => commands::status(args).await.map(|()| Exit::Settled),
             Ok(Command::Failures(args)) => failures::failures(args).await.map(|()| Exit::Settled),
             Ok(Command::Dlq(args)) => dlq::dlq(args).await.map(|()| Exit::Settled),
+            Ok(Command::Replay(args)) => replay::replay(args).await.map(|()| Exit::Settled),
         };
         match result {
             Ok(exit) => exit,
@@ -332,6 +365,9 @@ impl SharedOptions {
         match &mut command {
             Command::Run(args) => {
                 shared.refuse_unused("run", &SHARED_BY_RUN)?;
+                // Only `run` reads these from the environment too: a variable set for the
+                // service must not make `status` or `put` in the same shell refuse it.
+                let shared = &shared.with_run_environment(&|name| std::env::var(name).ok())?;
                 args.template = shared
                     .template
                     .clone()
@@ -360,6 +396,7 @@ impl SharedOptions {
             }
             Command::Events(_) => shared.refuse_unused("events", &[])?,
             Command::Status(_) => shared.refuse_unused("status", &[])?,
+            Command::Replay(_) => shared.refuse_unused("replay", &[])?,
             Command::Failures(args) => {
                 shared.refuse_unused("failures", &["--region", "--state-dir"])?;
                 args.target.region = shared.region();
@@ -482,6 +519,37 @@ mod tests {
             shards: [(shard.shard_id.clone(), shard)].into(),
             ..MappingStatus::default()
         }
+    }
+
+    #[test]
+    fn run_reads_the_options_not_given_from_the_environment() {
+        let environment = |name: &str| match name {
+            "KINESIS_ESM_TEMPLATE" => Some("/srv/template.yaml".to_owned()),
+            "KINESIS_ESM_REGION" => Some("eu-west-1".to_owned()),
+            "KINESIS_ESM_LISTEN" => Some("0.0.0.0:4566".to_owned()),
+            _ => None,
+        };
+        let given = SharedOptions {
+            region: Some("us-west-2".to_owned()),
+            ..SharedOptions::default()
+        };
+        let filled = given
+            .with_run_environment(&environment)
+            .expect("the environment is read");
+        assert_eq!(
+            filled.template.as_deref(),
+            Some(std::path::Path::new("/srv/template.yaml"))
+        );
+        assert_eq!(filled.region(), "us-west-2", "the command line wins");
+        assert_eq!(filled.listen, Some("0.0.0.0:4566".parse().unwrap()));
+        assert_eq!(filled.state_dir, None);
+        let bad = |name: &str| (name == "KINESIS_ESM_LISTEN").then(|| "port 80".to_owned());
+        assert_eq!(
+            SharedOptions::default()
+                .with_run_environment(&bad)
+                .unwrap_err(),
+            "KINESIS_ESM_LISTEN=port 80 is not an address such as 0.0.0.0:4566"
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@ use super::progress::Progress;
 use super::sam_options::EnvVarsFile;
 use super::{Exit, STATUS_PATH, connection_to, parse_duration};
 use crate::aws::{AwsConnection, DynamoLeaseStore, SdkKinesis};
+use crate::control::{Control, Phase as ControlPhase};
 use crate::function::build_function;
 use crate::invoke::Invoker;
 use crate::invoke::invoke_api::{InvokeApi, InvokeApiOptions};
@@ -56,7 +57,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "KEY=VALUE", num_args = 1..)]
     parameter_overrides: Vec<String>,
     /// Runs only these functions (logical id or function name); all by default.
-    #[arg(long = "function", value_name = "NAME")]
+    #[arg(
+        long = "function",
+        value_name = "NAME",
+        env = "KINESIS_ESM_FUNCTION",
+        value_delimiter = ','
+    )]
     functions: Vec<String>,
     /// Builds the functions' binaries with `--release`.
     #[arg(long)]
@@ -69,11 +75,11 @@ pub struct RunArgs {
     pub(super) account_id: String,
     /// Reads a Kinesis at this endpoint (LocalStack, kinesis-local, ...) instead of the embedded
     /// one. Without AWS credentials in the environment, placeholder credentials are used.
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", env = "KINESIS_ESM_KINESIS_ENDPOINT")]
     kinesis_endpoint: Option<String>,
     /// Reads real AWS Kinesis (or the endpoint `AWS_ENDPOINT_URL_KINESIS` / `AWS_ENDPOINT_URL`
     /// names) through the standard credential and region chains.
-    #[arg(long, conflicts_with = "kinesis_endpoint")]
+    #[arg(long, conflicts_with = "kinesis_endpoint", env = "KINESIS_ESM_AWS")]
     aws: bool,
     /// The embedded Kinesis: how long a stream shows CREATING, UPDATING or DELETING after the
     /// call that changed it (AWS takes seconds), in milliseconds. 0 (the default) keeps streams
@@ -85,26 +91,39 @@ pub struct RunArgs {
     create_streams: bool,
     /// Keeps checkpoints in this DynamoDB lease table (created if missing) instead of memory, so
     /// that a restarted run resumes where the last one stopped.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", env = "KINESIS_ESM_LEASE_TABLE")]
     lease_table: Option<String>,
     /// `--state-dir`: see `SharedOptions`.
     #[arg(skip)]
     pub(super) state_dir: Option<PathBuf>,
     /// The lease table's DynamoDB endpoint; by default the standard chain (which honours
     /// `AWS_ENDPOINT_URL_DYNAMODB`).
-    #[arg(long, value_name = "URL", requires = "lease_table")]
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "lease_table",
+        env = "KINESIS_ESM_DYNAMODB_ENDPOINT"
+    )]
     dynamodb_endpoint: Option<String>,
     /// This worker's name in the lease table; a fresh one each run by default.
-    #[arg(long)]
+    #[arg(long, env = "KINESIS_ESM_WORKER_ID")]
     worker_id: Option<String>,
+    /// Takes each function's binary from this folder (`DIR/<binary>`, e.g. `bootstrap`) instead
+    /// of building it with cargo: for a container image that holds no Rust toolchain.
+    #[arg(long, value_name = "DIR", env = "KINESIS_ESM_PREBUILT_DIR")]
+    prebuilt_dir: Option<PathBuf>,
     /// Invokes the functions through the Lambda Invoke API at this URL instead of running their
     /// binaries: `cargo lambda watch` (`http://127.0.0.1:9000`), `sam local start-lambda`
     /// (`http://127.0.0.1:3001`).
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", env = "KINESIS_ESM_INVOKE_ENDPOINT")]
     invoke_endpoint: Option<String>,
     /// Invokes the deployed functions on real AWS Lambda (signed requests; standard credential
     /// and region chains) instead of running their binaries.
-    #[arg(long, conflicts_with = "invoke_endpoint")]
+    #[arg(
+        long,
+        conflicts_with = "invoke_endpoint",
+        env = "KINESIS_ESM_INVOKE_LAMBDA"
+    )]
     invoke_lambda: bool,
     /// The name a function is invoked by through the Invoke API: its `FunctionName` (Lambda),
     /// its logical id (`sam local start-lambda`) or its binary (`cargo lambda watch`).
@@ -143,7 +162,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "URL")]
     destination_endpoint: Option<String>,
     /// How long another worker's lease may go unrenewed before this one takes it.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        value_parser = parse_duration,
+        default_value = "10s",
+        env = "KINESIS_ESM_FAILOVER_TIME"
+    )]
     failover_time: Duration,
 }
 
@@ -242,10 +267,12 @@ pub(super) async fn run(
     let statuses: Arc<Mutex<Vec<watch::Receiver<MappingStatus>>>> = Arc::default();
     let actions = Arc::new(RunActions::default());
     let page = LivePage::new(streams.source(), Arc::clone(&actions) as _);
+    let control = Control::new();
     let server = if args.no_listen {
         None
     } else {
-        let served = serve(&streams, args.listen, &statuses, &page, logs.quiet).await?;
+        let routes = page.router().merge(control.router());
+        let served = serve(&streams, args.listen, &statuses, routes, logs.quiet).await?;
         actions.connect(streams.client(&served, &args.region).await?);
         Some(served)
     };
@@ -341,6 +368,7 @@ pub(super) async fn run(
             }
             let mapping = mapping.start();
             page.show(config, mapping.status_receiver());
+            control.add(mapping.control());
             statuses
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -349,6 +377,7 @@ pub(super) async fn run(
         }
     }
 
+    control.set_phase(ControlPhase::Running);
     let (stop_progress, progress_stopped) = watch::channel(false);
     let progress = progress
         .map(|progress| tokio::spawn(progress.show(Arc::clone(&statuses), progress_stopped)));
@@ -373,6 +402,7 @@ pub(super) async fn run(
             "kinesis-esm: {signal}: stopping after the batches in flight (send it again to stop at once)"
         );
     }
+    control.set_phase(ControlPhase::Stopping);
     let stopping = async {
         let mut finals: Vec<MappingStatus> = Vec::new();
         for mapping in mappings {
@@ -571,7 +601,7 @@ async fn invoker_for(
             InvokeApi::aws_from_environment(invoke_name, InvokeApiOptions::default()).await?;
         return Ok(FunctionInvoker::InvokeApi(Arc::new(invoker)));
     }
-    if !function.code_dir.is_dir() {
+    if args.prebuilt_dir.is_none() && !function.code_dir.is_dir() {
         bail!(
             "CodeUri {} is not a folder: {} does not exist",
             function.code_uri,
@@ -579,7 +609,21 @@ async fn invoker_for(
         );
     }
     tracing::info!(function = %function.function_name, crate_dir = %function.code_dir.display(), "building");
-    let binary = build_function(&function.code_dir, &function.binary, args.release)?;
+    let binary = match &args.prebuilt_dir {
+        Some(dir) => {
+            let binary = dir.join(&function.binary);
+            if !binary.is_file() {
+                bail!(
+                    "--prebuilt-dir {}: no binary {} for function {} in it",
+                    dir.display(),
+                    function.binary,
+                    function.function_name
+                );
+            }
+            binary
+        }
+        None => build_function(&function.code_dir, &function.binary, args.release)?,
+    };
     let mut definition = FunctionDefinition::new(&function.function_name, binary);
     definition.handler.clone_from(&function.handler);
     definition.runtime.clone_from(&function.runtime);
@@ -638,7 +682,7 @@ async fn serve(
     streams: &Streams,
     listen: Option<SocketAddr>,
     statuses: &Arc<Mutex<Vec<watch::Receiver<MappingStatus>>>>,
-    page: &Arc<LivePage>,
+    routes: axum::Router,
     quiet: bool,
 ) -> anyhow::Result<ServerHandle> {
     let snapshot = {
@@ -666,7 +710,7 @@ async fn serve(
         Streams::Embedded(kinesis) => Some(kinesis.clone()),
         Streams::Sdk(_) => None,
     };
-    match serve_with_page(embedded, addr, documents, page.router()).await {
+    match serve_with_page(embedded, addr, documents, routes).await {
         Ok(server) if quiet => Ok(server),
         Ok(server) => {
             match streams {

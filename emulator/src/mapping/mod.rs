@@ -11,6 +11,7 @@
 
 mod balance;
 mod checkpointer;
+mod control;
 mod lanes;
 mod lineage;
 pub mod metrics;
@@ -18,6 +19,7 @@ mod misconfiguration;
 mod on_failure;
 mod policy;
 mod reader;
+pub mod replay;
 mod resume;
 mod status;
 mod window;
@@ -43,6 +45,7 @@ pub use status::{
 };
 use status::{Settled, ShardChange};
 
+pub use control::MappingControl;
 use reader::{ReaderExit, ShardReader};
 
 /// How many leases a worker takes at once: enough that a remote table's round trips overlap,
@@ -181,6 +184,7 @@ impl EventSourceMapping {
             destination: self.destination,
             status,
             ignored_item_failures_warning: misconfiguration::WarnOnce::default(),
+            replay_registry: replay::ReplayRegistry::default(),
         });
         let coordinator = tokio::spawn(coordinate(Arc::clone(&shared), stopping));
         RunningMapping {
@@ -205,6 +209,8 @@ struct Shared {
     status: watch::Sender<MappingStatus>,
     /// The misconfiguration warning, given once per mapping.
     ignored_item_failures_warning: misconfiguration::WarnOnce,
+    /// The running readers, which take replays (`kinesis-esm replay`).
+    replay_registry: replay::ReplayRegistry,
 }
 
 impl Shared {

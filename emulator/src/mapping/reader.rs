@@ -21,16 +21,18 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant, SystemTime};
 
-use tokio::sync::{Mutex, watch};
+use tokio::sync::{Mutex, mpsc, watch};
 use tokio::task::JoinHandle;
 
 use super::checkpointer::{Checkpointer, renew};
 
 mod batch;
 mod position;
+mod replay;
 mod round;
 mod shard_end;
 mod windows;
+use super::replay::ReplayCommand;
 use super::{MappingEvent, Settled, ShardChange, Shared};
 use crate::backoff::{Backoff, RetryKind, Retryable as _};
 use crate::config::StartingPosition;
@@ -105,6 +107,12 @@ pub(super) struct ShardReader {
     read_backoff: Backoff,
     /// When the last read started (a tumbling window closes on what a read after its end saw).
     last_read_at: SystemTime,
+    /// Replays asked for (`kinesis-esm replay`), applied between batches.
+    replays: mpsc::Receiver<ReplayCommand>,
+    /// This reader's id in the mapping's replay registry.
+    replay_registration: u64,
+    /// A replay received while waiting for records, applied next.
+    pending_replay: Option<ReplayCommand>,
 }
 
 impl ShardReader {
@@ -125,6 +133,7 @@ impl ShardReader {
             lease_lost.clone(),
         ));
         let read_backoff = shared.retry_backoff();
+        let registration = shared.replay_registry.register(&shard.shard_id);
         let checkpointer = Checkpointer {
             shared: Arc::clone(&shared),
             shard_id: shard.shard_id.clone(),
@@ -153,6 +162,9 @@ impl ShardReader {
             filtered_tail: None,
             read_backoff,
             last_read_at: SystemTime::UNIX_EPOCH,
+            replays: registration.replays,
+            replay_registration: registration.id,
+            pending_replay: None,
         }
     }
 
@@ -175,6 +187,9 @@ impl ShardReader {
         // this copy of the lease a counter behind, so that giving the lease up were refused.
         let lease = self.checkpointer.lease.lock().await;
         renewer.abort();
+        self.shared
+            .replay_registry
+            .unregister(&self.shard.shard_id, self.replay_registration);
         self.shared
             .update_shard(&self.shard.shard_id, ShardChange::Finished(exit));
         if exit == ReaderExit::Stopped {
@@ -226,6 +241,7 @@ impl ShardReader {
         let mut window_start = Instant::now();
         loop {
             self.check_running()?;
+            self.apply_replays().await?;
             let mut read = Read::Nothing;
             // Without a batching window, records read up to the shard's tip are invoked at once:
             // reading again first would only delay them by a call, and spend one of the
@@ -309,6 +325,7 @@ impl ShardReader {
             () = source.wait_for_records(&stream, &self.shard.shard_id, self.last_read.as_ref(), timeout) => {}
             _ = self.stopping.wait_for(|stop| *stop) => {}
             _ = self.lease_lost.wait_for(|lost| *lost) => {}
+            replay = self.replays.recv(), if self.pending_replay.is_none() => self.pending_replay = replay,
         }
         self.check_running()
     }

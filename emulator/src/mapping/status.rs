@@ -148,6 +148,9 @@ pub struct ShardStatus {
     /// The newest invocations, oldest first: batch range, size, duration, verdict.
     #[serde(default)]
     pub recent_invocations: RecentInvocations,
+    /// The last replay (`kinesis-esm replay`), if any.
+    #[serde(default)]
+    pub replayed: Option<super::replay::Replayed>,
 }
 
 /// Something that changes a shard's status. The coordinator and the shard's reader report
@@ -210,6 +213,10 @@ pub(super) enum ShardChange {
     },
     /// The reader stopped, for this reason.
     Finished(ReaderExit),
+    /// A replay moved the checkpoint back (written already): the records read and not settled
+    /// are dropped from the reader's buffer, to be read again, and a held record is no longer
+    /// held.
+    Replayed(super::replay::Replayed),
 }
 
 /// What a checkpoint write settles.
@@ -324,6 +331,13 @@ impl ShardStatus {
             }
             ShardChange::InvocationEnded { invocation, .. } => {
                 self.recent_invocations.push(invocation);
+            }
+            ShardChange::Replayed(replayed) => {
+                self.unsettled = 0;
+                self.held = None;
+                self.checkpoint = Some(replayed.checkpoint.clone());
+                self.phase = ShardPhase::Reading;
+                self.replayed = Some(replayed);
             }
             ShardChange::Discarded { range, .. } => {
                 self.recent_invocations

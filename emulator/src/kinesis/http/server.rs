@@ -97,7 +97,10 @@ async fn serve_connection(stream: TcpStream, api: Arc<Served>, mut stop: watch::
         let stop = stop_subscriptions.clone();
         async move {
             let response = match &api.page {
-                Some(page) if crate::page::serves(request.method(), request.uri().path()) => {
+                Some(page)
+                    if crate::page::serves(request.method(), request.uri().path())
+                        || crate::control::serves(request.method(), request.uri().path()) =>
+                {
                     tower::ServiceExt::oneshot(page.clone(), request).await?
                 }
                 _ => respond(&api, request, stop).await,
