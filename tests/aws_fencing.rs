@@ -157,7 +157,7 @@ async fn a_worker_whose_lease_was_taken_can_no_longer_checkpoint() {
                 .any(|write| matches!(write.change, LeaseChange::Checkpoint(_)) && write.lost())
         })
         .await;
-    let status_a = within(
+    within(
         "worker A's reader stopping",
         worker_a.wait_for(|status| {
             status
@@ -167,11 +167,8 @@ async fn a_worker_whose_lease_was_taken_can_no_longer_checkpoint() {
         }),
     )
     .await;
-    assert_eq!(
-        status_a.shards.values().next().unwrap().checkpoint,
-        Some(last_checkpoint_of_a.clone()),
-        "A never wrote a checkpoint past the one B resumed from"
-    );
+    // What A wrote is read from its lease writes below, not from its status: once the table
+    // answers again, A's next shard sync shows the lease as the table holds it, B's checkpoint.
     let checkpoints_of_a: Vec<(Checkpoint, Option<LeaseError>)> = writes_a
         .iter()
         .filter_map(|write| match &write.change {

@@ -255,8 +255,10 @@ async fn a_publish_that_fails_holds_the_shipment_and_loses_nothing() {
     let streams = Streams::create().await;
     let proxy = FaultProxy::start(&streams.endpoint()).await;
     // The publisher's five attempts at the first publish are throttled: the shipment is held.
+    // Throttled as entries of answered requests, which the SDK does not retry itself (it
+    // retries a throttled request, so that five such faults could be met in two attempts).
     for _ in 0..5 {
-        proxy.inject(PUT_RECORDS, Fault::throttled());
+        proxy.inject(PUT_RECORDS, Fault::ThrottleEntries(vec![0]));
     }
     let fedex = put_shipments(&streams);
     let source = Observed::start(
