@@ -26,10 +26,6 @@ use crate::source::IteratorPosition;
 /// times a second, and a page needs a few pictures a second.
 pub(super) const COALESCE: Duration = Duration::from_millis(200);
 
-/// How often the stream looks for mappings started after the page opened (`run` starts them
-/// after it serves).
-const NEW_MAPPINGS: Duration = Duration::from_secs(1);
-
 /// How many events may wait for a slow page before the stream waits for it.
 const BACKLOG: usize = 64;
 
@@ -59,6 +55,9 @@ async fn feed(page: Arc<LivePage>, events: mpsc::Sender<Event>) {
         }
     }
     let mut watched: Vec<Watched> = Vec::new();
+    // Mappings shown after the page opened (`run` starts them after it serves) are picked up
+    // at once.
+    let mut mappings_shown = page.mappings_shown();
     let mut held = HeldRecords::new();
     let mut looked_up = BTreeSet::new();
     loop {
@@ -82,8 +81,8 @@ async fn feed(page: Arc<LivePage>, events: mpsc::Sender<Event>) {
         loop {
             tokio::select! {
                 () = any_changed(&mut watched) => break,
-                () = tokio::time::sleep(NEW_MAPPINGS) => {
-                    if page.mapping_count() != watched.len() {
+                changed = mappings_shown.changed() => {
+                    if changed.is_ok() && *mappings_shown.borrow_and_update() != watched.len() {
                         break;
                     }
                 }

@@ -89,6 +89,8 @@ struct Shown {
 /// The page's state: the mappings it shows, where held records are read, and the actions.
 pub struct LivePage {
     board: Mutex<Vec<Shown>>,
+    /// How many mappings the board holds: open pages wait on it to pick a new one up at once.
+    shown: watch::Sender<usize>,
     source: Arc<dyn ShardSource>,
     actions: Arc<dyn PageActions>,
 }
@@ -98,18 +100,21 @@ impl LivePage {
     pub fn new(source: Arc<dyn ShardSource>, actions: Arc<dyn PageActions>) -> Arc<Self> {
         Arc::new(Self {
             board: Mutex::default(),
+            shown: watch::Sender::new(0),
             source,
             actions,
         })
     }
 
-    /// Shows the mapping of `config`, whose status `status` follows. Open pages pick it up
-    /// within a second.
+    /// Shows the mapping of `config`, whose status `status` follows. Open pages pick it up at
+    /// once.
     pub fn show(&self, config: &MappingConfig, status: watch::Receiver<MappingStatus>) {
-        self.board().push(Shown {
+        let mut board = self.board();
+        board.push(Shown {
             settings: view::settings(config).into(),
             status,
         });
+        self.shown.send_replace(board.len());
     }
 
     /// The page's routes, for [`crate::kinesis::http::serve_with_page`].
@@ -134,8 +139,9 @@ impl LivePage {
         self.board.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn mapping_count(&self) -> usize {
-        self.board().len()
+    /// Changes whenever a mapping is shown.
+    fn mappings_shown(&self) -> watch::Receiver<usize> {
+        self.shown.subscribe()
     }
 }
 
