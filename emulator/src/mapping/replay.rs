@@ -2,7 +2,7 @@
 //!
 //! Lambda has no such operation (the AWS way is a new mapping whose `StartingPosition` is
 //! `AT_TIMESTAMP`); this is a tool of the emulator and of `kinesis-esm` run off Lambda
-//! (`docs/lambda-kinesis-esm.md`, "Reading records again"). The shard's reader, which holds the
+//! (`docs/event-source-mapping.md` §9). The shard's reader, which holds the
 //! lease, moves its checkpoint back with an ordinary checkpoint write (fenced by the lease
 //! counter, as every checkpoint is) and reads on from there. A checkpoint names the last settled
 //! record, so reading again from record `R` writes the record before `R` (or `TRIM_HORIZON`
