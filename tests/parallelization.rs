@@ -2,8 +2,9 @@
 //! template reader and run over the embedded Kinesis with a function in process that holds
 //! records at random. Every record of a key reaches the function in shard order, none is lost,
 //! none is settled twice, and the shard's checkpoint never passes a record the function has not
-//! settled (`docs/event-source-mapping.md` §6). Through the Runtime API, each concurrent batch
-//! runs in an execution environment of its own.
+//! settled (`docs/event-source-mapping.md` §6). A slow batch holds only its own lane: the others
+//! start their next batches while it runs, and the checkpoint waits for it. Through the Runtime
+//! API, each concurrent batch runs in an execution environment of its own.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -218,6 +219,62 @@ fn lanes_sharing_keys(invocations: &[HashSet<String>]) -> usize {
         groups.push(merged);
     }
     groups.len()
+}
+
+/// How many invocations of the other keys a slow batch must not hold back: one round of four
+/// concurrent batches would invoke at most three besides the slow one before it returns.
+const OTHER_INVOCATIONS: u64 = 5;
+
+#[tokio::test]
+async fn a_slow_batch_holds_only_its_own_lane_and_the_checkpoint_waits_for_it() {
+    let stream = TestStream::create("parallelization-slow-lane", 1);
+    let slow = stream.put("slow", "0".to_owned()).sequence_number;
+    let mut last = slow.clone();
+    for n in 1..=60_u32 {
+        last = stream
+            .put(&format!("key-{}", n % 12), n.to_string())
+            .sequence_number;
+    }
+    let (release, released) = tokio::sync::watch::channel(false);
+    let handler = move |_: &u32, meta: &RecordMeta<'_>| {
+        let mut released = released.clone();
+        let slow = meta.partition_key() == "slow";
+        async move {
+            if slow {
+                // Held until the test has seen the other lanes go on.
+                let _ = released.wait_for(|released| *released).await;
+            }
+            HandlerOutcome::ack()
+        }
+    };
+    let config = one_shard_mapping(
+        &stream.name,
+        "            BatchSize: 2
+            ParallelizationFactor: 4
+            FunctionResponseTypes: [ReportBatchItemFailures]
+",
+    );
+    let observed = Observed::start(config, &stream, Arc::new(InProcess::handler(handler)));
+    // The slow record's batch is the first invoked and has not returned: the other lanes start
+    // their next batches meanwhile.
+    let status = observed
+        .wait_for("the other lanes to invoke their next batches", |status| {
+            status
+                .shards
+                .get(SHARD)
+                .is_some_and(|shard| shard.invocations > OTHER_INVOCATIONS)
+        })
+        .await;
+    // The slow record is the shard's first: nothing it precedes is checkpointed.
+    let checkpoint = shard(&status, SHARD).checkpoint.clone();
+    assert!(
+        !matches!(checkpoint, Some(Checkpoint::SequenceNumber(_))),
+        "the checkpoint moved past the unsettled slow record to {checkpoint:?}"
+    );
+    release.send_replace(true);
+    let status = observed.wait_for_checkpoint(SHARD, &at(&last)).await;
+    assert_eq!(shard(&status, SHARD).acked, 61);
+    observed.stop().await;
 }
 
 #[tokio::test]

@@ -1,5 +1,5 @@
 //! One shard's reader: reads, batches, invokes, retries and checkpoints, one batch in flight
-//! (with `ParallelizationFactor` above 1, one round of concurrent batches: [`round`]).
+//! (with `ParallelizationFactor` above 1, one batch in flight per lane: [`concurrent`]).
 //!
 //! A settled batch's checkpoint is written while the next batch is invoked: the write runs in a
 //! task of its own ([`Checkpointer`]), and the reader waits for it before it starts the next
@@ -27,11 +27,12 @@ use tokio::task::JoinHandle;
 use super::checkpointer::{Checkpointer, renew};
 
 mod batch;
+mod concurrent;
 mod position;
 mod replay;
-mod round;
 mod shard_end;
 mod windows;
+use super::lanes::batch_len;
 use super::replay::ReplayCommand;
 use super::{MappingEvent, Settled, ShardChange, Shared};
 use crate::backoff::{Backoff, RetryKind, Retryable as _};
@@ -294,7 +295,7 @@ impl ShardReader {
                 // Windows run with one lane: the template refuses them with more.
                 self.process_window(batch_size, length).await?;
             } else if self.shared.config.parallelization_factor > 1 {
-                self.process_round(batch_size).await?;
+                self.process_lanes(batch_size).await?;
             } else {
                 let batch = self.take_batch(batch_size);
                 self.process(batch).await?;
@@ -437,16 +438,11 @@ impl ShardReader {
 
     /// Takes the next batch from the buffer: up to `batch_size` records and 6 MB of event.
     fn take_batch(&mut self, batch_size: usize) -> Vec<Record> {
-        let mut payload = 0;
-        let mut count = 0;
-        for record in self.buffer.iter().take(batch_size) {
-            let size = event_size(record);
-            if count > 0 && payload + size > MAX_PAYLOAD_BYTES {
-                break;
-            }
-            payload += size;
-            count += 1;
-        }
+        let count = batch_len(
+            self.buffer.iter().map(event_size),
+            batch_size,
+            MAX_PAYLOAD_BYTES,
+        );
         self.buffer.drain(..count).collect()
     }
 

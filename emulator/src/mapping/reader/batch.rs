@@ -1,7 +1,7 @@
 //! One batch, settled as Lambda does (`docs/event-source-mapping.md` §1-2): the rules are
 //! [`BatchRetry`]'s; this is the I/O around them. What a settled or discarded range does to the
 //! shard's checkpoint is the caller's ([`Settlements`]): the reader checkpoints after it at
-//! once; with `ParallelizationFactor` above 1, the round of concurrent batches decides.
+//! once; with `ParallelizationFactor` above 1, the lanes' ledger decides.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -94,6 +94,10 @@ pub(super) trait Settlements {
 
     /// Before the pause ahead of a retry.
     async fn before_retry_pause(&mut self) -> Result<(), ReaderExit>;
+
+    /// An invocation reached the function and did not settle every record it carried: the
+    /// batch holds records until a retry settles them or they are given up.
+    fn failed(&mut self) {}
 }
 
 /// How a batch that reached the function failed.
@@ -283,6 +287,11 @@ impl BatchContext {
                     .as_ref()
                     .map_or("", |failed| failed.reason.as_str());
                 self.hold(&records[0].sequence_number, reason);
+            }
+            if reached_function
+                && !matches!(result, InvocationResult::Returned { settled } if settled == records.len())
+            {
+                settlements.failed();
             }
             match retry.record(result) {
                 Next::Settle(settled) => {
