@@ -50,6 +50,11 @@ pub(super) struct ServeArgs {
     /// `--listen`: see `SharedOptions`.
     #[arg(skip)]
     pub(super) listen: Option<std::net::SocketAddr>,
+    /// Applies AWS's per-shard throughput limits (1 MiB or 1,000 records a second written, 5
+    /// reads and 2 MiB a second read), answering ProvisionedThroughputExceededException past
+    /// them as AWS does.
+    #[arg(long)]
+    throttle: bool,
 }
 
 /// Reads `NAME` or `NAME:SHARDS`.
@@ -100,7 +105,8 @@ pub(super) async fn serve(args: ServeArgs, quiet: bool) -> anyhow::Result<Exit> 
 
     let builder = EmbeddedKinesis::builder()
         .region(&args.region)
-        .account_id(&args.account_id);
+        .account_id(&args.account_id)
+        .throttle(args.throttle);
     let kinesis = match &args.state_dir {
         Some(dir) => StateDir::open(dir)?.embedded_kinesis(builder)?,
         None => builder.build(),
