@@ -33,7 +33,9 @@ use crate::records_file::{RecordToPut, put_records_batches, read_records};
 use crate::source::{ShardSource, SourceError};
 use crate::state::StateDir;
 use crate::summary;
-use crate::template::{FunctionResource, LOCAL_DYNAMODB_VARIABLE, Template, TemplateOptions};
+use crate::template::{
+    FunctionResource, LOCAL_DYNAMODB_VARIABLE, StreamMode, Template, TemplateOptions,
+};
 
 /// `kinesis-esm run`.
 #[derive(Debug, Args)]
@@ -265,6 +267,10 @@ pub(super) async fn run(
             .ensure_stream(&stream.name, stream.shard_count, args.create_streams)
             .await
             .with_context(|| format!("stream {} ({})", stream.name, stream.logical_id))?;
+        // The embedded Kinesis scales an ON_DEMAND stream as AWS does (docs/kinesis.md).
+        if let (Streams::Embedded(kinesis), StreamMode::OnDemand) = (&streams, stream.mode) {
+            kinesis.set_on_demand(&stream.name, true)?;
+        }
     }
     for put in &args.puts {
         publish(&streams, &template, put).await?;
