@@ -47,4 +47,5 @@ mod shipping_settings;
 mod state_dir;
 mod state_dir_restart;
 mod summary;
+mod throttle;
 mod windows;

@@ -140,7 +140,8 @@ pub struct Template {
 pub enum StreamMode {
     /// A fixed number of shards (`PROVISIONED`, the default).
     Provisioned,
-    /// AWS scales the shards (`ON_DEMAND`); locally the stream keeps its starting shards.
+    /// AWS scales the shards (`ON_DEMAND`); the embedded Kinesis splits a hot shard as AWS
+    /// documents (docs/kinesis.md, "On-demand scaling"), another Kinesis scales as it does.
     OnDemand,
 }
 

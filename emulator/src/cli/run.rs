@@ -33,7 +33,9 @@ use crate::records_file::{RecordToPut, put_records_batches, read_records};
 use crate::source::{ShardSource, SourceError};
 use crate::state::StateDir;
 use crate::summary;
-use crate::template::{FunctionResource, LOCAL_DYNAMODB_VARIABLE, Template, TemplateOptions};
+use crate::template::{
+    FunctionResource, LOCAL_DYNAMODB_VARIABLE, StreamMode, Template, TemplateOptions,
+};
 
 /// `kinesis-esm run`.
 #[derive(Debug, Args)]
@@ -86,6 +88,11 @@ pub struct RunArgs {
     /// ACTIVE throughout, for a fast local loop.
     #[arg(long, value_name = "MS", default_value_t = 0)]
     stream_status_delay: u64,
+    /// The embedded Kinesis applies AWS's per-shard throughput limits (1 MiB or 1,000 records a
+    /// second written, 5 reads and 2 MiB a second read), answering
+    /// ProvisionedThroughputExceededException past them as AWS does.
+    #[arg(long)]
+    throttle: bool,
     /// With an external Kinesis: creates the template's streams that do not exist yet.
     #[arg(long)]
     create_streams: bool,
@@ -260,6 +267,10 @@ pub(super) async fn run(
             .ensure_stream(&stream.name, stream.shard_count, args.create_streams)
             .await
             .with_context(|| format!("stream {} ({})", stream.name, stream.logical_id))?;
+        // The embedded Kinesis scales an ON_DEMAND stream as AWS does (docs/kinesis.md).
+        if let (Streams::Embedded(kinesis), StreamMode::OnDemand) = (&streams, stream.mode) {
+            kinesis.set_on_demand(&stream.name, true)?;
+        }
     }
     for put in &args.puts {
         publish(&streams, &template, put).await?;
@@ -795,7 +806,8 @@ impl Streams {
                 let builder = EmbeddedKinesis::builder()
                     .region(&args.region)
                     .account_id(&args.account_id)
-                    .stream_status_delay(Duration::from_millis(args.stream_status_delay));
+                    .stream_status_delay(Duration::from_millis(args.stream_status_delay))
+                    .throttle(args.throttle);
                 let kinesis = match state {
                     Some(state) => state.embedded_kinesis(builder)?,
                     None => builder.build(),
@@ -883,9 +895,33 @@ impl Streams {
                     }
                 })
                 .collect();
-            kinesis.put_records(stream, entries)?;
+            put_until_written(kinesis, stream, entries).await?;
         }
         Ok(())
+    }
+}
+
+/// Puts records to the embedded Kinesis, sending again, after a pause, those its shards'
+/// write limits refused under `--throttle` (a shard refuses the tail of what it was sent, so
+/// each shard keeps the records' order).
+async fn put_until_written(
+    kinesis: &EmbeddedKinesis,
+    stream: &str,
+    mut entries: Vec<PutRecordsEntry>,
+) -> Result<(), SourceError> {
+    /// A tenth of a shard's write budget refills in this time.
+    const PAUSE: Duration = Duration::from_millis(100);
+    loop {
+        let results = kinesis.put_records_each(stream, entries.clone())?;
+        entries = entries
+            .into_iter()
+            .zip(results)
+            .filter_map(|(entry, result)| result.is_err().then_some(entry))
+            .collect();
+        if entries.is_empty() {
+            return Ok(());
+        }
+        tokio::time::sleep(PAUSE).await;
     }
 }
 

@@ -11,7 +11,7 @@ use super::run::{StopSignals, listen_failure};
 use crate::kinesis::EmbeddedKinesis;
 use crate::kinesis::http::{DEFAULT_ADDR, serve_with};
 use crate::state::StateDir;
-use crate::template::{Template, TemplateOptions};
+use crate::template::{StreamMode, Template, TemplateOptions};
 
 /// How `serve` is used and stops, for `serve --help`.
 pub(super) const SERVE_AFTER_HELP: &str = "\
@@ -50,6 +50,11 @@ pub(super) struct ServeArgs {
     /// `--listen`: see `SharedOptions`.
     #[arg(skip)]
     pub(super) listen: Option<std::net::SocketAddr>,
+    /// Applies AWS's per-shard throughput limits (1 MiB or 1,000 records a second written, 5
+    /// reads and 2 MiB a second read), answering ProvisionedThroughputExceededException past
+    /// them as AWS does.
+    #[arg(long)]
+    throttle: bool,
 }
 
 /// Reads `NAME` or `NAME:SHARDS`.
@@ -80,6 +85,7 @@ fn parse_stream(text: &str) -> Result<(String, u32), String> {
 pub(super) async fn serve(args: ServeArgs, quiet: bool) -> anyhow::Result<Exit> {
     let mut stop_signals = StopSignals::listen().context("listening for Ctrl-C and SIGTERM")?;
     let mut streams = Vec::new();
+    let mut on_demand = Vec::new();
     if let Some(path) = &args.template {
         let options = TemplateOptions {
             region: args.region.clone(),
@@ -95,12 +101,20 @@ pub(super) async fn serve(args: ServeArgs, quiet: bool) -> anyhow::Result<Exit> 
                 .iter()
                 .map(|stream| (stream.name.clone(), stream.shard_count)),
         );
+        on_demand.extend(
+            template
+                .streams
+                .iter()
+                .filter(|stream| stream.mode == StreamMode::OnDemand)
+                .map(|stream| stream.name.clone()),
+        );
     }
     streams.extend(args.streams.iter().cloned());
 
     let builder = EmbeddedKinesis::builder()
         .region(&args.region)
-        .account_id(&args.account_id);
+        .account_id(&args.account_id)
+        .throttle(args.throttle);
     let kinesis = match &args.state_dir {
         Some(dir) => StateDir::open(dir)?.embedded_kinesis(builder)?,
         None => builder.build(),
@@ -112,6 +126,10 @@ pub(super) async fn serve(args: ServeArgs, quiet: bool) -> anyhow::Result<Exit> 
                 .create_stream(name, *shard_count)
                 .with_context(|| format!("stream {name}"))?;
         }
+    }
+    // The embedded Kinesis scales an ON_DEMAND stream as AWS does (docs/kinesis.md).
+    for name in &on_demand {
+        kinesis.set_on_demand(name, true)?;
     }
     let server = serve_with(
         kinesis.clone(),

@@ -27,7 +27,10 @@
 //!   stream is `ACTIVE` at once; with a [`stream_status_delay`](EmbeddedKinesisBuilder::stream_status_delay)
 //!   it shows `CREATING`, `UPDATING` or `DELETING` for that long first, and refuses what
 //!   Kinesis refuses in those states (docs/kinesis.md, "Stream statuses").
-//! - Throughput is not modelled: no call is throttled.
+//! - Throughput is modelled only when asked: with
+//!   [`throttle`](EmbeddedKinesisBuilder::throttle) (`--throttle`) AWS's per-shard limits apply
+//!   to writes, standard consumers' reads and `GetShardIterator` (the `_limited` and
+//!   `put_records_each` entry points; docs/kinesis.md, "Throughput limits").
 //! - Sequence numbers have 56 digits: `49`, the stream's creation time in seconds, a counter
 //!   shared by all shards of the stream, and the shard's index. So they grow within a shard, a
 //!   child's exceed its parents', and a number names its shard and stream (one from elsewhere
@@ -49,9 +52,13 @@ mod hash_key;
 pub mod http;
 mod journal;
 mod numbering;
+mod on_demand;
+mod put;
 mod restore;
 mod status;
 mod stream;
+mod throttle;
+mod throughput;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -71,6 +78,8 @@ use self::numbering::IteratorToken;
 pub use self::restore::RestoreError;
 use self::status::{Needs, Refusal};
 use self::stream::{ShardBudget, Stream};
+use self::throughput::Throughput;
+pub use self::throughput::{ApiCall, PutRecordsResult, ThroughputExceeded};
 use crate::sequence::SequenceNumber;
 use crate::source::{
     GetRecordsOutput, IteratorPosition, Shard, ShardSource, SourceError, StreamDescription,
@@ -121,6 +130,7 @@ struct Inner {
     clock: Arc<dyn Clock>,
     journal: Arc<dyn Journal>,
     budget: ShardBudget,
+    throughput: Throughput,
     streams: RwLock<BTreeMap<String, Arc<Stream>>>,
     generations: AtomicU64,
     /// When each stream name was last created: a stream created again under the same name is
@@ -142,6 +152,7 @@ pub struct EmbeddedKinesisBuilder {
     subscription_lifetime: Duration,
     clock: Arc<dyn Clock>,
     journal: Arc<dyn Journal>,
+    throttle: bool,
 }
 
 impl EmbeddedKinesisBuilder {
@@ -198,6 +209,15 @@ impl EmbeddedKinesisBuilder {
         self
     }
 
+    /// Applies AWS's throughput limits (default off: nothing is throttled): 1 MiB and 1,000
+    /// records a second written per shard, 5 `GetRecords` calls and 2 MiB a second read per
+    /// shard, 5 `GetShardIterator` calls a second per shard, and the rates of `ListShards` and
+    /// `DescribeStream(Summary)` (docs/kinesis.md, "Throughput limits").
+    pub fn throttle(mut self, throttle: bool) -> Self {
+        self.throttle = throttle;
+        self
+    }
+
     /// Where every change is written before it is applied (default [`NoJournal`]: nowhere).
     /// Build, [`restore`](EmbeddedKinesis::restore) what the journal kept, then serve.
     pub fn journal(mut self, journal: Arc<dyn Journal>) -> Self {
@@ -210,6 +230,7 @@ impl EmbeddedKinesisBuilder {
         EmbeddedKinesis {
             inner: Arc::new(Inner {
                 budget: ShardBudget::new(self.shard_limit, self.account_id.clone()),
+                throughput: Throughput::new(self.throttle, self.account_id.clone()),
                 region: self.region,
                 account_id: self.account_id,
                 retention: self.retention,
@@ -412,6 +433,7 @@ impl EmbeddedKinesis {
             subscription_lifetime: DEFAULT_SUBSCRIPTION_LIFETIME,
             clock: Arc::new(SystemClock),
             journal: Arc::new(NoJournal),
+            throttle: false,
         }
     }
 
@@ -488,6 +510,7 @@ impl EmbeddedKinesis {
         {
             let removed = streams.remove(name).expect("the stream was just found");
             drop(streams);
+            self.inner.throughput.forget(name, removed.generation);
             self.inner.budget.release(removed.retire());
         }
     }
@@ -679,6 +702,7 @@ impl EmbeddedKinesis {
         }
         let removed = streams.remove(name).expect("the stream was just found");
         drop(streams);
+        self.inner.throughput.forget(name, generation);
         self.inner.budget.release(removed.retire());
         Ok(())
     }
@@ -735,66 +759,6 @@ impl EmbeddedKinesis {
         self.inner.clock.now()
     }
 
-    /// `PutRecord`: one record, routed to the open shard whose hash key range holds the MD5
-    /// hash of its partition key (or its explicit hash key).
-    pub fn put_record(
-        &self,
-        stream: &str,
-        record: PutRecordsEntry,
-    ) -> Result<PutRecordOutput, SourceError> {
-        let mut results = self.put(stream, vec![record], "PutRecord")?;
-        Ok(results.pop().expect("one result per record"))
-    }
-
-    /// `PutRecords`: up to 500 records (5 MiB in all), each routed as by
-    /// [`put_record`](Self::put_record). The results follow the order of the records. A record
-    /// that breaks a limit fails the whole call (`InvalidArgument`) and nothing is written; as
-    /// throughput is not modelled, no single record fails on its own.
-    pub fn put_records(
-        &self,
-        stream: &str,
-        records: Vec<PutRecordsEntry>,
-    ) -> Result<Vec<PutRecordOutput>, SourceError> {
-        if records.is_empty() || records.len() > MAX_PUT_RECORDS_ENTRIES {
-            return Err(SourceError::InvalidArgument {
-                message: format!(
-                    "PutRecords on stream {stream} carries {} records; it must carry 1 to \
-                     {MAX_PUT_RECORDS_ENTRIES}",
-                    records.len()
-                ),
-            });
-        }
-        let total: usize = records
-            .iter()
-            .map(|record| record.data.len() + record.partition_key.len())
-            .sum();
-        if total > MAX_PUT_RECORDS_BYTES {
-            return Err(SourceError::InvalidArgument {
-                message: format!(
-                    "PutRecords on stream {stream} carries {total} bytes of data and partition \
-                     keys; the limit is {MAX_PUT_RECORDS_BYTES}"
-                ),
-            });
-        }
-        self.put(stream, records, "PutRecords")
-    }
-
-    fn put(
-        &self,
-        stream: &str,
-        records: Vec<PutRecordsEntry>,
-        operation: &str,
-    ) -> Result<Vec<PutRecordOutput>, SourceError> {
-        let stream = self.stream_for(stream, Needs::Writable)?;
-        // Hashing happens before the stream's lock is taken, to keep the lock short.
-        let hash_keys = records
-            .iter()
-            .enumerate()
-            .map(|(position, record)| hash_key_of(record, position, operation, &stream.name))
-            .collect::<Result<Vec<u128>, SourceError>>()?;
-        stream.append(records, &hash_keys, self.now().1, &*self.inner.journal)
-    }
-
     /// `GetShardIterator`: an iterator on a shard that has not expired, open or closed. It is
     /// opaque text, valid for 5 minutes (or the configured time) after this call.
     ///
@@ -825,11 +789,24 @@ impl EmbeddedKinesis {
     /// Errors: `InvalidArgument` for a limit out of range or text that is not an iterator,
     /// `ExpiredIterator` for an iterator older than its time to live, `ResourceNotFound` when
     /// its stream was deleted or its shard expired.
+    ///
+    /// It is never throttled: it is also the read enhanced fan-out makes. A standard consumer's
+    /// read is [`get_records_limited`](Self::get_records_limited).
     pub fn get_records(
         &self,
         shard_iterator: &str,
         limit: usize,
     ) -> Result<GetRecordsOutput, SourceError> {
+        let (token, stream, now_ms) = self.iterator_stream(shard_iterator, limit)?;
+        stream.read(&token, limit, now_ms)
+    }
+
+    /// The checks of `GetRecords` before its read: the limit, the iterator, its age, its stream.
+    fn iterator_stream(
+        &self,
+        shard_iterator: &str,
+        limit: usize,
+    ) -> Result<(IteratorToken, Arc<Stream>, u64), SourceError> {
         if !(1..=MAX_GET_RECORDS_LIMIT).contains(&limit) {
             return Err(SourceError::InvalidArgument {
                 message: format!(
@@ -850,7 +827,7 @@ impl EmbeddedKinesis {
             .ok()
             .filter(|stream| stream.generation == token.stream_generation)
             .ok_or_else(|| self.stream_not_found(&token.stream_name))?;
-        stream.read(&token, limit, now_ms)
+        Ok((token, stream, now_ms))
     }
 
     /// When a shard iterator was issued, by this Kinesis' clock; `None` for text that is not
@@ -1002,38 +979,6 @@ fn not_kept(operation: &str, stream: &str, error: &JournalError) -> SourceError 
     }
 }
 
-/// The hash key that routes `record`, after checking its partition key and size.
-fn hash_key_of(
-    record: &PutRecordsEntry,
-    position: usize,
-    operation: &str,
-    stream: &str,
-) -> Result<u128, SourceError> {
-    let key_chars = record.partition_key.chars().count();
-    if !(1..=MAX_PARTITION_KEY_CHARS).contains(&key_chars) {
-        return Err(SourceError::InvalidArgument {
-            message: format!(
-                "{operation} on stream {stream}: the partition key of record {position} has \
-                 {key_chars} characters; it must have 1 to {MAX_PARTITION_KEY_CHARS}"
-            ),
-        });
-    }
-    let size = record.data.len() + record.partition_key.len();
-    if size > MAX_RECORD_BYTES {
-        return Err(SourceError::InvalidArgument {
-            message: format!(
-                "{operation} on stream {stream}: record {position} (partition key `{}`) holds \
-                 {size} bytes of data and partition key; the limit is {MAX_RECORD_BYTES}",
-                record.partition_key
-            ),
-        });
-    }
-    match &record.explicit_hash_key {
-        Some(explicit) => hash_key::parse(explicit, "ExplicitHashKey"),
-        None => Ok(hash_key::of_partition_key(&record.partition_key)),
-    }
-}
-
 #[async_trait]
 impl ShardSource for EmbeddedKinesis {
     async fn describe_stream(&self, stream: &str) -> Result<StreamDescription, SourceError> {
@@ -1055,7 +1000,7 @@ impl ShardSource for EmbeddedKinesis {
         shard_id: &str,
         position: &IteratorPosition,
     ) -> Result<String, SourceError> {
-        self.get_shard_iterator(stream, shard_id, position)
+        self.get_shard_iterator_limited(stream, shard_id, position)
     }
 
     async fn get_records(
@@ -1063,7 +1008,7 @@ impl ShardSource for EmbeddedKinesis {
         shard_iterator: &str,
         limit: usize,
     ) -> Result<GetRecordsOutput, SourceError> {
-        EmbeddedKinesis::get_records(self, shard_iterator, limit)
+        self.get_records_limited(shard_iterator, limit)
     }
 
     /// Returns as soon as the shard holds a record after `after` (any record when `None`) or

@@ -98,6 +98,15 @@ struct StreamState {
     retention: Duration,
 }
 
+impl StreamState {
+    /// Where in `open` the shard holding `hash_key` is. The open ranges tile the space and the
+    /// last ends at 2^128 - 1, so some range ends at or after any hash key.
+    fn open_position(&self, hash_key: u128) -> usize {
+        self.open
+            .partition_point(|&open| self.shards[at(open)].range.ending_hash_key < hash_key)
+    }
+}
+
 struct ShardState {
     id: Arc<str>,
     parent: Option<u32>,
@@ -459,6 +468,16 @@ impl Stream {
             .collect()
     }
 
+    /// The index of the open shard whose range holds each hash key, as
+    /// [`append`](Self::append) would route it now.
+    pub(crate) fn route(&self, hash_keys: &[u128]) -> Vec<u32> {
+        let state = self.lock();
+        hash_keys
+            .iter()
+            .map(|&hash_key| state.open[state.open_position(hash_key)])
+            .collect()
+    }
+
     /// Appends records, each with its hash key, to the open shards whose ranges hold them.
     /// All records of one call share one arrival time. The journal keeps them first, in one
     /// write, or nothing is appended.
@@ -482,12 +501,7 @@ impl Stream {
         state.last_arrival_ms = arrival_ms;
         let mut results = Vec::with_capacity(entries.len());
         for (entry, &hash_key) in entries.into_iter().zip(hash_keys) {
-            // The open ranges tile the space and the last ends at 2^128 - 1, so some range
-            // ends at or after any hash key.
-            let position = state
-                .open
-                .partition_point(|&open| state.shards[at(open)].range.ending_hash_key < hash_key);
-            let index = state.open[position];
+            let index = state.open[state.open_position(hash_key)];
             let counter = state.next_counter;
             state.next_counter += 1;
             let shard = &mut state.shards[at(index)];

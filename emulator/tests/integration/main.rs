@@ -14,6 +14,7 @@ mod kinesis_fidelity;
 mod kinesis_http;
 mod kinesis_http_cbor;
 mod kinesis_http_tools;
+mod kinesis_throttle;
 mod runtime_api;
 mod support;
 mod template;

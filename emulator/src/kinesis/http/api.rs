@@ -1,6 +1,6 @@
 //! The Kinesis operations this endpoint serves, each from a JSON request to a JSON answer.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
@@ -51,8 +51,6 @@ pub(super) struct Api {
     tags: Mutex<HashMap<TagKey, BTreeMap<String, String>>>,
     /// Each stream's resource policy, kept by the same key as its tags.
     policies: Mutex<HashMap<TagKey, String>>,
-    /// The streams in `ON_DEMAND` mode; the others are `PROVISIONED`.
-    on_demand: Mutex<HashSet<TagKey>>,
     /// The streams' registered consumers and their subscriptions.
     consumers: Mutex<Registry<TagKey>>,
 }
@@ -63,7 +61,6 @@ impl Api {
             kinesis,
             tags: Mutex::default(),
             policies: Mutex::default(),
-            on_demand: Mutex::default(),
             consumers: Mutex::default(),
         }
     }
@@ -77,13 +74,6 @@ impl Api {
     pub(super) fn policies(&self) -> MutexGuard<'_, HashMap<TagKey, String>> {
         // As for tags: each change is a single insert or removal.
         self.policies.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    pub(super) fn on_demand(&self) -> MutexGuard<'_, HashSet<TagKey>> {
-        // As for tags: each change is a single insert or removal.
-        self.on_demand
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
     }
 
     pub(super) fn consumers(&self) -> MutexGuard<'_, Registry<TagKey>> {

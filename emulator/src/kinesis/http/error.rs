@@ -30,7 +30,7 @@ pub(super) enum ErrorKind {
     UnknownOperation,
     /// The embedded Kinesis failed; never expected.
     InternalFailure,
-    /// A throttle; the embedded Kinesis never throttles, but the variant maps its error type.
+    /// A throttle: a shard's throughput limit under `--throttle`, or an SDK error type mapped.
     ProvisionedThroughputExceeded,
 }
 

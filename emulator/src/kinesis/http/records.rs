@@ -16,7 +16,9 @@ use super::validation::{
 use super::wire::{
     Timestamp, WireHashKeyRange, check_stream, java_date_string, named_stream, normalized_shard_id,
 };
-use crate::kinesis::{MAX_GET_RECORDS_LIMIT, MAX_PUT_RECORDS_ENTRIES, PutRecordsEntry};
+use crate::kinesis::{
+    MAX_GET_RECORDS_LIMIT, MAX_PUT_RECORDS_ENTRIES, PutRecordsEntry, PutRecordsResult,
+};
 use crate::sequence::SequenceNumber;
 use crate::source::{ChildShard, IteratorPosition, Record, SourceError};
 
@@ -162,15 +164,43 @@ struct PutRecordsOutput<'a> {
     encryption_type: &'static str,
 }
 
+/// One record's answer: where it went, or (under `--throttle`) why it was not written.
 #[derive(Serialize)]
 #[serde(rename_all = "PascalCase")]
 struct PutRecordsResultEntry<'a> {
-    sequence_number: &'a str,
-    shard_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sequence_number: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shard_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error_code: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error_message: Option<&'a str>,
 }
 
-/// `PutRecords`: 1 to 500 records. As throughput is not modelled no record fails on its own,
-/// so `FailedRecordCount` is always 0; a record that breaks a rule fails the whole call.
+impl<'a> From<&'a PutRecordsResult> for PutRecordsResultEntry<'a> {
+    fn from(result: &'a PutRecordsResult) -> Self {
+        match result {
+            Ok(put) => Self {
+                sequence_number: Some(put.sequence_number.as_str()),
+                shard_id: Some(&put.shard_id),
+                error_code: None,
+                error_message: None,
+            },
+            Err(refused) => Self {
+                sequence_number: None,
+                shard_id: None,
+                error_code: Some(ErrorKind::ProvisionedThroughputExceeded.as_str()),
+                error_message: Some(&refused.message),
+            },
+        }
+    }
+}
+
+/// `PutRecords`: 1 to 500 records. Under `--throttle` a record past its shard's write limit
+/// fails on its own (`ErrorCode` `ProvisionedThroughputExceededException`, counted in
+/// `FailedRecordCount`) and the others are written; a record that breaks a rule fails the
+/// whole call.
 pub(super) fn put_records(api: &Api, request: Request<'_>) -> Result<Vec<u8>, ApiError> {
     let input: PutRecordsInput<'_> = request.parse()?;
     let mut violations = Violations::new();
@@ -214,16 +244,11 @@ pub(super) fn put_records(api: &Api, request: Request<'_>) -> Result<Vec<u8>, Ap
             )
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let puts = api.kinesis.put_records(stream, entries)?;
+    let puts = api.kinesis.put_records_each(stream, entries)?;
+    let failed = puts.iter().filter(|put| put.is_err()).count();
     Ok(request.reply(&PutRecordsOutput {
-        failed_record_count: 0,
-        records: puts
-            .iter()
-            .map(|put| PutRecordsResultEntry {
-                sequence_number: put.sequence_number.as_str(),
-                shard_id: &put.shard_id,
-            })
-            .collect(),
+        failed_record_count: u32::try_from(failed).expect("at most 500 records"),
+        records: puts.iter().map(PutRecordsResultEntry::from).collect(),
         encryption_type: "NONE",
     }))
 }
@@ -308,7 +333,7 @@ pub(super) fn get_shard_iterator(api: &Api, request: Request<'_>) -> Result<Vec<
     };
     let shard_iterator = api
         .kinesis
-        .get_shard_iterator(stream, &shard_id, &position)?;
+        .get_shard_iterator_limited(stream, &shard_id, &position)?;
     Ok(request.reply(&GetShardIteratorOutput { shard_iterator }))
 }
 
@@ -411,7 +436,7 @@ pub(super) fn get_records(api: &Api, request: Request<'_>) -> Result<Vec<u8>, Ap
         .map_or(MAX_GET_RECORDS_LIMIT, |limit| limit as usize);
     let output = api
         .kinesis
-        .get_records(iterator, limit)
+        .get_records_limited(iterator, limit)
         .map_err(|error| match error {
             SourceError::ExpiredIterator => expired_iterator(api, iterator),
             other => ApiError::from(other),

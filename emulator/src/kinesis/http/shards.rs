@@ -12,7 +12,7 @@ use super::error::{ApiError, ErrorKind};
 use super::wire::{
     Timestamp, WireShard, check_name, count_in, normalized_shard_id, required, stream_of,
 };
-use crate::kinesis::{ScalingType, ShardLifetime};
+use crate::kinesis::{ApiCall, ScalingType, ShardLifetime};
 use crate::source::Shard;
 
 /// How many shards one `ListShards` page holds at most, and by default.
@@ -251,6 +251,7 @@ pub(super) fn list_shards(api: &Api, request: Request<'_>) -> Result<Vec<u8>, Ap
         }
     };
 
+    api.kinesis.admit_api_call(ApiCall::ListShards, &stream)?;
     let summary = api.kinesis.describe_stream_summary(&stream)?;
     let created_ms = millis(summary.created);
     let same_stream = match (token_created_ms, input.stream_creation_timestamp) {

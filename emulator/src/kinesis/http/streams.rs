@@ -11,7 +11,7 @@ use super::codec::{Request, WireTime};
 use super::error::{ApiError, ErrorKind};
 use super::validation::{STREAM_ARN, STREAM_NAME, Violations};
 use super::wire::{WireShard, check_name, count_in, normalized_shard_id, required, stream_of};
-use crate::kinesis::StreamSummary;
+use crate::kinesis::{ApiCall, StreamSummary};
 
 /// The most tags a stream may carry.
 const MAX_TAGS_PER_STREAM: usize = 50;
@@ -35,9 +35,9 @@ const STREAM_MODES: [&str; 2] = ["PROVISIONED", "ON_DEMAND"];
 const ON_DEMAND_SHARDS: u32 = 4;
 
 impl StreamModeDetails {
-    /// The mode of a stream, kept by the key of its tags.
-    fn of(api: &Api, key: &TagKey) -> Self {
-        let mode = if api.on_demand().contains(key) {
+    /// The mode of a stream, as the embedded Kinesis keeps it.
+    fn of(api: &Api, stream: &str) -> Self {
+        let mode = if api.kinesis.is_on_demand(stream).unwrap_or(false) {
             "ON_DEMAND"
         } else {
             "PROVISIONED"
@@ -124,7 +124,7 @@ pub(super) fn create_stream(api: &Api, request: Request<'_>) -> Result<Vec<u8>, 
     api.kinesis.create_stream(&name, shard_count)?;
     let key = tag_key(api, &name)?;
     if on_demand {
-        api.on_demand().insert(key.clone());
+        api.kinesis.set_on_demand(&name, true)?;
     }
     if !tags.is_empty() {
         api.tags().insert(key, tags);
@@ -158,14 +158,9 @@ pub(super) fn update_stream_mode(api: &Api, request: Request<'_>) -> Result<Vec<
     );
     violations.finish()?;
     let arn = arn.unwrap_or_default();
-    let key = tag_key(api, &arn)?;
     api.kinesis.begin_update(&arn)?;
-    let mut on_demand = api.on_demand();
-    if mode.as_deref() == Some("ON_DEMAND") {
-        on_demand.insert(key);
-    } else {
-        on_demand.remove(&key);
-    }
+    api.kinesis
+        .set_on_demand(&arn, mode.as_deref() == Some("ON_DEMAND"))?;
     Ok(Vec::new())
 }
 
@@ -188,7 +183,6 @@ pub(super) fn delete_stream(api: &Api, request: Request<'_>) -> Result<Vec<u8>, 
     let key = tag_key(api, stream)?;
     api.kinesis.delete_stream(stream)?;
     api.tags().remove(&key);
-    api.on_demand().remove(&key);
     api.policies().remove(&key);
     Ok(Vec::new())
 }
@@ -226,12 +220,13 @@ pub(super) fn describe_stream_summary(
         input.stream_name.as_deref(),
         input.stream_arn.as_deref(),
     )?;
+    api.kinesis
+        .admit_api_call(ApiCall::DescribeStreamSummary, stream)?;
     let summary = api.kinesis.describe_stream_summary(stream)?;
-    let key = (summary.name.clone(), summary.created);
     Ok(request.reply(&DescribeStreamSummaryOutput {
         stream_description_summary: WireStreamSummary {
             stream_status: summary.status.as_str(),
-            stream_mode_details: StreamModeDetails::of(api, &key),
+            stream_mode_details: StreamModeDetails::of(api, &summary.name),
             retention_period_hours: retention_hours(&summary),
             stream_creation_timestamp: WireTime(summary.created),
             enhanced_monitoring: NO_ENHANCED_MONITORING,
@@ -297,6 +292,8 @@ pub(super) fn describe_stream(api: &Api, request: Request<'_>) -> Result<Vec<u8>
     if let Some(start) = &input.exclusive_start_shard_id {
         check_name(start, "ExclusiveStartShardId")?;
     }
+    api.kinesis
+        .admit_api_call(ApiCall::DescribeStream, stream)?;
     let summary = api.kinesis.describe_stream_summary(stream)?;
     let shards = api.kinesis.list_shards(stream)?;
     // Read by its number, as `GetShardIterator` reads a shard id.
@@ -314,11 +311,10 @@ pub(super) fn describe_stream(api: &Api, request: Request<'_>) -> Result<Vec<u8>
         })
         .collect();
     let has_more_shards = after_start.len() > page;
-    let key = (summary.name.clone(), summary.created);
     Ok(request.reply(&DescribeStreamOutput {
         stream_description: WireStreamDescription {
             stream_status: summary.status.as_str(),
-            stream_mode_details: StreamModeDetails::of(api, &key),
+            stream_mode_details: StreamModeDetails::of(api, &summary.name),
             shards: after_start
                 .into_iter()
                 .take(page)
@@ -402,10 +398,7 @@ pub(super) fn list_streams(api: &Api, request: Request<'_>) -> Result<Vec<u8>, A
             .into_iter()
             .map(|summary| WireListedStream {
                 stream_status: summary.status.as_str(),
-                stream_mode_details: StreamModeDetails::of(
-                    api,
-                    &(summary.name.clone(), summary.created),
-                ),
+                stream_mode_details: StreamModeDetails::of(api, &summary.name),
                 stream_creation_timestamp: WireTime(summary.created),
                 stream_name: summary.name,
                 stream_arn: summary.arn,
