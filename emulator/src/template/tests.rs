@@ -966,7 +966,7 @@ fn a_stream_must_be_defined_in_the_template_or_given_by_arn() {
         &with_event_properties(
             "Stream: 'arn:aws:dynamodb:us-east-1:123456789012:table/t/stream/2024', StartingPosition: LATEST",
         ),
-        "is not allowed (allowed: a Kinesis stream ARN, arn:aws:kinesis:region:account:stream/name)",
+        "is not allowed (allowed: a Kinesis stream ARN, arn:aws:kinesis:region:account:stream/name, or a consumer's)",
     );
     check_error(
         &with_event_properties("StartingPosition: LATEST"),
