@@ -8,7 +8,9 @@
 //! `8` run only those cases (and skip the ratios and the latency), for profiling one of them;
 //! `ESM_BENCH_VIA=parallelization` runs only `ParallelizationFactor` 10 against 1
 //! ([`parallelization`]), which otherwise runs after the throughput cases, and
-//! `ESM_BENCH_VIA=page` only the cost of an open live page ([`page`]), which runs last.
+//! `ESM_BENCH_VIA=page` only the cost of an open live page ([`page`]), which runs last;
+//! `ESM_BENCH_VIA=fan-out` only the latency through an enhanced fan-out consumer against
+//! polling ([`fan_out`]), which otherwise runs after the latency.
 //!
 //! **Throughput.** A stream of 1 and one of 8 shards are filled with valid shipments (every one
 //! is acked). Each run starts a fresh mapping (memory lease store, `TRIM_HORIZON`,
@@ -52,6 +54,7 @@ use kinesis_esm::kinesis::{EmbeddedKinesis, MAX_PUT_RECORDS_ENTRIES, PutRecordsE
 use kinesis_esm::lease::Checkpoint;
 use kinesis_esm::mapping::{EventSourceMapping, MappingStatus, ShardPhase};
 use kinesis_esm::sequence::SequenceNumber;
+use kinesis_esm::source::ShardSource;
 use lambda_kinesis::HandlerOutcome;
 use lambda_kinesis::testing::TestEvent;
 use shipping::Shipment;
@@ -59,6 +62,8 @@ use test_support::intercept::{Intercepted, InvokerHooks};
 use tokio::sync::mpsc;
 use tracing_subscriber::layer::SubscriberExt as _;
 
+#[path = "esm_throughput/fan_out.rs"]
+mod fan_out;
 #[path = "esm_throughput/page.rs"]
 mod page;
 #[path = "esm_throughput/parallelization.rs"]
@@ -74,7 +79,6 @@ const FUNCTION_TIMEOUT: Duration = Duration::from_secs(60);
 /// A run that has not checkpointed everything by then is broken, not slow.
 const RUN_LIMIT: Duration = Duration::from_secs(600);
 
-const LATENCY_WARM_UP: usize = 100;
 const LATENCY_ROUNDS: usize = 1_000;
 /// A report of a shipment seen that takes longer than this is lost.
 const REPORT_LIMIT: Duration = Duration::from_secs(10);
@@ -101,6 +105,13 @@ fn main() {
         runtime.block_on(parallelization::compare(records, runs));
         return;
     }
+    if via.as_deref() == Some("fan-out") {
+        // In process only: no function binary to build.
+        let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+        println!("load average at the start: {}", load_average());
+        runtime.block_on(fan_out::compare());
+        return;
+    }
     if via.as_deref() == Some("page") {
         let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
         println!("load average at the start: {}", load_average());
@@ -125,7 +136,10 @@ fn main() {
         "in-process" => Via::InProcess,
         "runtime-api" => Via::RuntimeApi,
         other => {
-            panic!("ESM_BENCH_VIA={other}: say in-process, runtime-api, parallelization or page")
+            panic!(
+                "ESM_BENCH_VIA={other}: say in-process, runtime-api, parallelization, fan-out \
+                 or page"
+            )
         }
     });
     let only_shards = std::env::var("ESM_BENCH_SHARDS").ok().map(|shards| {
@@ -140,6 +154,7 @@ fn main() {
         if only.is_none() && only_shards.is_none() {
             summarise(&cases);
             latency(&binary, seen_in_log).await;
+            fan_out::compare().await;
             parallelization::compare(records, runs).await;
             page::compare(records, runs).await;
         }
@@ -518,15 +533,42 @@ async fn measure_latency(
     invoker: Arc<dyn Invoker>,
     handler_saw: &mut mpsc::UnboundedReceiver<(u64, Instant)>,
 ) -> Latencies {
+    create_stream(kinesis, stream);
+    let source = Arc::new(kinesis.clone());
+    measure_latency_from(
+        kinesis,
+        stream,
+        source,
+        invoker,
+        handler_saw,
+        LATENCY_ROUNDS,
+    )
+    .await
+}
+
+fn create_stream(kinesis: &EmbeddedKinesis, stream: &str) {
     kinesis
         .create_stream(stream, 1)
         .unwrap_or_else(|error| panic!("creating stream {stream}: {error}"));
+}
+
+/// [`measure_latency`] on a stream that exists, read from `source`, over `rounds` puts (after
+/// a tenth as many unmeasured).
+async fn measure_latency_from(
+    kinesis: &EmbeddedKinesis,
+    stream: &str,
+    source: Arc<dyn ShardSource>,
+    invoker: Arc<dyn Invoker>,
+    handler_saw: &mut mpsc::UnboundedReceiver<(u64, Instant)>,
+    rounds: usize,
+) -> Latencies {
+    let warm_up = (rounds / 10).max(1);
     let (tell, mut calls) = mpsc::unbounded_channel();
     let invoker = Arc::new(Intercepted::new(invoker, Timed { tell }));
     let mut config = MappingConfig::new(FUNCTION, stream, StartingPosition::TrimHorizon);
     config.report_batch_item_failures = true;
     config.function_timeout = FUNCTION_TIMEOUT;
-    let mapping = EventSourceMapping::new(config, Arc::new(kinesis.clone()), invoker).start();
+    let mapping = EventSourceMapping::new(config, source, invoker).start();
     mapping
         .wait_for(|status| {
             status.synced
@@ -537,7 +579,7 @@ async fn measure_latency(
         })
         .await;
     let mut latencies = Latencies::default();
-    for round in 0..(LATENCY_WARM_UP + LATENCY_ROUNDS) as u64 {
+    for round in 0..(warm_up + rounds) as u64 {
         tokio::time::sleep(LATENCY_SPACING).await;
         let put_at = Instant::now();
         let put = kinesis
@@ -572,7 +614,7 @@ async fn measure_latency(
                 Ok(None) | Err(_) => panic!("{stream}: no report that shipment {round} was seen"),
             }
         };
-        if round as usize >= LATENCY_WARM_UP {
+        if round as usize >= warm_up {
             latencies.invoked.push(invoked_at - put_at);
             latencies.handler.push(handler_at - put_at);
             latencies.answered.push(answered_at - put_at);

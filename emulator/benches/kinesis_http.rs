@@ -4,7 +4,10 @@
 //! - `PutRecords` of 500 records of about 100 bytes into a shard that already holds 10,000;
 //! - `GetRecords` with `Limit` 10,000 reading a 10,000-record backlog from its start.
 //!
-//! It prints the median of each on both endpoints and their ratio.
+//! It prints the median of each on both endpoints and their ratio. Then, on the embedded
+//! endpoint alone, the `SubscribeToShard` delivery latency: from the start of a `PutRecord` of
+//! one record to its `SubscribeToShardEvent` reaching a consumer subscribed at `LATEST`
+//! (medians and p99 of [`PUSHES`] single puts, [`PUSH_SPACING`] apart).
 //!
 //! Run with `cargo bench -p kinesis-esm --bench kinesis_http`. It reaches kinesis-local at
 //! `KINESIS_ENDPOINT` when that is set (as `scripts/local-stack run -- cargo bench ...` sets it),
@@ -17,7 +20,9 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_kinesis::Client;
 use aws_sdk_kinesis::primitives::Blob;
-use aws_sdk_kinesis::types::{PutRecordsRequestEntry, ShardIteratorType};
+use aws_sdk_kinesis::types::{
+    PutRecordsRequestEntry, ShardIteratorType, StartingPosition, SubscribeToShardEventStream,
+};
 use kinesis_esm::aws::AwsConnection;
 use kinesis_esm::kinesis::EmbeddedKinesis;
 use kinesis_esm::kinesis::http;
@@ -34,6 +39,10 @@ const RECORD_BYTES: usize = 100;
 const SAMPLES: usize = 7;
 /// The ratio the endpoint is meant to reach on both calls.
 const TARGET_RATIO: f64 = 20.0;
+/// Single puts whose delivery through `SubscribeToShard` is timed, after 10 unmeasured ones.
+const PUSHES: usize = 200;
+/// The pause between two of them.
+const PUSH_SPACING: Duration = Duration::from_millis(2);
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -77,6 +86,11 @@ fn main() {
         println!(
             "target: at least {TARGET_RATIO}x kinesis-local on both calls: {}",
             if met { "met" } else { "NOT met" }
+        );
+        let (median, p99) = subscribe_latency(&server.endpoint_url()).await;
+        println!(
+            "SubscribeToShard delivery on the endpoint (PutRecord start to the event, {PUSHES} \
+             single puts {PUSH_SPACING:?} apart): median {median:.2?}, p99 {p99:.2?}"
         );
         server.stop().await;
     });
@@ -245,4 +259,88 @@ async fn wait_until_active(client: &Client, stream: &str) {
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples[samples.len() / 2]
+}
+
+/// Median and p99 of the time from a `PutRecord`'s start to its record's event reaching a
+/// subscribed consumer, through the SDK on both sides.
+async fn subscribe_latency(endpoint: &str) -> (Duration, Duration) {
+    let config = AwsConnection::local(endpoint)
+        .sdk_config()
+        .await
+        .expect("a local configuration");
+    let client = Client::new(&config);
+    let stream = "bench-subscribe";
+    client
+        .create_stream()
+        .stream_name(stream)
+        .shard_count(1)
+        .send()
+        .await
+        .expect("CreateStream");
+    wait_until_active(&client, stream).await;
+    let stream_arn = client
+        .describe_stream_summary()
+        .stream_name(stream)
+        .send()
+        .await
+        .expect("DescribeStreamSummary")
+        .stream_description_summary
+        .expect("a summary")
+        .stream_arn;
+    let consumer_arn = client
+        .register_stream_consumer()
+        .stream_arn(&stream_arn)
+        .consumer_name("bench")
+        .send()
+        .await
+        .expect("RegisterStreamConsumer")
+        .consumer
+        .expect("a consumer")
+        .consumer_arn;
+    let mut output = client
+        .subscribe_to_shard()
+        .consumer_arn(&consumer_arn)
+        .shard_id("shardId-000000000000")
+        .starting_position(
+            StartingPosition::builder()
+                .r#type(ShardIteratorType::Latest)
+                .build()
+                .expect("a starting position"),
+        )
+        .send()
+        .await
+        .expect("SubscribeToShard");
+    let mut latencies = Vec::new();
+    for push in 0..PUSHES + 10 {
+        tokio::time::sleep(PUSH_SPACING).await;
+        let started = Instant::now();
+        client
+            .put_record()
+            .stream_name(stream)
+            .partition_key("key")
+            .data(Blob::new(format!("push-{push}")))
+            .send()
+            .await
+            .expect("PutRecord");
+        loop {
+            let event = output
+                .event_stream
+                .recv()
+                .await
+                .expect("the event stream reads")
+                .expect("the subscription lasts");
+            if let SubscribeToShardEventStream::SubscribeToShardEvent(event) = event
+                && !event.records().is_empty()
+            {
+                assert_eq!(event.records().len(), 1, "one record per put");
+                break;
+            }
+        }
+        if push >= 10 {
+            latencies.push(started.elapsed());
+        }
+    }
+    latencies.sort();
+    let p99 = latencies[(latencies.len() * 99).div_ceil(100) - 1];
+    (latencies[latencies.len() / 2], p99)
 }

@@ -60,6 +60,20 @@ pub struct MappingConfig {
     /// 900); 0 turns windows off. With windows, the function is invoked with a window event
     /// and answers with the window's state (`docs/event-source-mapping.md` §8).
     pub tumbling_window_seconds: u32,
+    /// The stream consumer the mapping reads through (enhanced fan-out), when its `Stream`
+    /// names one; `None` reads the stream itself with `GetRecords`.
+    pub consumer: Option<FanOutConsumer>,
+}
+
+/// A stream consumer a mapping reads through: records pushed by `SubscribeToShard`
+/// (`docs/event-source-mapping.md` §10).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FanOutConsumer {
+    /// Its `ConsumerName`.
+    pub name: String,
+    /// Whether the template declares it (an `AWS::Kinesis::StreamConsumer`): then the run
+    /// registers it where it is missing, as CloudFormation would have.
+    pub declared: bool,
 }
 
 impl MappingConfig {
@@ -90,6 +104,7 @@ impl MappingConfig {
             parallelization_factor: 1,
             event_count_metrics: false,
             tumbling_window_seconds: 0,
+            consumer: None,
         }
     }
 }

@@ -12,6 +12,8 @@ use bytes::Bytes;
 
 use crate::sequence::SequenceNumber;
 
+pub mod fan_out;
+
 /// A stream as `DescribeStreamSummary` tells it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamDescription {
@@ -221,5 +223,12 @@ pub trait ShardSource: Send + Sync {
     ) {
         let _ = (stream, shard_id, after);
         tokio::time::sleep(timeout).await;
+    }
+
+    /// Whether records are pushed to this source as they arrive (enhanced fan-out): then
+    /// [`wait_for_records`](Self::wait_for_records) returns when the next one comes, even for
+    /// a reader at `LATEST` that has read nothing yet.
+    fn pushes_records(&self) -> bool {
+        false
     }
 }

@@ -99,6 +99,10 @@ where
             .wait_for_records(stream, shard_id, after, timeout)
             .await;
     }
+
+    fn pushes_records(&self) -> bool {
+        self.inner.pushes_records()
+    }
 }
 
 /// What runs around an [`Invoker`]'s `invoke`. `before_invoke` returns a note (an instant, a

@@ -139,7 +139,7 @@ impl<'a> TaggedIterator<'a> {
 
 /// A call, named for error messages.
 #[derive(Debug, Clone, Copy)]
-struct Call<'a> {
+pub(super) struct Call<'a> {
     operation: &'static str,
     stream: &'a str,
     shard_id: Option<&'a str>,
@@ -149,7 +149,11 @@ struct Call<'a> {
 }
 
 impl<'a> Call<'a> {
-    fn read(operation: &'static str, stream: &'a str, shard_id: Option<&'a str>) -> Self {
+    pub(super) fn read(
+        operation: &'static str,
+        stream: &'a str,
+        shard_id: Option<&'a str>,
+    ) -> Self {
         Self {
             operation,
             stream,
@@ -176,7 +180,7 @@ impl<'a> Call<'a> {
 
     /// Turns an SDK failure at `endpoint` into the Kinesis API's terms, described once (see
     /// [`crate::aws::failure`]).
-    fn error<E>(
+    pub(super) fn error<E>(
         &self,
         error: SdkError<E, aws_sdk_kinesis::config::http::HttpResponse>,
         endpoint: &str,
@@ -293,6 +297,11 @@ impl SdkKinesis {
     pub fn with_read_pacing(mut self, pacing: ReadPacing) -> Self {
         self.pacing = pacing;
         self
+    }
+
+    /// The endpoint called, as messages name it.
+    pub(crate) fn endpoint(&self) -> &str {
+        &self.endpoint
     }
 
     /// The SDK client, for calls this type does not offer.
@@ -515,7 +524,43 @@ impl SdkKinesis {
     }
 }
 
-fn parse_sequence_number(text: &str, call: &Call<'_>) -> Result<SequenceNumber, SourceError> {
+/// A record as the SDK reads it, in the mapping's terms.
+pub(super) fn convert_record(
+    record: &aws_sdk_kinesis::types::Record,
+    call: &Call<'_>,
+) -> Result<Record, SourceError> {
+    Ok(Record {
+        sequence_number: parse_sequence_number(record.sequence_number(), call)?,
+        partition_key: record.partition_key().unwrap_or_default().into(),
+        data: Bytes::from(record.data().clone().into_inner()),
+        approximate_arrival: match record.approximate_arrival_timestamp() {
+            Some(time) => system_time(time, call)?,
+            None => SystemTime::now(),
+        },
+    })
+}
+
+/// The child shards named at a shard's end, in the mapping's terms.
+pub(super) fn convert_children(
+    children: &[aws_sdk_kinesis::types::ChildShard],
+    call: &Call<'_>,
+) -> Result<Vec<ChildShard>, SourceError> {
+    children
+        .iter()
+        .map(|child| {
+            Ok(ChildShard {
+                shard_id: child.shard_id().to_owned(),
+                parent_shards: child.parent_shards().to_vec(),
+                hash_key_range: hash_key_range(child.hash_key_range(), call)?,
+            })
+        })
+        .collect()
+}
+
+pub(super) fn parse_sequence_number(
+    text: &str,
+    call: &Call<'_>,
+) -> Result<SequenceNumber, SourceError> {
     text.parse().map_err(|error| SourceError::Service {
         message: format!("{call}: Kinesis answered with a bad sequence number: {error}"),
     })
@@ -723,33 +768,14 @@ impl ShardSource for SdkKinesis {
         let mut bytes = 0;
         let mut records = Vec::with_capacity(output.records().len());
         for record in output.records() {
-            let data = Bytes::from(record.data().clone().into_inner());
-            let partition_key = record.partition_key().unwrap_or_default();
-            bytes += data.len() + partition_key.len();
-            records.push(Record {
-                sequence_number: parse_sequence_number(record.sequence_number(), &call)?,
-                partition_key: partition_key.into(),
-                data,
-                approximate_arrival: match record.approximate_arrival_timestamp() {
-                    Some(time) => system_time(time, &call)?,
-                    None => SystemTime::now(),
-                },
-            });
+            let record = convert_record(record, &call)?;
+            bytes += record.data.len() + record.partition_key.len();
+            records.push(record);
         }
         if let Some(shard_id) = shard_id {
             self.record_read(stream, shard_id, started, bytes);
         }
-        let child_shards = output
-            .child_shards()
-            .iter()
-            .map(|child| {
-                Ok(ChildShard {
-                    shard_id: child.shard_id().to_owned(),
-                    parent_shards: child.parent_shards().to_vec(),
-                    hash_key_range: hash_key_range(child.hash_key_range(), &call)?,
-                })
-            })
-            .collect::<Result<_, SourceError>>()?;
+        let child_shards = convert_children(output.child_shards(), &call)?;
         Ok(GetRecordsOutput {
             records,
             next_shard_iterator: output.next_shard_iterator().map(|next| match shard_id {

@@ -13,9 +13,11 @@
 pub mod config;
 pub mod dynamo;
 pub(crate) mod failure;
+pub mod fan_out;
 pub mod kinesis;
 
 pub use crate::backoff::{Backoff, BackoffConfig, RetryError, RetryKind, Retryable};
 pub use config::{AwsConnection, ConnectionError};
 pub use dynamo::{DynamoLeaseStore, TableError};
+pub use fan_out::SdkSubscriber;
 pub use kinesis::{ReadPacing, SdkKinesis};

@@ -13,6 +13,7 @@ mod commands;
 mod destinations;
 mod dlq;
 mod failures;
+mod fan_out;
 mod page_actions;
 mod port_owner;
 mod progress;

@@ -21,7 +21,9 @@ use crate::function::build_function;
 use crate::invoke::Invoker;
 use crate::invoke::invoke_api::{InvokeApi, InvokeApiOptions};
 use crate::invoke::runtime_api::{FunctionDefinition, RuntimeApi};
-use crate::kinesis::http::{DEFAULT_ADDR, ServerHandle, SideDocument, serve_with_page};
+use crate::kinesis::http::{
+    DEFAULT_ADDR, LocalFanOut, ServerHandle, SideDocument, serve_with_page,
+};
 use crate::kinesis::{EmbeddedKinesis, PutRecordsEntry};
 use crate::lease::{LeaseStore, MemoryLeaseStore};
 use crate::mapping::{
@@ -289,7 +291,7 @@ pub(super) async fn run(
     };
     let function_kinesis = function_kinesis_endpoint(&args, &streams, server.as_ref());
     let leases = open_lease_store(&args, state.as_ref()).await?;
-    if let (Streams::Embedded(_), None, Some(table)) = (&streams, &state, &args.lease_table) {
+    if let (Streams::Embedded(..), None, Some(table)) = (&streams, &state, &args.lease_table) {
         tracing::warn!(
             lease_table = %table,
             "the embedded Kinesis lives in memory: its streams and records end with this run, \
@@ -306,7 +308,7 @@ pub(super) async fn run(
         invoke_identity_arn: format!("arn:aws:iam::{}:role/kinesis-esm", args.account_id),
         ..MappingOptions::default()
     };
-    if matches!(streams, Streams::Embedded(_)) {
+    if matches!(streams, Streams::Embedded(..)) {
         // Listing the embedded Kinesis' shards costs nothing: new shards show up within a second.
         mapping_options.shard_sync_interval = Duration::from_secs(1);
     }
@@ -349,7 +351,7 @@ pub(super) async fn run(
                 tracing::info!(function = %function.function_name, stream = %config.stream_name, "mapping disabled (Enabled: false)");
                 continue;
             }
-            if matches!(streams, Streams::Embedded(_))
+            if matches!(streams, Streams::Embedded(..))
                 && template.stream(&config.stream_name).is_none()
             {
                 bail!(
@@ -359,16 +361,23 @@ pub(super) async fn run(
                     config.stream_name
                 );
             }
-            let mut mapping =
-                EventSourceMapping::new(config.clone(), Arc::clone(&source), Arc::clone(&invoker))
-                    .lease_store(Arc::clone(&leases))
-                    .options(MappingOptions {
-                        mapping_uuid: stable_mapping_uuid(
-                            &config.function_name,
-                            &config.stream_name,
-                        ),
-                        ..mapping_options.clone()
-                    });
+            let source = streams
+                .mapping_source(config, &source)
+                .await
+                .with_context(|| {
+                    format!(
+                        "{}: resource {}: stream {}",
+                        args.template.display(),
+                        function.logical_id,
+                        config.stream_name
+                    )
+                })?;
+            let mut mapping = EventSourceMapping::new(config.clone(), source, Arc::clone(&invoker))
+                .lease_store(Arc::clone(&leases))
+                .options(MappingOptions {
+                    mapping_uuid: stable_mapping_uuid(&config.function_name, &config.stream_name),
+                    ..mapping_options.clone()
+                });
             let destination = super::destinations::destination_for(
                 config,
                 args.destination_endpoint.as_deref(),
@@ -683,7 +692,7 @@ fn function_kinesis_endpoint(
 ) -> Option<String> {
     match (streams, &args.kinesis_endpoint) {
         (Streams::Sdk(_), endpoint) => endpoint.clone(),
-        (Streams::Embedded(_), _) => server.map(ServerHandle::endpoint_url),
+        (Streams::Embedded(..), _) => server.map(ServerHandle::endpoint_url),
     }
 }
 
@@ -718,14 +727,14 @@ async fn serve(
     ];
     let addr = listen.unwrap_or(DEFAULT_ADDR);
     let embedded = match streams {
-        Streams::Embedded(kinesis) => Some(kinesis.clone()),
+        Streams::Embedded(_, fan_out) => Some(fan_out.clone()),
         Streams::Sdk(_) => None,
     };
     match serve_with_page(embedded, addr, documents, routes).await {
         Ok(server) if quiet => Ok(server),
         Ok(server) => {
             match streams {
-                Streams::Embedded(_) => say!(
+                Streams::Embedded(..) => say!(
                     "kinesis-esm: Kinesis API at {url} (aws --endpoint-url {url} kinesis ...; kinesis-esm status --endpoint {url}); live page at {url}/",
                     url = server.endpoint_url()
                 ),
@@ -791,9 +800,10 @@ async fn open_lease_store(
     Ok(Arc::new(store))
 }
 
-/// The Kinesis the run reads: the embedded one, or one reached through the SDK.
-enum Streams {
-    Embedded(EmbeddedKinesis),
+/// The Kinesis the run reads: the embedded one (with its endpoint's state, which holds its
+/// consumers), or one reached through the SDK.
+pub(super) enum Streams {
+    Embedded(EmbeddedKinesis, LocalFanOut),
     Sdk(Arc<SdkKinesis>),
 }
 
@@ -812,7 +822,8 @@ impl Streams {
                     Some(state) => state.embedded_kinesis(builder)?,
                     None => builder.build(),
                 };
-                return Ok(Self::Embedded(kinesis));
+                let fan_out = LocalFanOut::new(kinesis.clone());
+                return Ok(Self::Embedded(kinesis, fan_out));
             }
         };
         Ok(Self::Sdk(Arc::new(SdkKinesis::connect(&connection).await?)))
@@ -823,7 +834,7 @@ impl Streams {
     async fn client(&self, server: &ServerHandle, region: &str) -> anyhow::Result<Arc<SdkKinesis>> {
         match self {
             Self::Sdk(kinesis) => Ok(Arc::clone(kinesis)),
-            Self::Embedded(_) => {
+            Self::Embedded(..) => {
                 let connection = connection_to(&server.endpoint_url()).with_region(region);
                 Ok(Arc::new(SdkKinesis::connect(&connection).await?))
             }
@@ -832,7 +843,7 @@ impl Streams {
 
     fn source(&self) -> Arc<dyn ShardSource> {
         match self {
-            Self::Embedded(kinesis) => Arc::new(kinesis.clone()),
+            Self::Embedded(kinesis, _) => Arc::new(kinesis.clone()),
             Self::Sdk(kinesis) => Arc::clone(kinesis) as Arc<dyn ShardSource>,
         }
     }
@@ -845,10 +856,12 @@ impl Streams {
     ) -> anyhow::Result<()> {
         match self {
             // A stream the state directory kept is the same stream: it keeps its records.
-            Self::Embedded(kinesis) if kinesis.list_streams().iter().any(|kept| kept == name) => {
+            Self::Embedded(kinesis, _)
+                if kinesis.list_streams().iter().any(|kept| kept == name) =>
+            {
                 Ok(())
             }
-            Self::Embedded(kinesis) => {
+            Self::Embedded(kinesis, _) => {
                 kinesis.create_stream(name, shard_count)?;
                 Ok(kinesis.wait_until_active(name).await?)
             }
@@ -881,7 +894,7 @@ impl Streams {
             Self::Sdk(kinesis) => {
                 return put_every_record(kinesis, stream, records).await.map(drop);
             }
-            Self::Embedded(kinesis) => kinesis,
+            Self::Embedded(kinesis, _) => kinesis,
         };
         for batch in put_records_batches(records) {
             let entries = records[batch]

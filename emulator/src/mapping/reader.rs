@@ -314,7 +314,10 @@ impl ShardReader {
     }
 
     async fn wait_for_records(&mut self, timeout: Duration) -> Result<(), ReaderExit> {
-        if self.last_read.is_none() && !self.started_at_oldest {
+        if self.last_read.is_none()
+            && !self.started_at_oldest
+            && !self.shared.source.pushes_records()
+        {
             // A reader that started at `LATEST` or at a timestamp and has read nothing yet sits
             // after records it will never read: waiting for "any record" would return at once
             // and spin. Only polling tells when new records come.

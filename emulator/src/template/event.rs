@@ -9,7 +9,7 @@ use super::error::{Problem, Section};
 use super::fields::{Fault, Fields};
 use super::intrinsic::{Resolver, intrinsic, render};
 use super::stream::is_stream_name;
-use crate::config::{MappingConfig, StartingPosition};
+use crate::config::{FanOutConsumer, MappingConfig, StartingPosition};
 use crate::destination::Target as DestinationTarget;
 use crate::filter::{FilterCriteria, MAX_FILTERS, Pattern};
 
@@ -34,8 +34,7 @@ const PROPERTIES: &[&str] = &[
 
 const STREAM_ARN_FORM: &str = "arn:aws:kinesis:region:account:stream/name";
 
-const ENHANCED_FAN_OUT: &str =
-    "an enhanced fan-out consumer; only the stream itself, read with shared throughput";
+const STREAM_CONSUMER: &str = "AWS::Kinesis::StreamConsumer";
 
 /// What the function is called, for the mapping.
 pub(super) struct Target<'a> {
@@ -59,9 +58,10 @@ pub(super) fn read(
     );
     fields.check_names(PROPERTIES)?;
 
-    let stream_name = stream_name(&fields, resolver, streams)?;
+    let (stream_name, consumer) = stream_name(&fields, resolver, streams)?;
     let starting_position = starting_position(&fields, resolver)?;
     let mut mapping = MappingConfig::new(target.function_name, stream_name, starting_position);
+    mapping.consumer = consumer;
     mapping.function_timeout = target.timeout;
 
     if let Some(size) = fields.integer(resolver, "BatchSize", 1..=10_000)? {
@@ -124,13 +124,15 @@ pub(super) fn read(
 }
 
 /// The name of the stream `Stream` designates by its ARN: a stream of the template (by
-/// `!GetAtt X.Arn` or `!Sub`), or any stream. A stream's name (`!Ref X`) is refused, as
-/// CloudFormation refuses it.
+/// `!GetAtt X.Arn` or `!Sub`), or any stream; and the consumer it reads through when `Stream`
+/// names one (an `AWS::Kinesis::StreamConsumer` of the template, by `!GetAtt X.ConsumerARN` or
+/// `!Ref X`, or a consumer ARN). A stream's name (`!Ref X`) is refused, as CloudFormation
+/// refuses it.
 fn stream_name(
     fields: &Fields<'_>,
     resolver: &Resolver<'_>,
     streams: &[StreamResource],
-) -> Result<String, Fault> {
+) -> Result<(String, Option<FanOutConsumer>), Fault> {
     let Some(value) = fields.get("Stream") else {
         return Err(fields.missing(
             "Stream",
@@ -138,19 +140,13 @@ fn stream_name(
         ));
     };
     if let Some(logical_id) = referenced_resource(value)
-        && resolver.resource_type(logical_id) == Some("AWS::Kinesis::StreamConsumer")
+        && resolver.resource_type(logical_id) == Some(STREAM_CONSUMER)
     {
-        return Err(fields.fault(
-            "Stream",
-            Problem::NotReproduced {
-                value: render(value),
-                supported: ENHANCED_FAN_OUT.to_owned(),
-            },
-        ));
+        return declared_consumer(fields, resolver, logical_id);
     }
     let text = fields.text(resolver, "Stream")?.unwrap_or_default();
     if text.starts_with("arn:") {
-        return stream_name_of_arn(&text).map_err(|problem| fields.fault("Stream", problem));
+        return stream_of_arn(&text).map_err(|problem| fields.fault("Stream", problem));
     }
     // `!Ref` of a stream gives its name, and CloudFormation refuses a name where the mapping
     // needs the stream's ARN (`EventSourceArn`): a template that deploys must use the ARN.
@@ -179,11 +175,65 @@ fn stream_name(
     ))
 }
 
-/// The stream name in `arn:partition:kinesis:region:account:stream/name`.
-fn stream_name_of_arn(arn: &str) -> Result<String, Problem> {
+/// The stream and name of the `AWS::Kinesis::StreamConsumer` `logical_id`, from its
+/// `StreamARN` and `ConsumerName` (both required by CloudFormation).
+fn declared_consumer(
+    fields: &Fields<'_>,
+    resolver: &Resolver<'_>,
+    logical_id: &str,
+) -> Result<(String, Option<FanOutConsumer>), Fault> {
+    let property = |name: &str| -> Result<String, Fault> {
+        let value = resolver
+            .resource_property_value(logical_id, name)
+            .ok_or_else(|| {
+                fields.unresolved(
+                    "Stream",
+                    format!("consumer {logical_id} ({STREAM_CONSUMER}) has no {name}"),
+                )
+            })?;
+        resolver.text(value).map_err(|reason| {
+            fields.unresolved(
+                "Stream",
+                format!("{name} of consumer {logical_id} ({STREAM_CONSUMER}): {reason}"),
+            )
+        })
+    };
+    let name = property("ConsumerName")?;
+    if !is_consumer_name(&name) {
+        return Err(fields.fault(
+            "Stream",
+            Problem::NotAllowed {
+                value: format!("ConsumerName {name} of consumer {logical_id}"),
+                allowed: "1 to 128 letters, digits, '_', '.' or '-'".to_owned(),
+            },
+        ));
+    }
+    let stream_arn = property("StreamARN")?;
+    let (stream, _) =
+        stream_of_arn(&stream_arn).map_err(|problem| fields.fault("Stream", problem))?;
+    Ok((
+        stream,
+        Some(FanOutConsumer {
+            name,
+            declared: true,
+        }),
+    ))
+}
+
+/// `[a-zA-Z0-9_.-]{1,128}`, the pattern of `ConsumerName`.
+fn is_consumer_name(name: &str) -> bool {
+    (1..=128).contains(&name.len())
+        && name
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'.' | b'-'))
+}
+
+/// The stream name in `arn:partition:kinesis:region:account:stream/name`, and the consumer's
+/// in `.../stream/name/consumer/consumer-name:creation-time`.
+fn stream_of_arn(arn: &str) -> Result<(String, Option<FanOutConsumer>), Problem> {
     let not_a_stream = || Problem::NotAllowed {
         value: arn.to_owned(),
-        allowed: format!("a Kinesis stream ARN, {STREAM_ARN_FORM}"),
+        allowed: format!("a Kinesis stream ARN, {STREAM_ARN_FORM}, or a consumer's"),
     };
     let parts: Vec<&str> = arn.splitn(6, ':').collect();
     let [_, _, service, _, _, resource] = parts.as_slice() else {
@@ -195,16 +245,24 @@ fn stream_name_of_arn(arn: &str) -> Result<String, Problem> {
     let Some(path) = resource.strip_prefix("stream/") else {
         return Err(not_a_stream());
     };
-    if path.contains("/consumer/") {
-        return Err(Problem::NotReproduced {
-            value: arn.to_owned(),
-            supported: ENHANCED_FAN_OUT.to_owned(),
-        });
+    if let Some((stream, consumer)) = path.split_once("/consumer/") {
+        // The consumer's creation time follows its name, after a colon.
+        let name = consumer.split_once(':').map_or(consumer, |(name, _)| name);
+        if !is_stream_name(stream) || !is_consumer_name(name) {
+            return Err(not_a_stream());
+        }
+        return Ok((
+            stream.to_owned(),
+            Some(FanOutConsumer {
+                name: name.to_owned(),
+                declared: false,
+            }),
+        ));
     }
     if !is_stream_name(path) {
         return Err(not_a_stream());
     }
-    Ok(path.to_owned())
+    Ok((path.to_owned(), None))
 }
 
 /// The logical id a `Ref` or `Fn::GetAtt` names, when the value is one.

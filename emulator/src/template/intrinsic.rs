@@ -164,6 +164,20 @@ impl<'t> Resolver<'t> {
             .as_str()
     }
 
+    /// A property of a resource of the template, as written (intrinsic functions and all).
+    pub(super) fn resource_property_value(
+        &self,
+        logical_id: &str,
+        name: &str,
+    ) -> Option<&'t Value> {
+        self.resources
+            .get(logical_id)?
+            .as_mapping()?
+            .get("Properties")?
+            .as_mapping()?
+            .get(name)
+    }
+
     /// The ARN Kinesis gives a stream of this name in the configured region and account.
     pub(super) fn stream_arn(&self, name: &str) -> String {
         format!(

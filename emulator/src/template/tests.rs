@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::{Duration, UNIX_EPOCH};
 
 use super::*;
-use crate::config::{LoggingConfig, StartingPosition};
+use crate::config::{FanOutConsumer, LoggingConfig, StartingPosition};
 use crate::destination::{DestinationKind, Target};
 use crate::filter::{FilterCriteria, Pattern};
 
@@ -217,6 +217,7 @@ fn every_event_property_reaches_the_mapping() {
         parallelization_factor: 4,
         event_count_metrics: true,
         tumbling_window_seconds: 0,
+        consumer: None,
     };
     assert_eq!(only_mapping(&template), &expected);
 }
@@ -883,20 +884,63 @@ fn a_kms_key_is_accepted_as_an_arn_a_key_of_the_template_or_empty() {
 }
 
 #[test]
-fn enhanced_fan_out_consumers_are_refused() {
-    check_error(
-        &with_event_properties(
-            "Stream: 'arn:aws:kinesis:us-east-1:123456789012:stream/shipments/consumer/reader:1700000000', StartingPosition: LATEST",
-        ),
-        "property Stream = arn:aws:kinesis:us-east-1:123456789012:stream/shipments/consumer/reader:1700000000 is not reproduced by kinesis-esm (an enhanced fan-out consumer",
+fn an_event_naming_a_consumer_reads_its_stream_through_it() {
+    let by_arn = read(&with_event_properties(
+        "Stream: 'arn:aws:kinesis:us-east-1:123456789012:stream/shipments/consumer/reader:1700000000', StartingPosition: LATEST",
+    ));
+    let mapping = only_mapping(&by_arn);
+    assert_eq!(mapping.stream_name, "shipments");
+    assert_eq!(
+        mapping.consumer,
+        Some(FanOutConsumer {
+            name: "reader".to_owned(),
+            declared: false
+        })
     );
+    for stream in ["!GetAtt Reader.ConsumerARN", "!Ref Reader"] {
+        let yaml = format!(
+            "{}  Reader:\n    Type: AWS::Kinesis::StreamConsumer\n    Properties: {{ConsumerName: !Sub '${{AWS::StackName}}-reader', StreamARN: !GetAtt Shipments.Arn}}\n",
+            with_event_properties(&format!("Stream: {stream}, StartingPosition: LATEST"))
+        );
+        let template = read(&yaml);
+        let mapping = only_mapping(&template);
+        assert_eq!(mapping.stream_name, "shipments", "{stream}");
+        let consumer = mapping.consumer.as_ref().expect("a consumer");
+        assert!(consumer.declared, "{stream}");
+        assert!(consumer.name.ends_with("-reader"), "{}", consumer.name);
+    }
+    assert_eq!(
+        only_mapping(&read(&with_event_properties(
+            "Stream: !GetAtt Shipments.Arn, StartingPosition: LATEST"
+        )))
+        .consumer,
+        None
+    );
+}
+
+#[test]
+fn a_consumer_without_its_properties_or_with_a_bad_name_is_refused() {
     let yaml = format!(
-        "{}  Reader:\n    Type: AWS::Kinesis::StreamConsumer\n    Properties: {{ConsumerName: reader, StreamARN: !GetAtt Shipments.Arn}}\n",
+        "{}  Reader:\n    Type: AWS::Kinesis::StreamConsumer\n    Properties: {{ConsumerName: reader}}\n",
         with_event_properties("Stream: !GetAtt Reader.ConsumerARN, StartingPosition: LATEST")
     );
     check_error(
         &yaml,
-        "property Stream = !GetAtt Reader.ConsumerARN is not reproduced by kinesis-esm (an enhanced fan-out consumer",
+        "consumer Reader (AWS::Kinesis::StreamConsumer) has no StreamARN",
+    );
+    let yaml = format!(
+        "{}  Reader:\n    Type: AWS::Kinesis::StreamConsumer\n    Properties: {{ConsumerName: 'no spaces', StreamARN: !GetAtt Shipments.Arn}}\n",
+        with_event_properties("Stream: !GetAtt Reader.ConsumerARN, StartingPosition: LATEST")
+    );
+    check_error(
+        &yaml,
+        "ConsumerName no spaces of consumer Reader is not allowed",
+    );
+    check_error(
+        &with_event_properties(
+            "Stream: 'arn:aws:kinesis:us-east-1:123456789012:stream/shipments/consumer/', StartingPosition: LATEST",
+        ),
+        "or a consumer's",
     );
 }
 
@@ -922,7 +966,7 @@ fn a_stream_must_be_defined_in_the_template_or_given_by_arn() {
         &with_event_properties(
             "Stream: 'arn:aws:dynamodb:us-east-1:123456789012:table/t/stream/2024', StartingPosition: LATEST",
         ),
-        "is not allowed (allowed: a Kinesis stream ARN, arn:aws:kinesis:region:account:stream/name)",
+        "is not allowed (allowed: a Kinesis stream ARN, arn:aws:kinesis:region:account:stream/name, or a consumer's)",
     );
     check_error(
         &with_event_properties("StartingPosition: LATEST"),

@@ -70,6 +70,7 @@ mod codec;
 mod consumers;
 mod error;
 mod event_stream;
+mod fan_out;
 mod policies;
 mod records;
 mod server;
@@ -88,6 +89,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use self::api::Api;
+pub use self::fan_out::LocalFanOut;
 use self::server::Served;
 use super::EmbeddedKinesis;
 
@@ -163,7 +165,7 @@ pub async fn serve_with(
     documents: Vec<SideDocument>,
 ) -> Result<ServerHandle, ServeError> {
     let served = Served {
-        api: Some(Api::new(kinesis)),
+        api: Some(Arc::new(Api::new(kinesis))),
         documents,
         page: None,
     };
@@ -193,15 +195,16 @@ pub async fn serve_documents(
 }
 
 /// [`serve_with`] (or [`serve_documents`] when `kinesis` is `None`), also serving the live page
-/// (`crate::page`): `GET /` and the paths under `/page/`.
+/// (`crate::page`): `GET /` and the paths under `/page/`. The endpoint keeps its consumers
+/// (and tags, policies) in `kinesis`, which readers in process share.
 pub async fn serve_with_page(
-    kinesis: Option<EmbeddedKinesis>,
+    kinesis: Option<LocalFanOut>,
     addr: SocketAddr,
     documents: Vec<SideDocument>,
     page: axum::Router,
 ) -> Result<ServerHandle, ServeError> {
     let served = Served {
-        api: kinesis.map(Api::new),
+        api: kinesis.map(|kinesis| Arc::clone(kinesis.api())),
         documents,
         page: Some(page),
     };

@@ -39,7 +39,7 @@ const STOP_GRACE: Duration = Duration::from_secs(5);
 /// What one endpoint answers: the Kinesis API, a side document, or both.
 pub(super) struct Served {
     /// The Kinesis API; `None` when the endpoint serves its side document only.
-    pub(super) api: Option<Api>,
+    pub(super) api: Option<Arc<Api>>,
     /// Documents served on `GET <path>`.
     pub(super) documents: Vec<super::SideDocument>,
     /// The live page's routes (`crate::page`), if served.
@@ -199,7 +199,7 @@ async fn respond(
                 Ok(subscription) => {
                     tracing::debug!(request_id, "SubscribeToShard began");
                     return event_stream_answer(
-                        subscribe::events(Arc::clone(served), subscription, stop),
+                        subscribe::events(Arc::clone(api), subscription, stop),
                         &request_id,
                     );
                 }

@@ -32,6 +32,7 @@ use crate::kinesis::MAX_GET_RECORDS_LIMIT;
 use crate::kinesis::clock::millis_floor;
 use crate::kinesis::consumers::{RESUBSCRIBE_PAUSE_MS, Refused};
 use crate::sequence::SequenceNumber;
+use crate::source::fan_out::ShardEvent;
 use crate::source::{IteratorPosition, ShardSource as _, SourceError};
 
 /// The longest a subscription goes without an event while no records arrive: it tells the
@@ -105,12 +106,26 @@ pub(super) fn open(api: &Api, request: Request<'_>) -> Result<Subscription, ApiE
     violations.finish()?;
     let consumer_arn = consumer_arn.unwrap_or_default();
     let shard_id = normalized_shard_id(shard_id.unwrap_or_default()).into_owned();
+    let position = starting_position(position, &shard_id)?;
+    claim(api, request.format, consumer_arn, &shard_id, &position)
+}
+
+/// Claims the subscription of `consumer_arn` to `shard_id` from `position`: the consumer must
+/// be `ACTIVE`, and not subscribed to the shard within the last 5 seconds. The HTTP answer and
+/// the in-process subscriptions of `super::fan_out` both start here.
+pub(super) fn claim(
+    api: &Api,
+    format: Format,
+    consumer_arn: &str,
+    shard_id: &str,
+    position: &IteratorPosition,
+) -> Result<Subscription, ApiError> {
+    let shard_id = shard_id.to_owned();
     let (stream_key, consumer) = find_consumer(api, Some(consumer_arn), None, None)?;
     let stream = stream_arn_of(consumer_arn).to_owned();
-    let position = starting_position(position, &shard_id)?;
     let iterator = api
         .kinesis
-        .get_shard_iterator(&stream, &shard_id, &position)?;
+        .get_shard_iterator(&stream, &shard_id, position)?;
     let now_ms = millis_floor(api.kinesis.current_time());
     let number = api
         .consumers()
@@ -134,7 +149,7 @@ pub(super) fn open(api: &Api, request: Request<'_>) -> Result<Subscription, ApiE
             ),
         })?;
     Ok(Subscription {
-        format: request.format,
+        format,
         stream,
         stream_key,
         consumer_arn: consumer.arn,
@@ -177,42 +192,74 @@ fn starting_position(
     })
 }
 
+/// What a subscription's task hands on: an event of the shard, or the error that ends it.
+pub(super) enum Pushed {
+    /// A `SubscribeToShardEvent`.
+    Event(ShardEvent),
+    /// The exception event the subscription ends with.
+    Failed(ApiError),
+}
+
+/// Starts the task that reads the shard for `subscription`, handing what it pushes to the
+/// receiver returned; the task ends when the subscription does, or when the receiver is dropped.
+pub(super) fn start(
+    api: Arc<Api>,
+    subscription: Subscription,
+    stop: watch::Receiver<bool>,
+) -> mpsc::Receiver<Pushed> {
+    let (sender, receiver) = mpsc::channel::<Pushed>(EVENTS_IN_FLIGHT);
+    tokio::spawn(async move { push(&api, subscription, &sender, stop).await });
+    receiver
+}
+
 /// The answer's body: the framed events of `subscription`, sent as they are made. It ends
 /// when the subscription does; a consumer that goes away ends it too.
 pub(super) fn events(
-    api: Arc<super::server::Served>,
+    api: Arc<Api>,
     subscription: Subscription,
     stop: watch::Receiver<bool>,
 ) -> axum::body::Body {
-    let (sender, receiver) = mpsc::channel::<Bytes>(EVENTS_IN_FLIGHT);
-    tokio::spawn(async move {
-        if let Some(api) = api.api.as_ref() {
-            push(api, subscription, &sender, stop).await;
-        }
+    let format = subscription.format;
+    let receiver = start(api, subscription, stop);
+    let initial = futures_util::stream::once(async move {
+        Ok::<_, Infallible>(event_stream::initial_response(format))
     });
-    let stream = futures_util::stream::unfold(receiver, |mut receiver| async move {
-        let frame = receiver.recv().await?;
+    let pushed = futures_util::stream::unfold(receiver, move |mut receiver| async move {
+        let frame = match receiver.recv().await? {
+            Pushed::Event(event) => frame(&event, format),
+            Pushed::Failed(error) => event_stream::exception(&error, format),
+        };
         Some((Ok::<_, Infallible>(frame), receiver))
     });
-    axum::body::Body::from_stream(stream)
+    axum::body::Body::from_stream(futures_util::StreamExt::chain(initial, pushed))
+}
+
+/// One `SubscribeToShardEvent`, framed.
+fn frame(event: &ShardEvent, format: Format) -> Bytes {
+    let wire = SubscribeToShardEvent {
+        records: event.records.iter().map(WireRecord::from).collect(),
+        continuation_sequence_number: event
+            .continuation_sequence_number
+            .as_ref()
+            .map(SequenceNumber::as_str),
+        millis_behind_latest: event.millis_behind_latest,
+        child_shards: event
+            .child_shards
+            .iter()
+            .map(WireChildShard::from)
+            .collect(),
+    };
+    event_stream::event("SubscribeToShardEvent", format, format.write(&wire))
 }
 
 /// Reads the shard and sends events until the subscription is over.
 async fn push(
     api: &Api,
     mut subscription: Subscription,
-    sender: &mpsc::Sender<Bytes>,
+    sender: &mpsc::Sender<Pushed>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let format = subscription.format;
     let ends_at = Instant::now() + api.kinesis.subscription_lifetime();
-    if sender
-        .send(event_stream::initial_response(format))
-        .await
-        .is_err()
-    {
-        return;
-    }
     let mut read_to = api.kinesis.sequence_number_read_to(&subscription.iterator);
     // Zero: the first read is sent whatever it holds, so the consumer learns where it is.
     let mut last_event: Option<Instant> = None;
@@ -245,7 +292,7 @@ async fn push(
                     ),
                     other => ApiError::from(other),
                 };
-                let _ = sender.send(event_stream::exception(&error, format)).await;
+                let _ = sender.send(Pushed::Failed(error)).await;
                 return;
             }
         };
@@ -253,33 +300,26 @@ async fn push(
             read_to = Some(last.sequence_number.clone());
         }
         let at_end = output.next_shard_iterator.is_none();
+        let had_records = !output.records.is_empty();
+        let next_iterator = output.next_shard_iterator;
         let due = last_event.is_none_or(|sent| sent.elapsed() >= HEARTBEAT);
-        if !output.records.is_empty() || at_end || due {
-            let event = SubscribeToShardEvent {
-                records: output.records.iter().map(WireRecord::from).collect(),
-                continuation_sequence_number: if at_end {
-                    None
-                } else {
-                    read_to.as_ref().map(SequenceNumber::as_str)
-                },
+        if had_records || at_end || due {
+            let event = ShardEvent {
+                continuation_sequence_number: if at_end { None } else { read_to.clone() },
+                records: output.records,
                 millis_behind_latest: output.millis_behind_latest,
-                child_shards: output
-                    .child_shards
-                    .iter()
-                    .map(WireChildShard::from)
-                    .collect(),
+                child_shards: output.child_shards,
             };
-            let frame = event_stream::event("SubscribeToShardEvent", format, format.write(&event));
-            if sender.send(frame).await.is_err() {
+            if sender.send(Pushed::Event(event)).await.is_err() {
                 return;
             }
             last_event = Some(Instant::now());
         }
-        let Some(next) = output.next_shard_iterator else {
+        let Some(next) = next_iterator else {
             return;
         };
         subscription.iterator = next;
-        if !output.records.is_empty() {
+        if had_records {
             idle_reads = 0;
             continue;
         }

@@ -1,0 +1,281 @@
+//! `kinesis-esm run` with a template whose event reads through an enhanced fan-out consumer
+//! (`tests/templates/cli/shipping-fan-out.yaml`): the run registers the declared consumer, and
+//! its records are pushed by `SubscribeToShard` to the same batching, retries, checkpoints and
+//! shard order as polling. Over the embedded Kinesis (subscribed in process), and over
+//! `--kinesis-endpoint` against `kinesis-esm serve` (subscribed through `aws-sdk-kinesis`).
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use end_to_end::{kinesis_esm_binary, shipping_bootstrap, workspace_dir};
+use kinesis_esm::aws::SdkKinesis;
+use kinesis_esm::lease::Checkpoint;
+use kinesis_esm::mapping::{MappingStatus, ShardPhase};
+use kinesis_esm::sequence::SequenceNumber;
+use tokio::io::{AsyncBufReadExt as _, BufReader};
+use tokio::process::{Child, Command};
+
+/// How long a state the test waits for may take.
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+const TEMPLATE: &str = "tests/templates/cli/shipping-fan-out.yaml";
+const PARENT: &str = "shardId-000000000000";
+
+/// Starts `kinesis-esm <args>` and returns it with the URL it says it serves at (`marker`
+/// precedes the URL on its standard error).
+async fn start(args: &[&str], marker: &str) -> (Child, String) {
+    let mut child = Command::new(kinesis_esm_binary().await)
+        .args(args)
+        .current_dir(workspace_dir())
+        .env("KINESIS_ESM_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("kinesis-esm starts");
+    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = tokio::time::timeout(TIMEOUT, async {
+        while let Some(line) = stderr.next_line().await.unwrap() {
+            if let Some(rest) = line.split(marker).nth(1) {
+                return rest.split_whitespace().next().unwrap().to_owned();
+            }
+            eprintln!("{line}");
+        }
+        panic!("kinesis-esm {args:?} ended before serving");
+    })
+    .await
+    .expect("kinesis-esm serves");
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = stderr.next_line().await {
+            eprintln!("{line}");
+        }
+    });
+    (child, url)
+}
+
+/// The run's one mapping's status, asked until it satisfies `condition`.
+async fn wait_for(
+    status_url: &str,
+    what: &str,
+    condition: impl Fn(&MappingStatus) -> bool,
+) -> MappingStatus {
+    let started = std::time::Instant::now();
+    loop {
+        let output = Command::new(kinesis_esm_binary().await)
+            .args(["status", "--json", "--endpoint", status_url])
+            .output()
+            .await
+            .unwrap();
+        let statuses: Vec<MappingStatus> =
+            serde_json::from_slice(&output.stdout).unwrap_or_default();
+        if let Some(status) = statuses
+            .into_iter()
+            .next()
+            .filter(|status| condition(status))
+        {
+            return status;
+        }
+        assert!(started.elapsed() < TIMEOUT, "never {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn shipment(id: u64, carrier: &str) -> Vec<u8> {
+    format!(r#"{{"id":{id},"address":"Keizersgracht {id}, Amsterdam","carrier":"{carrier}"}}"#)
+        .into_bytes()
+}
+
+async fn put(kinesis: &SdkKinesis, id: u64, carrier: &str) -> SequenceNumber {
+    kinesis
+        .put_record("shipments", "customer-17", shipment(id, carrier))
+        .await
+        .expect("the record is put")
+        .1
+}
+
+/// Drives one run: a held shipment retried then given up, the checkpoint after each settled
+/// record, a split whose children are read only after the parent's end.
+async fn held_retried_checkpointed_and_split(kinesis: &SdkKinesis, status_url: &str) {
+    let booked = put(kinesis, 1, "dhl").await;
+    let held = put(kinesis, 2, "fedex").await;
+    let after = put(kinesis, 3, "ups").await;
+
+    // The fedex shipment is held: its shard waits in front of it, checkpointed at dhl.
+    let status = wait_for(status_url, "held at the fedex shipment", |status| {
+        status.shards.get(PARENT).is_some_and(|shard| {
+            shard
+                .held
+                .as_ref()
+                .is_some_and(|record| record.sequence_number == held)
+        })
+    })
+    .await;
+    assert_eq!(
+        status.shards[PARENT].checkpoint,
+        Some(Checkpoint::SequenceNumber(booked))
+    );
+    // Retried twice, then given up: the ups shipment behind it is booked.
+    let status = wait_for(status_url, "past the fedex shipment", |status| {
+        status.shards.get(PARENT).is_some_and(|shard| {
+            shard.checkpoint == Some(Checkpoint::SequenceNumber(after.clone()))
+        })
+    })
+    .await;
+    let parent = &status.shards[PARENT];
+    // The batch retried from fedex is given up whole: ups with it, if it came in that batch.
+    assert!(parent.acked >= 1 && parent.discarded >= 1, "{parent:#?}");
+    assert_eq!(parent.acked + parent.discarded, 3, "{parent:#?}");
+    assert_eq!(parent.retries, 2, "{parent:#?}");
+
+    // A split: the parent ends, then its children deliver what was put after it.
+    kinesis
+        .split_shard("shipments", PARENT, 1_u128 << 127)
+        .await
+        .expect("the shard splits");
+    for id in 4..8 {
+        put(kinesis, id, "dhl").await;
+    }
+    let status = wait_for(status_url, "the children read", |status| {
+        status.shards.len() == 3
+            && status
+                .shards
+                .values()
+                .filter(|shard| shard.shard_id != PARENT)
+                .map(|shard| shard.acked)
+                .sum::<u64>()
+                == 4
+    })
+    .await;
+    let parent = &status.shards[PARENT];
+    assert_eq!(parent.phase, ShardPhase::Ended, "{status:#?}");
+    assert_eq!(parent.checkpoint, Some(Checkpoint::ShardEnd));
+}
+
+/// Interrupts a process as Ctrl-C does and returns its standard output.
+async fn interrupt(mut child: Child) -> String {
+    let pid = child.id().unwrap().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .await
+            .unwrap()
+            .success()
+    );
+    let mut stdout = String::new();
+    let mut pipe = child.stdout.take().unwrap();
+    tokio::time::timeout(
+        TIMEOUT,
+        tokio::io::AsyncReadExt::read_to_string(&mut pipe, &mut stdout),
+    )
+    .await
+    .expect("it stops after Ctrl-C")
+    .unwrap();
+    child.wait().await.unwrap();
+    stdout
+}
+
+/// The consumers of the stream, as `ListStreamConsumers` names them, once there is one (the
+/// run registers them after building the function).
+async fn consumers(kinesis: &SdkKinesis) -> Vec<String> {
+    let started = std::time::Instant::now();
+    loop {
+        let names = list_consumers(kinesis).await;
+        if !names.is_empty() || started.elapsed() > TIMEOUT {
+            return names;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn list_consumers(kinesis: &SdkKinesis) -> Vec<String> {
+    let arn = kinesis
+        .client()
+        .describe_stream_summary()
+        .stream_name("shipments")
+        .send()
+        .await
+        .unwrap()
+        .stream_description_summary
+        .unwrap()
+        .stream_arn;
+    kinesis
+        .client()
+        .list_stream_consumers()
+        .stream_arn(arn)
+        .send()
+        .await
+        .unwrap()
+        .consumers
+        .unwrap_or_default()
+        .into_iter()
+        .map(|consumer| consumer.consumer_name)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_mapping_reads_the_embedded_kinesis_through_its_declared_consumer() {
+    shipping_bootstrap().await;
+    let (run, url) = start(
+        &[
+            "run",
+            "--template",
+            TEMPLATE,
+            "--listen",
+            "127.0.0.1:0",
+            "--retry-pause",
+            "300ms",
+            "--max-retry-pause",
+            "300ms",
+        ],
+        "Kinesis API at ",
+    )
+    .await;
+    let kinesis = SdkKinesis::new(Some(&url), "us-east-1").await.unwrap();
+    // The run registered the template's consumer on its endpoint.
+    assert_eq!(consumers(&kinesis).await, vec!["shipping-reader"]);
+    held_retried_checkpointed_and_split(&kinesis, &url).await;
+    let summary = interrupt(run).await;
+    assert!(summary.contains("shipments"), "{summary}");
+}
+
+#[tokio::test]
+async fn a_mapping_reads_another_kinesis_through_its_consumer_with_the_sdk() {
+    shipping_bootstrap().await;
+    let (serve, kinesis_url) = start(
+        &[
+            "serve",
+            "--stream",
+            "shipments:1",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        "Kinesis API at ",
+    )
+    .await;
+    let (run, status_url) = start(
+        &[
+            "run",
+            "--template",
+            TEMPLATE,
+            "--kinesis-endpoint",
+            &kinesis_url,
+            "--listen",
+            "127.0.0.1:0",
+            "--retry-pause",
+            "300ms",
+            "--max-retry-pause",
+            "300ms",
+        ],
+        "status at ",
+    )
+    .await;
+    let kinesis = SdkKinesis::new(Some(&kinesis_url), "us-east-1")
+        .await
+        .unwrap();
+    assert_eq!(consumers(&kinesis).await, vec!["shipping-reader"]);
+    held_retried_checkpointed_and_split(&kinesis, &status_url).await;
+    interrupt(run).await;
+    interrupt(serve).await;
+}
