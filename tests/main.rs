@@ -29,6 +29,7 @@ mod cli;
 mod cli_errors;
 mod commands;
 mod contract;
+mod failures_replay;
 mod filtering;
 mod function_logs;
 mod health;
