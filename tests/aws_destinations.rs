@@ -2,7 +2,10 @@
 //! run over kinesis-local discards the fedex batch after its 5 retries, and its invocation
 //! record lands in the queue, in the topic (read through a subscribed queue) and in the bucket,
 //! in the shape Lambda sends (`docs/event-source-mapping.md` §5); `kinesis-esm failures replay`
-//! then reads the batch's records from the stream again. Needs `scripts/local-stack run`.
+//! then reads the batch's records from the stream again; the README's SQS main run (the
+//! repository's `template.yaml` as it is, over the embedded Kinesis, `--destination-endpoint`
+//! moto) fills the queue `Queue`, which `kinesis-esm failures --queue-url` lists. Needs
+//! `scripts/local-stack run`.
 
 use std::path::{Path, PathBuf};
 
@@ -27,6 +30,17 @@ fn shipping_template(stream: &str, destination: &str, resources: &str) -> PathBu
         text,
         "      Name: shipments\n",
         &format!("      Name: {stream}\n"),
+    );
+    // The retry and dead-letter streams too, so that runs at once share no stream.
+    let text = replaced(
+        text,
+        "      Name: shipments-retry\n",
+        &format!("      Name: {stream}-retry\n"),
+    );
+    let text = replaced(
+        text,
+        "      Name: shipments-dlq\n",
+        &format!("      Name: {stream}-dlq\n"),
     );
     let text = replaced(
         text,
@@ -389,4 +403,75 @@ async fn aws_a_discarded_batch_is_an_object_in_the_bucket_with_its_payload() {
         "{payload}"
     );
     check_replay(&record).await;
+}
+
+/// The README's main run with an SQS destination, as written there: the queue `Queue` made at
+/// moto, `run --template template.yaml --put functions/shipping/events --until-idle
+/// --destination-endpoint $MOTO_ENDPOINT` from the repository's root, the record received from
+/// the queue, and `kinesis-esm failures --queue-url` listing it.
+#[tokio::test]
+async fn aws_the_readmes_main_run_sends_the_fedex_batch_to_the_templates_queue() {
+    shipping_bootstrap().await;
+    let (sqs, _, _) = moto_clients().await;
+    // The README's queue: created again by each run (SQS answers with the same URL), emptied
+    // of what an earlier run left.
+    let queue_url = create_queue(&sqs, "Queue").await;
+    sqs.purge_queue()
+        .queue_url(&queue_url)
+        .send()
+        .await
+        .expect("queue purged");
+    let moto = moto_endpoint();
+    let run = kinesis_esm_with(
+        &workspace_dir().join("template.yaml"),
+        &workspace_dir().join("functions/shipping/events"),
+        &["--destination-endpoint", &moto],
+    )
+    .await;
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    assert!(
+        run.stdout.contains(
+            "6 records in 1 batch discarded and sent to the on-failure destination Queue\n    \
+             -> SQS queue Queue message "
+        ),
+        "{run:#?}"
+    );
+    assert_eq!(
+        queue_url,
+        format!("{moto}/123456789012/Queue"),
+        "the README's URL"
+    );
+    let listed = kinesis_esm(&[
+        "failures",
+        "--queue-url",
+        &queue_url,
+        "--destination-endpoint",
+        &moto,
+    ])
+    .await;
+    assert_eq!(listed.0, Some(0), "{}", listed.1);
+    assert!(
+        listed.1.contains(" shipments shardId-000000000000  ")
+            && listed.1.contains("6 records  RetryAttemptsExhausted"),
+        "{}",
+        listed.1
+    );
+    // `failures` leaves a message hidden for a second; a receive that waits sees it again.
+    let bodies = {
+        let mut bodies = Vec::new();
+        for _ in 0..5 {
+            bodies = receive(&sqs, &queue_url).await;
+            if !bodies.is_empty() {
+                break;
+            }
+        }
+        bodies
+    };
+    assert_eq!(
+        bodies.len(),
+        1,
+        "one record for the fedex batch: {bodies:?}"
+    );
+    let record: Value = serde_json::from_str(&bodies[0]).expect("the body is the record as JSON");
+    check_record(&record, "shipments");
 }

@@ -97,7 +97,8 @@ impl Emulator {
         serde_json::from_str(&json).unwrap()
     }
 
-    /// Asks for the status of the run's one mapping until it satisfies `condition`.
+    /// Asks for the status of the run's mapping on `shipments` (the template maps the function
+    /// to `shipments-retry` too) until it satisfies `condition`.
     async fn wait_for(
         &self,
         what: &str,
@@ -106,10 +107,10 @@ impl Emulator {
         let started = std::time::Instant::now();
         loop {
             let statuses = self.statuses().await;
-            assert!(statuses.len() <= 1, "one mapping: {statuses:#?}");
+            assert!(statuses.len() <= 2, "two mappings: {statuses:#?}");
             if let Some(status) = statuses
                 .into_iter()
-                .next()
+                .find(|status| status.stream_name == "shipments")
                 .filter(|status| condition(status))
             {
                 return status;

@@ -30,6 +30,7 @@ mod cli_errors;
 mod commands;
 mod contract;
 mod fan_out;
+mod failures_replay;
 mod filtering;
 mod function_logs;
 mod health;

@@ -23,7 +23,8 @@
 //!   lists append, other values are the function's own; `IgnoreGlobals` is honoured).
 //!   Functions without a Kinesis event, and events of other types (SQS, Api, Schedule, ...), are
 //!   skipped without a word: they are not the emulator's business.
-//! - `Ref`, `Fn::GetAtt`, `Fn::Sub` and `Fn::Join`, short and long forms, resolve over the
+//! - `Ref`, `Fn::GetAtt`, `Fn::Sub`, `Fn::Join` and `Fn::If` (over the template's
+//!   `Conditions`), short and long forms, resolve over the
 //!   template's parameters (their `Default`, or [`TemplateOptions::parameter_overrides`]), the
 //!   pseudo-parameters `AWS::Region`, `AWS::AccountId`, `AWS::Partition`, `AWS::StackName`,
 //!   `AWS::URLSuffix` (from [`TemplateOptions`]), and the template's streams (`Ref` gives the
@@ -33,8 +34,9 @@
 //! anything that would make the local run differ from Lambda without saying so, such as
 //! tumbling windows, enhanced fan-out
 //! consumers, a stream that is neither defined in the template nor given by ARN, property names
-//! kinesis-esm does not know (usually typos), values outside the ranges Lambda accepts, and
-//! values no local run can know (the attributes of other resources, SSM parameters, `Fn::If`).
+//! kinesis-esm does not know (usually typos), values outside the ranges Lambda accepts, values
+//! no local run can know (the attributes of other resources, SSM parameters), and resources
+//! that exist only under a `Condition`.
 //! Properties that change nothing locally (`Description`, `Tags`, `Policies`, `Role`,
 //! `Layers`, `Tracing`, ...) are accepted. A stream given by literal ARN may live outside the
 //! template (for runs against a real Kinesis endpoint); the embedded Kinesis only holds the
@@ -281,7 +283,13 @@ fn read_template(
     };
     check_transform(&top, resources)?;
     let parameters = parameters(&top, options)?;
-    let mut resolver = Resolver::new(options, parameters, resources);
+    let no_conditions = Mapping::new();
+    let conditions = match top.get("Conditions") {
+        None => &no_conditions,
+        Some(Value::Mapping(conditions)) => conditions,
+        Some(_) => return Err(top.not_allowed("Conditions", "a map of conditions")),
+    };
+    let mut resolver = Resolver::new(options, parameters, resources, conditions);
 
     let mut streams: Vec<StreamResource> = Vec::new();
     for (logical_id, resource) in typed_resources(resources, KINESIS_STREAM)? {

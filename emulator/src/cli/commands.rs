@@ -36,6 +36,12 @@ pub(super) struct KinesisTarget {
 }
 
 impl KinesisTarget {
+    /// The endpoint a function run against this Kinesis is pointed at (`AWS_ENDPOINT_URL_KINESIS`);
+    /// none with `--aws`, where the SDK finds AWS itself.
+    pub(super) fn endpoint_for_functions(&self) -> Option<&str> {
+        (!self.aws).then_some(self.endpoint.as_str())
+    }
+
     pub(super) async fn connect(&self) -> anyhow::Result<SdkKinesis> {
         let connection = if self.aws {
             AwsConnection::from_environment()

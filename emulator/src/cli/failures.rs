@@ -1,9 +1,9 @@
 //! `kinesis-esm failures`: lists the on-failure records of discarded batches (from the folder
 //! `run` writes them to, or an SQS queue), and `failures replay RECORD...` reads the records
-//! each names again from the stream (its shard, first and last sequence number) and publishes
-//! them: to the stream they came from by default, where a running `kinesis-esm run` invokes the
-//! function with them again, or to `--to-stream`. This is the step Lambda leaves to users of its
-//! metadata-only SQS and SNS records.
+//! each names again from the stream (its shard, first and last sequence number) and invokes the
+//! template's function with them (`failures/invoke.rs`), printing its answer, or publishes them
+//! to `--to-stream` (their own stream, where a running `kinesis-esm run` delivers them again, or
+//! another). This is the step Lambda leaves to users of its metadata-only SQS and SNS records.
 
 use std::path::{Path, PathBuf};
 
@@ -13,9 +13,14 @@ use serde_json::Value;
 
 use super::commands::{KinesisTarget, put_every_record};
 use super::destinations::folder_root;
+use super::function_binary::BinaryOptions;
+use super::run::FunctionLogs;
 use crate::destination::shape::BatchPosition;
 use crate::records_file::RecordToPut;
 use crate::source::{IteratorPosition, Record, ShardSource};
+use crate::template::{LOCAL_DYNAMODB_VARIABLE, Template, TemplateOptions};
+
+mod invoke;
 
 /// `kinesis-esm failures`.
 #[derive(Debug, Args)]
@@ -35,13 +40,21 @@ pub(super) struct FailuresArgs {
     /// `--state-dir`: see `SharedOptions`.
     #[arg(skip)]
     pub(super) state_dir: Option<PathBuf>,
+    /// `--template` (`template.yaml` by default), whose function `replay` invokes.
+    #[arg(skip)]
+    pub(super) template: PathBuf,
+    /// `--account-id`: see `SharedOptions`.
+    #[arg(skip)]
+    pub(super) account_id: String,
     #[command(flatten)]
     pub(super) target: KinesisTarget,
 }
 
 #[derive(Debug, Subcommand)]
 enum FailuresAction {
-    /// Reads the records each on-failure record names from the stream and publishes them again.
+    /// Reads the records each on-failure record names from the stream and invokes the
+    /// template's function with them (printing its answer; no checkpoint moves), or publishes
+    /// them to `--to-stream`.
     Replay(ReplayArgs),
 }
 
@@ -50,18 +63,32 @@ struct ReplayArgs {
     /// On-failure record files (as `failures` lists them, or saved from a queue, topic or bucket).
     #[arg(value_name = "RECORD", required = true)]
     records: Vec<PathBuf>,
-    /// Publishes the records to this stream instead of the one they came from.
+    /// Publishes the records to this stream (their own, where a running `run` delivers them
+    /// again, or another) instead of invoking the function.
     #[arg(long, value_name = "STREAM")]
     to_stream: Option<String>,
+    /// The function to invoke (logical id or name); by default the template's one function
+    /// that reads the batch's stream.
+    #[arg(long = "function", value_name = "NAME", conflicts_with = "to_stream")]
+    function: Option<String>,
+    /// Values for the template's `Parameters` (`Key=Value ...`), as `run` takes them.
+    #[arg(long, value_name = "KEY=VALUE", num_args = 1.., conflicts_with = "to_stream")]
+    parameter_overrides: Vec<String>,
+    /// Takes the function's binary from this folder instead of building it with cargo.
+    #[arg(long, value_name = "DIR", conflicts_with = "to_stream")]
+    prebuilt_dir: Option<PathBuf>,
+    /// Builds the function's binary with `--release`.
+    #[arg(long, conflicts_with = "to_stream")]
+    release: bool,
 }
 
-pub(super) async fn failures(args: FailuresArgs) -> anyhow::Result<()> {
+pub(super) async fn failures(args: FailuresArgs, logs: FunctionLogs) -> anyhow::Result<()> {
     let folder = args
         .folder
         .clone()
         .unwrap_or_else(|| folder_root(args.state_dir.as_deref()));
     match &args.action {
-        Some(FailuresAction::Replay(replay)) => replay_records(&args, replay).await,
+        Some(FailuresAction::Replay(replay)) => replay_records(&args, replay, logs).await,
         None => {
             let records = match &args.queue_url {
                 Some(queue_url) => queue_records(&args, queue_url).await?,
@@ -194,9 +221,15 @@ async fn queue_records(
     Ok(seen.into_iter().collect())
 }
 
-/// Reads each record's batch from its shard and publishes it again.
-async fn replay_records(args: &FailuresArgs, replay: &ReplayArgs) -> anyhow::Result<()> {
+/// Reads each record's batch from its shard, then invokes the function with each batch or
+/// publishes it to `--to-stream`.
+async fn replay_records(
+    args: &FailuresArgs,
+    replay: &ReplayArgs,
+    logs: FunctionLogs,
+) -> anyhow::Result<()> {
     let kinesis = args.target.connect().await?;
+    let mut batches = Vec::new();
     for path in &replay.records {
         let record = read_record(path)?;
         let position = BatchPosition::of_record(&record)
@@ -209,8 +242,18 @@ async fn replay_records(args: &FailuresArgs, replay: &ReplayArgs) -> anyhow::Res
                 position.shard_id
             )
         })?;
-        let stream = replay.to_stream.as_deref().unwrap_or(&position.stream_name);
-        let to_put: Vec<RecordToPut> = records
+        batches.push(invoke::ReadAgain {
+            path: path.display().to_string(),
+            position,
+            records,
+        });
+    }
+    let Some(stream) = &replay.to_stream else {
+        return invoke_function(args, replay, logs, &batches).await;
+    };
+    for batch in &batches {
+        let to_put: Vec<RecordToPut> = batch
+            .records
             .iter()
             .map(|record| RecordToPut {
                 partition_key: record.partition_key.to_string(),
@@ -221,14 +264,47 @@ async fn replay_records(args: &FailuresArgs, replay: &ReplayArgs) -> anyhow::Res
         put_every_record(&kinesis, stream, &to_put).await?;
         println!(
             "{}: {} records of {} {}..{} published again to {stream}",
-            path.display(),
-            records.len(),
-            position.shard_id,
-            position.first,
-            position.last
+            batch.path,
+            batch.records.len(),
+            batch.position.shard_id,
+            batch.position.first,
+            batch.position.last
         );
     }
     Ok(())
+}
+
+/// Invokes the template's function with each batch, as `run` would run it.
+async fn invoke_function(
+    args: &FailuresArgs,
+    replay: &ReplayArgs,
+    logs: FunctionLogs,
+    batches: &[invoke::ReadAgain],
+) -> anyhow::Result<()> {
+    invoke::check_template_file(&args.template)?;
+    let options = TemplateOptions {
+        region: args.target.region.clone(),
+        account_id: args.account_id.clone(),
+        parameter_overrides: super::sam_options::parameter_overrides(&replay.parameter_overrides)
+            .map_err(anyhow::Error::msg)?,
+        local_dynamodb: std::env::var(LOCAL_DYNAMODB_VARIABLE).ok(),
+        ..TemplateOptions::default()
+    };
+    let template = Template::load_with(&args.template, &options)?;
+    let options = invoke::InvokeOptions {
+        template: &template,
+        function: replay.function.as_deref(),
+        binary: BinaryOptions {
+            prebuilt_dir: replay.prebuilt_dir.as_deref(),
+            release: replay.release,
+            region: &args.target.region,
+            account_id: &args.account_id,
+            function_env: &[],
+            kinesis_endpoint: args.target.endpoint_for_functions(),
+        },
+        logs,
+    };
+    invoke::invoke_again(batches, &options).await
 }
 
 /// The records of `position`'s shard from its first to its last sequence number.

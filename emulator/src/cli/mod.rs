@@ -14,6 +14,7 @@ mod destinations;
 mod dlq;
 mod failures;
 mod fan_out;
+mod function_binary;
 mod page_actions;
 mod port_owner;
 mod progress;
@@ -241,8 +242,8 @@ enum Command {
     /// Shows what a running `kinesis-esm run` is doing: per mapping and shard, the lineage, state,
     /// checkpoint, lease owner, held record and iterator age.
     Status(commands::StatusArgs),
-    /// Lists the on-failure records of discarded batches; `failures replay RECORD...` publishes
-    /// their records again.
+    /// Lists the on-failure records of discarded batches; `failures replay RECORD...` invokes the
+    /// function with their records again (or publishes them with `--to-stream`).
     Failures(failures::FailuresArgs),
     /// Lists a dead-letter stream's records (lambda-kinesis' retry envelopes) decoded; `dlq
     /// redrive` publishes them back to the streams they first arrived on.
@@ -344,7 +345,9 @@ impl Cli {
             Ok(Command::Reshard(args)) => commands::reshard(args).await.map(|()| Exit::Settled),
             Ok(Command::Events(args)) => commands::events(args).map(|()| Exit::Settled),
             Ok(Command::Status(args)) => commands::status(args).await.map(|()| Exit::Settled),
-            Ok(Command::Failures(args)) => failures::failures(args).await.map(|()| Exit::Settled),
+            Ok(Command::Failures(args)) => failures::failures(args, function_logs)
+                .await
+                .map(|()| Exit::Settled),
             Ok(Command::Dlq(args)) => dlq::dlq(args).await.map(|()| Exit::Settled),
             Ok(Command::Replay(args)) => replay::replay(args).await.map(|()| Exit::Settled),
         };
@@ -399,9 +402,17 @@ impl SharedOptions {
             Command::Status(_) => shared.refuse_unused("status", &[])?,
             Command::Replay(_) => shared.refuse_unused("replay", &[])?,
             Command::Failures(args) => {
-                shared.refuse_unused("failures", &["--region", "--state-dir"])?;
+                shared.refuse_unused(
+                    "failures",
+                    &["--region", "--state-dir", "--template", "--account-id"],
+                )?;
                 args.target.region = shared.region();
                 args.state_dir.clone_from(&shared.state_dir);
+                args.template = shared
+                    .template
+                    .clone()
+                    .unwrap_or_else(|| "template.yaml".into());
+                args.account_id = shared.account_id();
             }
             Command::Dlq(args) => {
                 shared.refuse_unused("dlq", &["--region"])?;

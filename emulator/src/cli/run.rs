@@ -11,16 +11,16 @@ use clap::Args;
 use tokio::sync::watch;
 
 use super::commands::put_every_record;
+use super::function_binary::{BinaryOptions, runtime_api_invoker};
 use super::page_actions::RunActions;
 use super::progress::Progress;
 use super::sam_options::EnvVarsFile;
 use super::{Exit, STATUS_PATH, connection_to, parse_duration};
 use crate::aws::{AwsConnection, DynamoLeaseStore, SdkKinesis};
 use crate::control::{Control, Phase as ControlPhase};
-use crate::function::build_function;
 use crate::invoke::Invoker;
 use crate::invoke::invoke_api::{InvokeApi, InvokeApiOptions};
-use crate::invoke::runtime_api::{FunctionDefinition, RuntimeApi};
+use crate::invoke::runtime_api::RuntimeApi;
 use crate::kinesis::http::{
     DEFAULT_ADDR, LocalFanOut, ServerHandle, SideDocument, serve_with_page,
 };
@@ -270,7 +270,7 @@ pub(super) async fn run(
             .await
             .with_context(|| format!("stream {} ({})", stream.name, stream.logical_id))?;
         // The embedded Kinesis scales an ON_DEMAND stream as AWS does (docs/kinesis.md).
-        if let (Streams::Embedded(kinesis), StreamMode::OnDemand) = (&streams, stream.mode) {
+        if let (Streams::Embedded(kinesis, _), StreamMode::OnDemand) = (&streams, stream.mode) {
             kinesis.set_on_demand(&stream.name, true)?;
         }
     }
@@ -621,64 +621,16 @@ async fn invoker_for(
             InvokeApi::aws_from_environment(invoke_name, InvokeApiOptions::default()).await?;
         return Ok(FunctionInvoker::InvokeApi(Arc::new(invoker)));
     }
-    if args.prebuilt_dir.is_none() && !function.code_dir.is_dir() {
-        bail!(
-            "CodeUri {} is not a folder: {} does not exist",
-            function.code_uri,
-            function.code_dir.display()
-        );
-    }
-    tracing::info!(function = %function.function_name, crate_dir = %function.code_dir.display(), "building");
-    let binary = match &args.prebuilt_dir {
-        Some(dir) => {
-            let binary = dir.join(&function.binary);
-            if !binary.is_file() {
-                bail!(
-                    "--prebuilt-dir {}: no binary {} for function {} in it",
-                    dir.display(),
-                    function.binary,
-                    function.function_name
-                );
-            }
-            binary
-        }
-        None => build_function(&function.code_dir, &function.binary, args.release)?,
+    let options = BinaryOptions {
+        prebuilt_dir: args.prebuilt_dir.as_deref(),
+        release: args.release,
+        region: &args.region,
+        account_id: &args.account_id,
+        function_env: &args.function_env,
+        kinesis_endpoint,
     };
-    let mut definition = FunctionDefinition::new(&function.function_name, binary);
-    definition.handler.clone_from(&function.handler);
-    definition.runtime.clone_from(&function.runtime);
-    definition.memory_size_mb = function.memory_size;
-    definition.timeout = function.timeout;
-    definition.region.clone_from(&args.region);
-    definition.account_id.clone_from(&args.account_id);
-    definition.environment.clone_from(&function.environment);
-    definition.kinesis_endpoint = kinesis_endpoint.map(str::to_owned);
-    if let Some(env_vars) = env_vars {
-        let given = env_vars.for_function(
-            &function.logical_id,
-            &function.function_name,
-            function.environment.keys(),
-        );
-        if !given.undeclared.is_empty() {
-            tracing::warn!(
-                function = %function.logical_id,
-                variables = %given.undeclared.join(", "),
-                "--env-vars {}: not passed to the function: its Environment.Variables does not \
-                 declare them (SAM passes only declared variables too)",
-                env_vars.path().display()
-            );
-        }
-        definition.environment.extend(given.values);
-    }
-    definition
-        .environment
-        .extend(args.function_env.iter().cloned());
-    definition.logging.clone_from(&function.logging);
-    Ok(FunctionInvoker::RuntimeApi(Arc::new(
-        RuntimeApi::new(definition)
-            .max_environments(environments.max(RuntimeApi::DEFAULT_MAX_ENVIRONMENTS))
-            .function_logs(logs.full, logs.json),
-    )))
+    let invoker = runtime_api_invoker(function, &options, env_vars, environments, logs)?;
+    Ok(FunctionInvoker::RuntimeApi(Arc::new(invoker)))
 }
 
 /// The Kinesis endpoint a function run here is pointed at (`AWS_ENDPOINT_URL_KINESIS`), so that

@@ -67,6 +67,8 @@ pub fn fits_sns(message: &str) -> bool {
 /// reads again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BatchPosition {
+    /// `streamArn`.
+    pub stream_arn: String,
     /// The stream's name, from `streamArn`.
     pub stream_name: String,
     /// `shardId`.
@@ -110,6 +112,7 @@ impl BatchPosition {
                 format!("KinesisBatchInfo.streamArn {stream_arn} is not a stream ARN")
             })?;
         Ok(Self {
+            stream_arn,
             stream_name,
             shard_id: field("shardId")?,
             first: sequence_number("startSequenceNumber")?,

@@ -46,6 +46,7 @@ pub use status::{
 use status::{Settled, ShardChange};
 
 pub use control::MappingControl;
+pub(crate) use reader::event_records;
 use reader::{ReaderExit, ShardReader};
 
 /// How many leases a worker takes at once: enough that a remote table's round trips overlap,

@@ -33,6 +33,7 @@ mod replay;
 mod shard_end;
 mod windows;
 use super::lanes::batch_len;
+
 use super::replay::ReplayCommand;
 use super::{MappingEvent, Settled, ShardChange, Shared};
 use crate::backoff::{Backoff, RetryKind, Retryable as _};
@@ -40,6 +41,8 @@ use crate::config::StartingPosition;
 use crate::lease::{Checkpoint, Lease};
 use crate::sequence::SequenceNumber;
 use crate::source::{ChildShard, IteratorPosition, Record, Shard, SourceError, StreamDescription};
+/// The records of an event, as the mapping writes them (`failures replay` writes its events so).
+pub(crate) use batch::event_records;
 use batch::{BatchContext, LaneMemory, Settlements};
 
 /// The most records one `GetRecords` call asks for (the API's limit).

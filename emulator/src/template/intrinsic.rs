@@ -1,6 +1,7 @@
 //! CloudFormation's intrinsic functions, as far as a local run can know their values:
-//! `Ref`, `Fn::GetAtt`, `Fn::Sub` and `Fn::Join`, in their short (`!Ref`) and long (`Ref:`)
-//! forms, over parameters, pseudo-parameters and the template's Kinesis streams.
+//! `Ref`, `Fn::GetAtt`, `Fn::Sub`, `Fn::Join` and `Fn::If` (over the template's `Conditions`:
+//! `Fn::Equals`, `Fn::Not`, `Fn::And`, `Fn::Or`, `Condition`), in their short (`!Ref`) and long
+//! (`Ref:`) forms, over parameters, pseudo-parameters and the template's Kinesis streams.
 
 use std::collections::BTreeMap;
 
@@ -107,6 +108,8 @@ pub(super) struct Resolver<'t> {
     url_suffix: &'static str,
     parameters: BTreeMap<String, ParameterValue>,
     resources: &'t Mapping,
+    /// The template's `Conditions` section (empty without one).
+    conditions: &'t Mapping,
     local_dynamodb: Option<&'t str>,
     /// The names of the template's Kinesis streams by logical id, once they are known.
     stream_names: BTreeMap<String, String>,
@@ -118,6 +121,7 @@ impl<'t> Resolver<'t> {
         options: &'t TemplateOptions,
         parameters: BTreeMap<String, ParameterValue>,
         resources: &'t Mapping,
+        conditions: &'t Mapping,
     ) -> Self {
         let (partition, url_suffix) = partition_of(&options.region);
         Self {
@@ -128,6 +132,7 @@ impl<'t> Resolver<'t> {
             url_suffix,
             parameters,
             resources,
+            conditions,
             local_dynamodb: options.local_dynamodb.as_deref(),
             stream_names: BTreeMap::new(),
         }
@@ -207,8 +212,9 @@ impl<'t> Resolver<'t> {
                 "Fn::GetAtt" => self.get_att_argument(argument),
                 "Fn::Sub" => self.sub_argument(argument),
                 "Fn::Join" => self.join_argument(argument),
+                "Fn::If" => self.if_argument(argument),
                 other => Err(format!(
-                    "{other} is not evaluated by kinesis-esm (it evaluates Ref, Fn::GetAtt, Fn::Sub and Fn::Join)"
+                    "{other} is not evaluated by kinesis-esm (it evaluates Ref, Fn::GetAtt, Fn::Sub, Fn::Join and Fn::If)"
                 )),
             };
         }
@@ -400,6 +406,96 @@ impl<'t> Resolver<'t> {
             _ => Err(format!(
                 "Fn::Join takes [delimiter, [values]], not {}",
                 render(argument)
+            )),
+        }
+    }
+}
+
+/// How deep conditions may name conditions: CloudFormation refuses a cycle, and a chain this
+/// long is one.
+const CONDITION_DEPTH: usize = 32;
+
+impl Resolver<'_> {
+    /// `Fn::If` written as `[condition, value if true, value if false]`.
+    fn if_argument(&self, argument: &Value) -> Result<String, String> {
+        match argument.as_sequence().map(Vec::as_slice) {
+            Some([Value::String(condition), when_true, when_false]) => {
+                if self.condition(condition, 0)? {
+                    self.text(when_true)
+                } else {
+                    self.text(when_false)
+                }
+            }
+            _ => Err(format!(
+                "Fn::If takes [condition, value if true, value if false], not {}",
+                render(argument)
+            )),
+        }
+    }
+
+    /// The value of the template's condition `name`.
+    fn condition(&self, name: &str, depth: usize) -> Result<bool, String> {
+        if depth > CONDITION_DEPTH {
+            return Err(format!(
+                "condition {name} names conditions that name it again"
+            ));
+        }
+        let Some(definition) = self.conditions.get(name) else {
+            return Err(format!(
+                "{name} is not a condition of the template's Conditions"
+            ));
+        };
+        self.boolean(definition, depth)
+            .map_err(|reason| format!("condition {name}: {reason}"))
+    }
+
+    /// A condition function's value: `Fn::Equals`, `Fn::Not`, `Fn::And`, `Fn::Or`, or
+    /// `Condition` naming another condition.
+    fn boolean(&self, value: &Value, depth: usize) -> Result<bool, String> {
+        let named = match value {
+            Value::Mapping(mapping) if mapping.len() == 1 => mapping
+                .get("Condition")
+                .map(|argument| ("Condition".to_owned(), argument)),
+            _ => None,
+        };
+        let Some((function, argument)) = named.or_else(|| intrinsic(value)) else {
+            return Err(format!(
+                "{} is not a condition function (Fn::Equals, Fn::Not, Fn::And, Fn::Or, Condition)",
+                render(value)
+            ));
+        };
+        let items = || {
+            argument
+                .as_sequence()
+                .ok_or_else(|| format!("{function} takes a list, not {}", render(argument)))
+        };
+        match function.as_str() {
+            "Fn::Equals" => match items()?.as_slice() {
+                [left, right] => Ok(self.text(left)? == self.text(right)?),
+                _ => Err(format!(
+                    "Fn::Equals takes [value, value], not {}",
+                    render(argument)
+                )),
+            },
+            "Fn::Not" => match items()?.as_slice() {
+                [inner] => Ok(!self.boolean(inner, depth)?),
+                _ => Err(format!(
+                    "Fn::Not takes [condition], not {}",
+                    render(argument)
+                )),
+            },
+            "Fn::And" => items()?
+                .iter()
+                .try_fold(true, |all, inner| Ok(self.boolean(inner, depth)? && all)),
+            "Fn::Or" => items()?
+                .iter()
+                .try_fold(false, |any, inner| Ok(self.boolean(inner, depth)? || any)),
+            "Condition" => match argument {
+                Value::String(name) => self.condition(name, depth + 1),
+                other => Err(format!("Condition takes a name, not {}", render(other))),
+            },
+            other => Err(format!(
+                "{other} is not a condition function (Fn::Equals, Fn::Not, Fn::And, Fn::Or, Condition)"
             )),
         }
     }

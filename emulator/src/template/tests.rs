@@ -1248,7 +1248,11 @@ fn environment_variables_must_resolve_and_be_settable() {
     );
     check_error(
         &with_function_extra("Environment: {Variables: {MODE: !If [IsProd, fast, slow]}}"),
-        "property Environment.Variables.MODE = !If [IsProd, fast, slow] cannot be resolved: Fn::If is not evaluated by kinesis-esm",
+        "property Environment.Variables.MODE = !If [IsProd, fast, slow] cannot be resolved: IsProd is not a condition of the template's Conditions",
+    );
+    check_error(
+        &with_function_extra("Environment: {Variables: {MODE: !Select [0, [fast]]}}"),
+        "cannot be resolved: Fn::Select is not evaluated by kinesis-esm",
     );
     check_error(
         &with_function_extra("Environment: {Variables: {STACK: !Ref AWS::StackId}}"),
@@ -1531,5 +1535,75 @@ fn logging_config_refuses_what_lambda_refuses() {
     check_error(
         &with_function_extra("LoggingConfig: {Format: JSON}"),
         "property LoggingConfig.Format is not a property kinesis-esm knows here",
+    );
+}
+
+/// A template whose function's `MODE` is `!If [<condition>, fast, slow]`, with a `Stage`
+/// parameter (`dev` unless overridden) and `conditions` (a block under `Conditions:`).
+fn with_conditions(conditions: &str, condition: &str) -> String {
+    with_function_extra(&format!(
+        "Environment: {{Variables: {{MODE: !If [{condition}, fast, slow]}}}}"
+    ))
+    .replacen(
+        "Resources:",
+        &format!(
+            "Parameters:\n  Stage: {{Type: String, Default: dev}}\nConditions:\n{conditions}Resources:"
+        ),
+        1,
+    )
+}
+
+fn mode_of(template: &Template) -> &str {
+    &template.functions[0].environment["MODE"]
+}
+
+#[test]
+fn fn_if_picks_a_value_by_the_templates_conditions() {
+    let conditions = "  IsProd: !Equals [!Ref Stage, prod]
+  IsDev: !Not [!Condition IsProd]
+  Both: !And [{Condition: IsProd}, !Equals [a, a]]
+  Either: !Or [!Condition IsProd, !Condition IsDev]
+  Long: {\"Fn::Equals\": [{Ref: Stage}, dev]}
+";
+    let cases = [
+        ("IsProd", "slow"),
+        ("IsDev", "fast"),
+        ("Both", "slow"),
+        ("Either", "fast"),
+        ("Long", "fast"),
+    ];
+    for (condition, expected) in cases {
+        let template = read(&with_conditions(conditions, condition));
+        assert_eq!(mode_of(&template), expected, "condition {condition}");
+    }
+    let production = Template::parse(
+        PATH,
+        &with_conditions(conditions, "IsProd"),
+        &TemplateOptions {
+            parameter_overrides: BTreeMap::from([("Stage".to_owned(), "prod".to_owned())]),
+            ..TemplateOptions::default()
+        },
+    )
+    .expect("the template reads");
+    assert_eq!(mode_of(&production), "fast", "the override decides");
+}
+
+#[test]
+fn conditions_that_cannot_be_evaluated_are_refused_saying_why() {
+    check_error(
+        &with_conditions("  Loop: !Condition Loop\n", "Loop"),
+        "condition Loop names conditions that name it again",
+    );
+    check_error(
+        &with_conditions("  Odd: !Equals [a]\n", "Odd"),
+        "condition Odd: Fn::Equals takes [value, value], not [a]",
+    );
+    check_error(
+        &with_conditions("  Plain: yes\n", "Plain"),
+        "condition Plain: yes is not a condition function",
+    );
+    check_error(
+        &with_function_extra("Environment: {Variables: {MODE: !If [IsProd, fast]}}"),
+        "Fn::If takes [condition, value if true, value if false], not [IsProd, fast]",
     );
 }

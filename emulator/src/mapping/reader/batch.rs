@@ -66,7 +66,7 @@ pub(super) struct WindowFlags {
 }
 
 /// The records of an event, as `lambda_kinesis::wire` writes them.
-fn event_records(records: &[Record]) -> impl Iterator<Item = EventRecord<'_>> {
+pub(crate) fn event_records(records: &[Record]) -> impl Iterator<Item = EventRecord<'_>> {
     records.iter().map(|record| EventRecord {
         sequence_number: record.sequence_number.as_str(),
         partition_key: &record.partition_key,
