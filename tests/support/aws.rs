@@ -632,10 +632,11 @@ pub async fn kinesis_esm_binary() -> PathBuf {
 }
 
 /// Builds the ledger fixture function once per test process, so that `kinesis-esm run` finds
-/// it built (its own build of the function is then a quick no-op).
-pub async fn build_ledger_function() {
+/// it built (its own build of the function is then a quick no-op), and returns its binary (for
+/// `run --prebuilt-dir`, which skips cargo altogether).
+pub async fn build_ledger_function() -> PathBuf {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    build_once(&BINARY, ledger_function_dir(), "bootstrap").await;
+    build_once(&BINARY, ledger_function_dir(), "bootstrap").await
 }
 
 /// A folder of its own under the system's temporary folder, removed when dropped.
