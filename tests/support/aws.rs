@@ -656,6 +656,13 @@ impl ScratchDir {
     pub fn join(&self, name: &str) -> PathBuf {
         self.0.join(name)
     }
+
+    /// Keeps the folder (it is not removed) and returns its path.
+    pub fn keep(self) -> PathBuf {
+        let path = self.0.clone();
+        std::mem::forget(self);
+        path
+    }
 }
 
 impl Drop for ScratchDir {

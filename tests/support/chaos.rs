@@ -498,7 +498,7 @@ async fn try_run(plan: ChaosPlan) -> Result<ChaosReport, String> {
         .iter()
         .map(|instance| count_in_log(&instance.log, REFUSED_RENEWAL))
         .sum();
-    Ok(ChaosReport {
+    let mut report = ChaosReport {
         plan,
         actions,
         tally,
@@ -513,7 +513,14 @@ async fn try_run(plan: ChaosPlan) -> Result<ChaosReport, String> {
         final_lease_faults,
         chaos_took,
         drain_took,
-    })
+        kept: None,
+    };
+    // A faulty run keeps its ledger and logs: the verdict names ledger lines, and the run cannot
+    // be replayed exactly (the seed fixes the choices, not the servers' timing).
+    if !report.faults().is_empty() {
+        report.kept = Some(scratch.keep());
+    }
+    Ok(report)
 }
 
 async fn list_shards(aws: &LocalAws, stream: &str) -> Vec<Shard> {

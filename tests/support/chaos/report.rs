@@ -1,6 +1,7 @@
 //! The chaos run's report: its figures, and the faults that break the guarantees.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::verdict::{OrderViolation, Tally};
@@ -31,6 +32,8 @@ pub struct ChaosReport {
     pub chaos_took: Duration,
     /// How long the drain took (everything delivered, every lease at its end).
     pub drain_took: Duration,
+    /// The run's folder (ledger, template, each instance's log), kept when the run was faulty.
+    pub kept: Option<PathBuf>,
 }
 
 impl ChaosReport {
@@ -107,6 +110,13 @@ impl fmt::Display for ChaosReport {
         }
         for fault in self.faults() {
             writeln!(formatter, "  FAULT: {fault}")?;
+        }
+        if let Some(kept) = &self.kept {
+            writeln!(
+                formatter,
+                "  kept for inspection: {} (the ledger, each instance's log)",
+                kept.display()
+            )?;
         }
         Ok(())
     }
