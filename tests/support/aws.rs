@@ -740,9 +740,9 @@ pub fn read_ledger(path: &Path) -> Vec<Delivery> {
         .collect()
 }
 
-/// The deliveries the ledger fixture wrote down, in order, each with the process id of the
-/// function (the execution environment) it was delivered to.
-pub fn read_ledger_by_process(path: &Path) -> Vec<(Delivery, u32)> {
+/// The deliveries the ledger fixture wrote down, in order, each with the execution environment
+/// (the function process: its id and start time, `<pid>-<nanoseconds>`) it was delivered to.
+pub fn read_ledger_by_process(path: &Path) -> Vec<(Delivery, String)> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
@@ -773,7 +773,10 @@ pub fn read_ledger_by_process(path: &Path) -> Vec<(Delivery, u32)> {
                 sequence_number: sequence_number.parse().unwrap_or_else(|_| bad()),
                 partition_key: partition_key.to_owned(),
             };
-            (delivery, process.parse().unwrap_or_else(|_| bad()))
+            if process.is_empty() {
+                bad();
+            }
+            (delivery, process.to_owned())
         })
         .collect()
 }

@@ -478,15 +478,18 @@ async fn try_run(plan: ChaosPlan) -> Result<ChaosReport, String> {
         .collect();
     let published_records: HashSet<(String, String)> = published.keys().cloned().collect();
     let tally = verdict::tally(&published_records, &delivered);
+    // Readers (execution environments) numbered in the order of their first delivery; a fault
+    // names the ledger line, which names the environment.
+    let mut reader_numbers: HashMap<&str, u32> = HashMap::new();
     let keyed: Vec<KeyedDelivery> = ledger_lines
         .iter()
         .zip(&delivered)
-        .filter_map(|((_, reader), record)| {
-            published.get(record).map(|&(key, index)| KeyedDelivery {
-                key,
-                index,
-                reader: *reader,
-            })
+        .filter_map(|((_, environment), record)| {
+            let next = reader_numbers.len() as u32;
+            let reader = *reader_numbers.entry(environment.as_str()).or_insert(next);
+            published
+                .get(record)
+                .map(|&(key, index)| KeyedDelivery { key, index, reader })
         })
         .collect();
     let order_violations = verdict::order_violations(&keyed);
