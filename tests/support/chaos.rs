@@ -6,7 +6,8 @@
 //!
 //! Every instance's function (the ledger fixture) appends to one shared ledger, one write per
 //! invocation, so the file's order is the order deliveries happened in, and each line names the
-//! function process that was delivered the record. [`verdict`] judges what came out.
+//! function process that was delivered the record by its id and start time (a process id alone
+//! is handed out again within minutes on a busy machine). [`verdict`] judges what came out.
 //!
 //! Run in short form by `tests/aws_chaos.rs` (the test command), in long form by the `chaos`
 //! binary (`cargo run -p end-to-end --bin chaos -- --minutes 10` under `scripts/local-stack`).
