@@ -7,10 +7,6 @@
 //!
 //! Each run prints its seed: `CHAOS_SEED=<seed>` replays the same choices. The long form is the
 //! `chaos` binary (`cargo run -p end-to-end --bin chaos -- --minutes 10`).
-//!
-//! Not yet a module of `main.rs`: it compiles, but its only run (machine load 24 on 2 cores)
-//! spent its ten minutes in the up-front `cargo build` of `kinesis-esm`, before any instance
-//! started. Add `mod aws_chaos;` to `main.rs` once a run has passed.
 
 use end_to_end::chaos::{self, ChaosKinesis, ChaosPlan};
 

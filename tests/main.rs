@@ -11,6 +11,7 @@
 //! exactly the order the mapping made the changes, with no other thread in between.
 
 mod aws_balance;
+mod aws_chaos;
 mod aws_destinations;
 mod aws_faults;
 mod aws_fencing;

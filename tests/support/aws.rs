@@ -632,10 +632,11 @@ pub async fn kinesis_esm_binary() -> PathBuf {
 }
 
 /// Builds the ledger fixture function once per test process, so that `kinesis-esm run` finds
-/// it built (its own build of the function is then a quick no-op).
-pub async fn build_ledger_function() {
+/// it built (its own build of the function is then a quick no-op), and returns its binary (for
+/// `run --prebuilt-dir`, which skips cargo altogether).
+pub async fn build_ledger_function() -> PathBuf {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    build_once(&BINARY, ledger_function_dir(), "bootstrap").await;
+    build_once(&BINARY, ledger_function_dir(), "bootstrap").await
 }
 
 /// A folder of its own under the system's temporary folder, removed when dropped.
@@ -654,6 +655,13 @@ impl ScratchDir {
     /// A path inside the folder.
     pub fn join(&self, name: &str) -> PathBuf {
         self.0.join(name)
+    }
+
+    /// Keeps the folder (it is not removed) and returns its path.
+    pub fn keep(self) -> PathBuf {
+        let path = self.0.clone();
+        std::mem::forget(self);
+        path
     }
 }
 
@@ -732,9 +740,9 @@ pub fn read_ledger(path: &Path) -> Vec<Delivery> {
         .collect()
 }
 
-/// The deliveries the ledger fixture wrote down, in order, each with the process id of the
-/// function (the execution environment) it was delivered to.
-pub fn read_ledger_by_process(path: &Path) -> Vec<(Delivery, u32)> {
+/// The deliveries the ledger fixture wrote down, in order, each with the execution environment
+/// (the function process: its id and start time, `<pid>-<nanoseconds>`) it was delivered to.
+pub fn read_ledger_by_process(path: &Path) -> Vec<(Delivery, String)> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
@@ -765,7 +773,10 @@ pub fn read_ledger_by_process(path: &Path) -> Vec<(Delivery, u32)> {
                 sequence_number: sequence_number.parse().unwrap_or_else(|_| bad()),
                 partition_key: partition_key.to_owned(),
             };
-            (delivery, process.parse().unwrap_or_else(|_| bad()))
+            if process.is_empty() {
+                bad();
+            }
+            (delivery, process.to_owned())
         })
         .collect()
 }

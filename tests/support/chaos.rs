@@ -6,31 +6,34 @@
 //!
 //! Every instance's function (the ledger fixture) appends to one shared ledger, one write per
 //! invocation, so the file's order is the order deliveries happened in, and each line names the
-//! function process that was delivered the record. [`verdict`] judges what came out.
+//! function process that was delivered the record by its id and start time (a process id alone
+//! is handed out again within minutes on a busy machine). [`verdict`] judges what came out.
 //!
 //! Run in short form by `tests/aws_chaos.rs` (the test command), in long form by the `chaos`
 //! binary (`cargo run -p end-to-end --bin chaos -- --minutes 10` under `scripts/local-stack`).
 //! Every wait is bounded and a failed one names the instance and shows the end of its log.
 
+mod instance;
+mod observe;
+mod report;
 pub mod verdict;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use kinesis_esm::source::{Shard, ShardSource as _};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::sync::watch;
 
 use crate::aws::{
-    EsmProcess, LedgerTemplate, LocalAws, RawLease, ScratchDir, build_ledger_function,
-    dynamodb_endpoint, kinesis_endpoint, kinesis_esm_binary, leases_by_shard,
-    read_ledger_by_process, shipment, unique_name,
+    LedgerTemplate, LocalAws, RawLease, ScratchDir, build_ledger_function, dynamodb_endpoint,
+    kinesis_endpoint, kinesis_esm_binary, leases_by_shard, read_ledger_by_process, unique_name,
 };
-use verdict::{FinalShard, KeyedDelivery, LeaseView, OrderViolation, Tally, UnreadWatch};
+use instance::{INSTANCE_TIMEOUT, Instance, Life, count_in_log, free_loopback_address, progress};
+use observe::{produce, watch_unread};
+pub use report::ChaosReport;
+use verdict::{FinalShard, KeyedDelivery};
 
 /// Which Kinesis the instances read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,12 +112,9 @@ const DELAY_MS: u64 = 20;
 const BATCH_SIZE: u32 = 10;
 /// How often the producer publishes and the watch looks at the lease table.
 const TICK: Duration = Duration::from_millis(250);
-/// How long an instance may take to start (its mapping running) or to stop gracefully.
-const INSTANCE_TIMEOUT: Duration = Duration::from_secs(60);
 /// What the emulator logs when fencing refuses a checkpoint write, and a renewal.
 const REFUSED_CHECKPOINT: &str = "the lease was taken by another worker";
 const REFUSED_RENEWAL: &str = "the lease was lost";
-const STATUS_PATH: &str = "/kinesis-esm/status";
 
 /// A small seeded generator (xorshift64*): enough to pick actions and pauses reproducibly.
 struct Rng(u64);
@@ -137,346 +137,10 @@ impl Rng {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Life {
-    Running,
-    /// SIGSTOPped; woken (SIGCONT) at this time.
-    Paused(Instant),
-    Dead,
-}
-
-/// One `kinesis-esm run` instance, through its restarts.
-struct Instance {
-    worker: String,
-    /// Its arguments but `--listen`.
-    args: Vec<String>,
-    /// Where it listens: fixed for the instance serving the embedded Kinesis, fresh each start
-    /// for the others (status only).
-    fixed_listen: Option<SocketAddr>,
-    log: PathBuf,
-    process: Option<EsmProcess>,
-    life: Life,
-    serves_kinesis: bool,
-}
-
-impl Instance {
-    /// Starts it and waits until its mapping runs (its status lists it), so that a signal sent
-    /// afterwards finds it past building the function.
-    async fn start(&mut self) -> Result<(), String> {
-        let listen = match self.fixed_listen {
-            Some(listen) => listen,
-            None => free_loopback_address(),
-        };
-        let listen_text = listen.to_string();
-        let mut args: Vec<&str> = self.args.iter().map(String::as_str).collect();
-        args.extend(["--listen", &listen_text]);
-        let mut process = EsmProcess::start(&args, &self.log).await;
-        let started = Instant::now();
-        loop {
-            if let Some(code) = process.ended() {
-                return Err(self.fault(&format!("ended while starting (exit {code:?})")));
-            }
-            if let Some(body) = http_get(listen, STATUS_PATH).await
-                && body.contains('{')
-            {
-                break;
-            }
-            if started.elapsed() > INSTANCE_TIMEOUT {
-                process.signal("KILL").await;
-                return Err(self.fault(&format!(
-                    "its mapping did not start within {INSTANCE_TIMEOUT:?} (status at {listen})"
-                )));
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        self.process = Some(process);
-        self.life = Life::Running;
-        Ok(())
-    }
-
-    fn process(&mut self) -> &mut EsmProcess {
-        self.process.as_mut().expect("a started instance")
-    }
-
-    async fn kill(&mut self) -> Result<(), String> {
-        self.process().signal("KILL").await;
-        match self.process().ended_within(INSTANCE_TIMEOUT).await {
-            Some(_) => {
-                self.life = Life::Dead;
-                Ok(())
-            }
-            None => Err(self.fault("did not end within a minute of SIGKILL")),
-        }
-    }
-
-    /// SIGTERM, and a bounded wait for the graceful stop (batches in flight, final checkpoints,
-    /// leases given up).
-    async fn stop(&mut self) -> Result<(), String> {
-        self.process().signal("TERM").await;
-        match self.process().ended_within(INSTANCE_TIMEOUT).await {
-            Some(Some(0)) => {
-                self.life = Life::Dead;
-                Ok(())
-            }
-            Some(code) => Err(self.fault(&format!("a graceful stop exited with {code:?}"))),
-            None => {
-                self.process().signal("KILL").await;
-                Err(self.fault(&format!(
-                    "a graceful stop (SIGTERM) did not end within {INSTANCE_TIMEOUT:?}"
-                )))
-            }
-        }
-    }
-
-    /// A failure naming the instance, with the end of its log.
-    fn fault(&self, what: &str) -> String {
-        format!(
-            "instance {}: {what}\n--- the end of {} ---\n{}",
-            self.worker,
-            self.log.display(),
-            log_tail(&self.log, 40)
-        )
-    }
-}
-
-/// A line on standard error, so that a long run shows where it is.
-fn progress(what: &str) {
-    eprintln!("chaos: {what}");
-}
-
-fn log_tail(path: &Path, lines: usize) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
-}
-
-fn count_in_log(path: &Path, needle: &str) -> usize {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter(|line| line.contains(needle))
-        .count()
-}
-
-/// A loopback address with a port the system just handed out (and took back).
-fn free_loopback_address() -> SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free loopback port")
-}
-
-/// `GET path` over HTTP/1.0 (no chunked answer): the body, or `None` if nothing answered.
-async fn http_get(address: SocketAddr, path: &str) -> Option<String> {
-    let exchange = async {
-        let mut connection = tokio::net::TcpStream::connect(address).await.ok()?;
-        let request = format!("GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n");
-        connection.write_all(request.as_bytes()).await.ok()?;
-        let mut answer = Vec::new();
-        connection.read_to_end(&mut answer).await.ok()?;
-        let text = String::from_utf8_lossy(&answer);
-        text.split_once("\r\n\r\n").map(|(_, body)| body.to_owned())
-    };
-    tokio::time::timeout(Duration::from_secs(5), exchange)
-        .await
-        .ok()
-        .flatten()
-}
-
-/// One record the producer had accepted.
-#[derive(Debug, Clone)]
-struct Placed {
-    shard_id: String,
-    sequence_number: String,
-    key: usize,
-    index: u64,
-}
-
-/// The producer: one record per key a tick, numbered per key, until told to stop.
-async fn produce(
-    aws: Arc<LocalAws>,
-    stream: String,
-    keys: usize,
-    mut stop: watch::Receiver<bool>,
-) -> Vec<Placed> {
-    let mut placed = Vec::new();
-    let mut next_index = vec![0_u64; keys];
-    let mut next_id = 0;
-    while !*stop.borrow() {
-        // One record per key a call: a record Kinesis refuses is put again before the next
-        // call, so none overtakes another of its key.
-        let records: Vec<(String, Vec<u8>)> = (0..keys)
-            .map(|key| {
-                next_id += 1;
-                let data = serde_json::to_vec(&shipment(next_id)).expect("a shipment is JSON");
-                (format!("key-{key}"), data)
-            })
-            .collect();
-        for (key, record) in aws.publish(&stream, &records).await.into_iter().enumerate() {
-            placed.push(Placed {
-                shard_id: record.shard_id,
-                sequence_number: record.sequence_number.as_str().to_owned(),
-                key,
-                index: next_index[key],
-            });
-            next_index[key] += 1;
-        }
-        tokio::select! {
-            () = tokio::time::sleep(TICK) => {}
-            _ = stop.changed() => {}
-        }
-    }
-    placed
-}
-
-/// The lease table as the unread watch reads it.
-fn lease_views(leases: &BTreeMap<String, RawLease>) -> Vec<LeaseView> {
-    leases
-        .values()
-        .map(|lease| LeaseView {
-            shard_id: lease.shard_id.clone(),
-            owner: lease.lease_owner.clone(),
-            at_shard_end: lease.checkpoint == "SHARD_END",
-            parents: lease.parent_shard_ids.clone(),
-        })
-        .collect()
-}
-
-/// Looks at the lease table every tick until told to stop; `running` names the instances
-/// whose mapping runs (not dead, not asleep, not starting).
-async fn watch_unread(
-    aws: Arc<LocalAws>,
-    table: String,
-    running: Arc<Mutex<HashSet<String>>>,
-    began: Instant,
-    mut stop: watch::Receiver<bool>,
-) -> UnreadWatch {
-    let mut watch = UnreadWatch::default();
-    while !*stop.borrow() {
-        let leases = leases_by_shard(&aws.raw_leases(&table).await);
-        let views = lease_views(&leases);
-        {
-            let running = running.lock().unwrap_or_else(PoisonError::into_inner);
-            let running: HashSet<&str> = running.iter().map(String::as_str).collect();
-            watch.look(began.elapsed(), &verdict::unread_shards(&views, &running));
-        }
-        tokio::select! {
-            () = tokio::time::sleep(TICK) => {}
-            _ = stop.changed() => {}
-        }
-    }
-    watch
-}
-
 fn open_shards(shards: &[Shard]) -> Vec<&Shard> {
     let mut open: Vec<&Shard> = shards.iter().filter(|shard| !shard.is_closed()).collect();
     open.sort_by_key(|shard| shard.hash_key_range.starting_hash_key);
     open
-}
-
-/// What a chaos run saw and what it makes of it.
-#[derive(Debug)]
-pub struct ChaosReport {
-    /// The plan it ran.
-    pub plan: ChaosPlan,
-    /// What was done, and when.
-    pub actions: Vec<String>,
-    /// Published, delivered, repeated, lost.
-    pub tally: Tally,
-    /// Per-key order violations.
-    pub order_violations: Vec<OrderViolation>,
-    /// Checkpoint writes fencing refused (the reader's lease had been taken).
-    pub refused_checkpoints: usize,
-    /// Renewals fencing refused.
-    pub refused_renewals: usize,
-    /// The longest time a shard wanting a reader had none, and which.
-    pub longest_unread: Option<(Duration, String)>,
-    /// The final lease table: shard, checkpoint, owner.
-    pub final_leases: Vec<(String, String, Option<String>)>,
-    /// What is wrong with it.
-    pub final_lease_faults: Vec<String>,
-    /// How long the chaos, and the drain, took.
-    pub chaos_took: Duration,
-    /// How long the drain took (everything delivered, every lease at its end).
-    pub drain_took: Duration,
-}
-
-impl ChaosReport {
-    /// What breaks the guarantees: records lost or unknown, keys out of order, leases short of
-    /// their shard's end.
-    pub fn faults(&self) -> Vec<String> {
-        let mut faults = Vec::new();
-        if self.tally.lost > 0 {
-            faults.push(format!("{} records lost", self.tally.lost));
-        }
-        if self.tally.unknown > 0 {
-            faults.push(format!(
-                "{} deliveries of records never published",
-                self.tally.unknown
-            ));
-        }
-        faults.extend(
-            self.order_violations.iter().map(|violation| {
-                format!("ledger line {}: {}", violation.position + 1, violation.why)
-            }),
-        );
-        faults.extend(self.final_lease_faults.iter().cloned());
-        faults
-    }
-}
-
-impl fmt::Display for ChaosReport {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let plan = &self.plan;
-        writeln!(
-            formatter,
-            "chaos over {}: seed {} (CHAOS_SEED={} replays the choices), {} instances, {} shards, \
-             {:?} of chaos, failover {:?}",
-            plan.kinesis,
-            plan.seed,
-            plan.seed,
-            plan.instances,
-            plan.shards,
-            self.chaos_took,
-            plan.failover
-        )?;
-        writeln!(formatter, "  actions: {}", self.actions.join("; "))?;
-        let tally = &self.tally;
-        writeln!(
-            formatter,
-            "  published {}, delivered {} ({} records more than once, {} repeated deliveries), \
-             lost {}, per-key order violations {}",
-            tally.published,
-            tally.deliveries,
-            tally.delivered_more_than_once,
-            tally.repeated_deliveries,
-            tally.lost,
-            self.order_violations.len()
-        )?;
-        writeln!(
-            formatter,
-            "  refused by fencing: {} checkpoint writes, {} renewals",
-            self.refused_checkpoints, self.refused_renewals
-        )?;
-        match &self.longest_unread {
-            Some((stretch, shard)) => writeln!(
-                formatter,
-                "  longest time a shard had no reader: {stretch:.1?} ({shard}; sampled every \
-                 table scan, about {TICK:?})"
-            )?,
-            None => writeln!(formatter, "  every shard always had a reader")?,
-        }
-        writeln!(formatter, "  drain: {:.1?}", self.drain_took)?;
-        for (shard, checkpoint, owner) in &self.final_leases {
-            writeln!(
-                formatter,
-                "  final lease {shard}: {checkpoint} (owner {owner:?})"
-            )?;
-        }
-        for fault in self.faults() {
-            writeln!(formatter, "  FAULT: {fault}")?;
-        }
-        Ok(())
-    }
 }
 
 /// Runs the chaos `plan` against the servers `scripts/local-stack` started. Panics, naming the
@@ -494,10 +158,18 @@ async fn try_run(plan: ChaosPlan) -> Result<ChaosReport, String> {
         "a chaos run needs two instances at least"
     );
     let mut rng = Rng(plan.seed);
-    // Built once up front: an instance only finds them built (its own cargo build is a no-op).
+    // Built once up front, and the function handed to every instance built (`--prebuilt-dir`):
+    // a start or restart then runs no cargo, which would wait for the build lock while another
+    // test builds.
     progress("building kinesis-esm and the ledger function");
     kinesis_esm_binary().await;
-    build_ledger_function().await;
+    let function_binary = build_ledger_function().await;
+    let prebuilt_dir = function_binary
+        .parent()
+        .expect("a binary lies in a folder")
+        .to_str()
+        .expect("a UTF-8 path")
+        .to_owned();
     progress("built");
     let local = LocalAws::connect().await;
     let table = local.lease_table("chaos").await;
@@ -543,6 +215,8 @@ async fn try_run(plan: ChaosPlan) -> Result<ChaosReport, String> {
                 &worker,
                 "--failover-time",
                 &failover,
+                "--prebuilt-dir",
+                &prebuilt_dir,
             ]
             .map(str::to_owned)
             .to_vec();
@@ -805,15 +479,18 @@ async fn try_run(plan: ChaosPlan) -> Result<ChaosReport, String> {
         .collect();
     let published_records: HashSet<(String, String)> = published.keys().cloned().collect();
     let tally = verdict::tally(&published_records, &delivered);
+    // Readers (execution environments) numbered in the order of their first delivery; a fault
+    // names the ledger line, which names the environment.
+    let mut reader_numbers: HashMap<&str, u32> = HashMap::new();
     let keyed: Vec<KeyedDelivery> = ledger_lines
         .iter()
         .zip(&delivered)
-        .filter_map(|((_, reader), record)| {
-            published.get(record).map(|&(key, index)| KeyedDelivery {
-                key,
-                index,
-                reader: *reader,
-            })
+        .filter_map(|((_, environment), record)| {
+            let next = reader_numbers.len() as u32;
+            let reader = *reader_numbers.entry(environment.as_str()).or_insert(next);
+            published
+                .get(record)
+                .map(|&(key, index)| KeyedDelivery { key, index, reader })
         })
         .collect();
     let order_violations = verdict::order_violations(&keyed);
@@ -825,7 +502,7 @@ async fn try_run(plan: ChaosPlan) -> Result<ChaosReport, String> {
         .iter()
         .map(|instance| count_in_log(&instance.log, REFUSED_RENEWAL))
         .sum();
-    Ok(ChaosReport {
+    let mut report = ChaosReport {
         plan,
         actions,
         tally,
@@ -840,7 +517,14 @@ async fn try_run(plan: ChaosPlan) -> Result<ChaosReport, String> {
         final_lease_faults,
         chaos_took,
         drain_took,
-    })
+        kept: None,
+    };
+    // A faulty run keeps its ledger and logs: the verdict names ledger lines, and the run cannot
+    // be replayed exactly (the seed fixes the choices, not the servers' timing).
+    if !report.faults().is_empty() {
+        report.kept = Some(scratch.keep());
+    }
+    Ok(report)
 }
 
 async fn list_shards(aws: &LocalAws, stream: &str) -> Vec<Shard> {
