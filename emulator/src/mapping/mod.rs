@@ -24,7 +24,7 @@ mod resume;
 mod status;
 mod window;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
@@ -222,18 +222,25 @@ impl Shared {
         }
     }
 
-    /// Records a change of a shard's status (`ShardStatus::apply` says what it changes).
+    /// Records a change of a shard's status (`ShardStatus::apply` says what it changes). A
+    /// change that leaves the status as it is wakes no watcher (`ShardStatus::unchanged_by`).
     fn update_shard(&self, shard_id: &str, change: ShardChange) {
-        self.status.send_modify(|status| {
-            let shard = status
-                .shards
-                .entry(shard_id.to_owned())
-                .or_insert_with(|| ShardStatus {
-                    shard_id: shard_id.to_owned(),
-                    metrics: metrics::ShardMetrics::new(self.config.event_count_metrics),
-                    ..ShardStatus::default()
-                });
+        self.status.send_if_modified(|status| {
+            if let Some(shard) = status.shards.get_mut(shard_id) {
+                if shard.unchanged_by(&change) {
+                    return false;
+                }
+                shard.apply(change);
+                return true;
+            }
+            let mut shard = ShardStatus {
+                shard_id: shard_id.to_owned(),
+                metrics: metrics::ShardMetrics::new(self.config.event_count_metrics),
+                ..ShardStatus::default()
+            };
             shard.apply(change);
+            status.shards.insert(shard_id.to_owned(), shard);
+            true
         });
     }
 
@@ -420,6 +427,13 @@ async fn coordinate(shared: Arc<Shared>, mut stopping: watch::Receiver<bool>) {
         tokio::select! {
             exit = exited.recv() => {
                 if let Some((shard_id, exit)) = exit {
+                    readers.remove(&shard_id);
+                    tracing::debug!(shard_id, ?exit, "reader exited");
+                }
+                // The readers that exited meanwhile are seen by the same next round: when every
+                // shard of a stream ends at once, a round per exit read the whole lease table
+                // per shard, work in the square of the shard count (`docs/scale.md`).
+                while let Ok((shard_id, exit)) = exited.try_recv() {
                     readers.remove(&shard_id);
                     tracing::debug!(shard_id, ?exit, "reader exited");
                 }
@@ -614,10 +628,13 @@ async fn sync(
             "taking a lease from the most loaded worker, to reach this worker's fair share"
         );
     }
+    // A set, not the lists: at the first start every lease is chosen, and looking each one up
+    // in a list of them all was work in the square of the shard count (`docs/scale.md`).
+    let chosen_ids: HashSet<&str> = chosen.free.iter().chain(&chosen.stolen).copied().collect();
     let mut to_take = Vec::new();
     for (lease, shard, standing) in &readable {
         let shard_id = lease.shard_id.as_str();
-        if chosen.free.contains(&shard_id) || chosen.stolen.contains(&shard_id) {
+        if chosen_ids.contains(shard_id) {
             to_take.push((*lease, *shard));
         } else if *standing == balance::Standing::Free {
             // Left to the other workers: this one has its fair share.

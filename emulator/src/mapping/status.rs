@@ -363,6 +363,36 @@ impl ShardStatus {
         }
     }
 
+    /// Whether `change` would leave this status exactly as it is: the changes an idle shard
+    /// repeats (an empty read at the same lag, caught up again, its lease seen unchanged by the
+    /// shard sync, still not owned). The mapping tells its status' watchers of no such change
+    /// (`Shared::update_shard`): an idle shard reports two a second, and a watcher woken by
+    /// each one reads every shard (`MappingStatus::is_idle`, the page's snapshot), work that
+    /// grew with the square of the shard count (`docs/scale.md`).
+    pub(super) fn unchanged_by(&self, change: &ShardChange) -> bool {
+        match change {
+            ShardChange::Read {
+                read: 0,
+                filtered: 0,
+                millis_behind_latest,
+            } => *millis_behind_latest == self.millis_behind_latest,
+            ShardChange::CaughtUp => self.held.is_some() || self.phase == ShardPhase::CaughtUp,
+            ShardChange::LeaseSeen {
+                parent_shard_ids,
+                checkpoint,
+                lease_owner,
+            } => {
+                self.parent_shard_ids == *parent_shard_ids
+                    && self.checkpoint.as_ref() == Some(checkpoint)
+                    && self.lease_owner == *lease_owner
+                    && (*checkpoint != Checkpoint::ShardEnd || self.phase == ShardPhase::Ended)
+            }
+            ShardChange::NotOwned => self.phase == ShardPhase::NotOwned,
+            ShardChange::WaitingOnParents => self.phase == ShardPhase::WaitingOnParents,
+            _ => false,
+        }
+    }
+
     /// A shard not held on a record is reading.
     fn reading(&mut self) {
         if self.held.is_none() {
@@ -569,6 +599,89 @@ mod tests {
             status.apply(change);
         }
         status
+    }
+
+    #[test]
+    fn a_change_said_to_leave_the_status_unchanged_leaves_it_unchanged() {
+        let lease_seen = |checkpoint: Checkpoint, owner: &str| ShardChange::LeaseSeen {
+            parent_shard_ids: vec!["shardId-000000000000".to_owned()],
+            checkpoint,
+            lease_owner: Some(owner.to_owned()),
+        };
+        let empty_read = |millis_behind_latest| ShardChange::Read {
+            read: 0,
+            filtered: 0,
+            millis_behind_latest,
+        };
+        let at_10 = Checkpoint::SequenceNumber(sequence_number("10"));
+        let changes = [
+            empty_read(0),
+            empty_read(5),
+            ShardChange::Read {
+                read: 2,
+                filtered: 1,
+                millis_behind_latest: 0,
+            },
+            ShardChange::CaughtUp,
+            lease_seen(at_10.clone(), "me"),
+            lease_seen(at_10.clone(), "other"),
+            lease_seen(Checkpoint::ShardEnd, "me"),
+            ShardChange::NotOwned,
+            ShardChange::WaitingOnParents,
+            ShardChange::Invoked { records: 1 },
+            failed("10"),
+            handled(1, 0, "10"),
+            ShardChange::Finished(ReaderExit::Ended),
+        ];
+        // Statuses reached by every pair of changes, from a fresh and from a metered shard.
+        let mut statuses = vec![ShardStatus::default()];
+        for first in &changes {
+            for second in &changes {
+                let mut status = ShardStatus {
+                    metrics: ShardMetrics::new(true),
+                    ..ShardStatus::default()
+                };
+                status.apply(first.clone());
+                status.apply(second.clone());
+                statuses.push(status);
+            }
+        }
+        let mut unchanged = 0;
+        for status in &statuses {
+            for change in &changes {
+                if status.unchanged_by(change) {
+                    unchanged += 1;
+                    let mut applied = status.clone();
+                    applied.apply(change.clone());
+                    assert_eq!(&applied, status, "{change:?} changed {status:?}");
+                }
+            }
+        }
+        assert!(unchanged > 0, "some change leaves some status unchanged");
+        // An idle shard's repeated changes are the ones that change nothing.
+        let idle = fold([
+            lease_seen(at_10.clone(), "me"),
+            ShardChange::Started {
+                checkpoint: at_10.clone(),
+            },
+            empty_read(0),
+            ShardChange::CaughtUp,
+        ]);
+        for change in [
+            empty_read(0),
+            ShardChange::CaughtUp,
+            lease_seen(at_10.clone(), "me"),
+        ] {
+            assert!(idle.unchanged_by(&change), "{change:?}");
+        }
+        for change in [
+            empty_read(3),
+            lease_seen(at_10, "other"),
+            lease_seen(Checkpoint::ShardEnd, "me"),
+            ShardChange::NotOwned,
+        ] {
+            assert!(!idle.unchanged_by(&change), "{change:?}");
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@ use super::{ReaderExit, ShardReader, stop_signal};
 use crate::backoff::RetryKind;
 use crate::lease::{Checkpoint, Lease, LeaseError, LeaseStore};
 use crate::mapping::{MappingEvent, lease_key, lineage};
-use crate::source::ChildShard;
+use crate::source::{ChildShard, StreamDescription};
 
 impl ShardReader {
     /// Finishes a closed shard read to its end: creates its children's leases, records them,
@@ -73,25 +73,23 @@ impl ShardReader {
     /// Waits until the other parent of each merge child has a lease, so that the child's lease
     /// never exists before its parents' (`docs/resharding.md`).
     async fn wait_for_merge_parents(&mut self, children: &[ChildShard]) -> Result<(), ReaderExit> {
-        let prefix = lease_key(&self.stream, "");
         let mut stopping = self.stopping.clone();
         for child in children {
             loop {
-                let missing = match self.shared.leases.list_leases().await {
-                    Ok(leases) => {
-                        let leases: BTreeMap<String, Lease> = leases
-                            .into_iter()
-                            .filter(|lease| lease.lease_key.starts_with(&prefix))
-                            .map(|lease| (lease.shard_id.clone(), lease))
-                            .collect();
-                        lineage::merge_parent_without_lease(
-                            self.shard_id(),
-                            &child.parent_shards,
-                            &leases,
-                        )
-                        .map(str::to_owned)
-                    }
-                    Err(error) => Some(format!("(listing leases failed: {error})")),
+                let read = other_parents_leases(
+                    self.shared.leases.as_ref(),
+                    &self.stream,
+                    self.shard_id(),
+                    child,
+                );
+                let missing = match read.await {
+                    Ok(leases) => lineage::merge_parent_without_lease(
+                        self.shard_id(),
+                        &child.parent_shards,
+                        &leases,
+                    )
+                    .map(str::to_owned),
+                    Err(error) => Some(format!("(reading its lease failed: {error})")),
                 };
                 let Some(missing) = missing else { break };
                 tracing::debug!(
@@ -133,4 +131,25 @@ impl ShardReader {
             .retry_until_stopped(|| write(Arc::clone(&self.shared.leases)), failed, stopped)
             .await
     }
+}
+
+/// The leases of `child`'s parents other than `ending`, by shard id, each read by its key: a
+/// split's child has none to read. (A scan of the whole table per child, when every shard of a
+/// stream ends, was work in the square of the shard count: `docs/scale.md`.)
+async fn other_parents_leases(
+    leases: &dyn LeaseStore,
+    stream: &StreamDescription,
+    ending: &str,
+    child: &ChildShard,
+) -> Result<BTreeMap<String, Lease>, LeaseError> {
+    let mut found = BTreeMap::new();
+    for parent in &child.parent_shards {
+        if parent == ending {
+            continue;
+        }
+        if let Some(lease) = leases.get_lease(&lease_key(stream, parent)).await? {
+            found.insert(parent.clone(), lease);
+        }
+    }
+    Ok(found)
 }
