@@ -2,7 +2,7 @@
 //! polled with `GetRecords`, so that the shard readers of the event source mapping read a
 //! consumer exactly as they read a stream (`docs/event-source-mapping.md` §10).
 //!
-//! [`FanOutSource`] keeps one [`Lane`] per shard: the subscription open on it (fed by a task,
+//! [`FanOutSource`] keeps one `Lane` per shard: the subscription open on it (fed by a task,
 //! so that a read takes what has arrived without waiting), the records pushed and not yet
 //! read, and where the next subscription starts. A shard iterator it hands out names the lane
 //! and its generation; `GetRecords` on it takes the records pushed so far, and
