@@ -16,7 +16,13 @@ async fn chaos_run(kinesis: ChaosKinesis) {
     let report = chaos::run(plan).await;
     println!("{report}");
     let faults = report.faults();
-    assert!(faults.is_empty(), "{report}");
+    // The faults first and short: the report above has the rest.
+    assert!(
+        faults.is_empty(),
+        "chaos over {kinesis}, seed {}: {}",
+        report.plan.seed,
+        faults.join("; ")
+    );
     // The chaos did what it is there for.
     assert!(
         report

@@ -116,6 +116,12 @@ const TICK: Duration = Duration::from_millis(250);
 const REFUSED_CHECKPOINT: &str = "the lease was taken by another worker";
 const REFUSED_RENEWAL: &str = "the lease was lost";
 
+/// Keeps an action for the report and prints it as it happens.
+fn record(actions: &mut Vec<String>, action: String) {
+    progress(&action);
+    actions.push(action);
+}
+
 /// A small seeded generator (xorshift64*): enough to pick actions and pauses reproducibly.
 struct Rng(u64);
 
@@ -293,16 +299,15 @@ async fn try_run(plan: ChaosPlan) -> Result<ChaosReport, String> {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let at = began.elapsed();
-        progress(&format!(
-            "{at:.1?}: {}",
-            actions.last().map_or("", String::as_str)
-        ));
         // The dead come back first.
         for instance in &mut instances {
             if instance.life == Life::Dead {
                 instance.start().await?;
                 set_running(&instance.worker, true);
-                actions.push(format!("{at:.1?} restart {}", instance.worker));
+                record(
+                    &mut actions,
+                    format!("{at:.1?} restart {}", instance.worker),
+                );
             }
         }
         if !split_done && at >= plan.chaos_time / 3 {
@@ -318,7 +323,7 @@ async fn try_run(plan: ChaosPlan) -> Result<ChaosReport, String> {
                     .split_shard(&stream, &shard.shard_id, middle + 1)
             })
             .await?;
-            actions.push(format!("{at:.1?} split {}", shard.shard_id));
+            record(&mut actions, format!("{at:.1?} split {}", shard.shard_id));
             continue;
         }
         if !merge_done && at >= plan.chaos_time * 2 / 3 {
@@ -335,7 +340,10 @@ async fn try_run(plan: ChaosPlan) -> Result<ChaosReport, String> {
                 },
             )
             .await?;
-            actions.push(format!("{at:.1?} merge {} {}", a.shard_id, b.shard_id));
+            record(
+                &mut actions,
+                format!("{at:.1?} merge {} {}", a.shard_id, b.shard_id),
+            );
             continue;
         }
         let running_now: Vec<usize> = (0..instances.len())
@@ -355,21 +363,27 @@ async fn try_run(plan: ChaosPlan) -> Result<ChaosReport, String> {
             0 => {
                 set_running(&victim.worker, false);
                 victim.kill().await?;
-                actions.push(format!("{at:.1?} kill -9 {}", victim.worker));
+                record(&mut actions, format!("{at:.1?} kill -9 {}", victim.worker));
             }
             1 => {
                 set_running(&victim.worker, false);
                 victim.process().signal("STOP").await;
                 let sleep = plan.failover * 2;
                 victim.life = Life::Paused(Instant::now() + sleep);
-                actions.push(format!("{at:.1?} SIGSTOP {} for {sleep:?}", victim.worker));
+                record(
+                    &mut actions,
+                    format!("{at:.1?} SIGSTOP {} for {sleep:?}", victim.worker),
+                );
             }
             _ => {
                 set_running(&victim.worker, false);
                 victim.stop().await?;
                 victim.start().await?;
                 set_running(&victim.worker, true);
-                actions.push(format!("{at:.1?} SIGTERM and restart {}", victim.worker));
+                record(
+                    &mut actions,
+                    format!("{at:.1?} SIGTERM and restart {}", victim.worker),
+                );
             }
         }
     }
