@@ -17,6 +17,12 @@ pub(super) enum Standing<'a> {
     Ours,
     /// Another worker holds it and, as far as this worker can tell, is alive.
     HeldBy(&'a str),
+    /// Another worker took it while this worker's reader of it still runs: that reader stops at
+    /// its next lease write. It counts for its new owner, and is never taken back before the
+    /// reader has stopped: a second reader of one shard in this worker would fence the first,
+    /// whose exit would then be taken for the second's, and the two would take the lease from
+    /// each other round after round, the checkpoint never moving.
+    Leaving(&'a str),
 }
 
 /// What one round takes: free leases, and leases stolen from a live worker.
@@ -45,10 +51,12 @@ pub(super) fn leases_to_take<'a>(
         match standing {
             Standing::Free => {}
             Standing::Ours => ours += 1,
-            Standing::HeldBy(owner) => match held_by_others.iter_mut().find(|(o, _)| o == owner) {
-                Some((_, count)) => *count += 1,
-                None => held_by_others.push((owner, 1)),
-            },
+            Standing::HeldBy(owner) | Standing::Leaving(owner) => {
+                match held_by_others.iter_mut().find(|(o, _)| o == owner) {
+                    Some((_, count)) => *count += 1,
+                    None => held_by_others.push((owner, 1)),
+                }
+            }
         }
     }
     let live_workers = held_by_others.len() + 1;
@@ -117,7 +125,7 @@ fn steal_count(victim_count: usize, target: usize, needed: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::Standing::{Free, HeldBy, Ours};
+    use super::Standing::{Free, HeldBy, Leaving, Ours};
     use super::*;
 
     /// Shard ids `s0`, `s1`, ... for the standings given.
@@ -210,6 +218,13 @@ mod tests {
                 vec![Free, a, a, Ours, Ours, Ours, Ours, Ours],
                 vec![],
                 vec![],
+                2,
+            ),
+            (
+                "a lease whose reader here still stops counts for its new owner, and stays there",
+                vec![a, a, a, Leaving("a")],
+                vec![],
+                vec!["s2"],
                 2,
             ),
             (

@@ -368,7 +368,7 @@ async fn coordinate(shared: Arc<Shared>, mut stopping: watch::Receiver<bool>) {
     };
     let stream = Arc::new(stream);
     report_leases_of_another_creation(&shared, &stream).await;
-    let (exits, mut exited) = mpsc::unbounded_channel::<(String, ReaderExit)>();
+    let (exits, mut exited) = mpsc::unbounded_channel::<ReaderExited>();
     let mut readers: HashMap<String, JoinHandle<()>> = HashMap::new();
     let mut expiry = LeaseExpiry::default();
     let mut last_cleanup = None;
@@ -426,16 +426,14 @@ async fn coordinate(shared: Arc<Shared>, mut stopping: watch::Receiver<bool>) {
         };
         tokio::select! {
             exit = exited.recv() => {
-                if let Some((shard_id, exit)) = exit {
-                    readers.remove(&shard_id);
-                    tracing::debug!(shard_id, ?exit, "reader exited");
+                if let Some(exited) = exit {
+                    forget_reader(&mut readers, exited);
                 }
                 // The readers that exited meanwhile are seen by the same next round: when every
                 // shard of a stream ends at once, a round per exit read the whole lease table
                 // per shard, work in the square of the shard count (`docs/scale.md`).
-                while let Ok((shard_id, exit)) = exited.try_recv() {
-                    readers.remove(&shard_id);
-                    tracing::debug!(shard_id, ?exit, "reader exited");
+                while let Ok(exited) = exited.try_recv() {
+                    forget_reader(&mut readers, exited);
                 }
             }
             () = tokio::time::sleep(pause) => {}
@@ -445,6 +443,30 @@ async fn coordinate(shared: Arc<Shared>, mut stopping: watch::Receiver<bool>) {
     for (_, reader) in readers {
         let _ = reader.await;
     }
+}
+
+/// A shard reader's end, as its task reports it to the coordinator.
+struct ReaderExited {
+    shard_id: String,
+    /// The reader's task: only its own entry is forgotten, never a newer reader's of the shard.
+    task: tokio::task::Id,
+    exit: ReaderExit,
+}
+
+/// Forgets the reader that `exited`, if it is still the one on record for its shard.
+fn forget_reader(readers: &mut HashMap<String, JoinHandle<()>>, exited: ReaderExited) {
+    let ReaderExited {
+        shard_id,
+        task,
+        exit,
+    } = exited;
+    if readers
+        .get(&shard_id)
+        .is_some_and(|reader| reader.id() == task)
+    {
+        readers.remove(&shard_id);
+    }
+    tracing::debug!(shard_id, ?exit, "reader exited");
 }
 
 fn report_error(shared: &Shared, error: String) {
@@ -537,7 +559,7 @@ async fn sync(
     readers: &mut HashMap<String, JoinHandle<()>>,
     expiry: &mut LeaseExpiry,
     last_cleanup: &mut Option<Instant>,
-    exits: &mpsc::UnboundedSender<(String, ReaderExit)>,
+    exits: &mpsc::UnboundedSender<ReaderExited>,
     stopping: &watch::Receiver<bool>,
 ) -> Result<Round, String> {
     let config = &shared.config;
@@ -591,7 +613,7 @@ async fn sync(
         let standing = if readers.contains_key(&lease.shard_id) {
             match lease.lease_owner.as_deref() {
                 // Stolen: this worker's reader stops at its next lease write.
-                Some(owner) if owner != worker_id => balance::Standing::HeldBy(owner),
+                Some(owner) if owner != worker_id => balance::Standing::Leaving(owner),
                 _ => balance::Standing::Ours,
             }
         } else if !lineage::may_start(lease, &leases) {
@@ -685,7 +707,11 @@ async fn sync(
             shard_id.clone(),
             tokio::spawn(async move {
                 let exit = reader.run().await;
-                let _ = exits.send((shard_id, exit));
+                let _ = exits.send(ReaderExited {
+                    shard_id,
+                    task: tokio::task::id(),
+                    exit,
+                });
             }),
         );
     }
