@@ -3,15 +3,25 @@
 //! its records are pushed by `SubscribeToShard` to the same batching, retries, checkpoints and
 //! shard order as polling. Over the embedded Kinesis (subscribed in process), and over
 //! `--kinesis-endpoint` against `kinesis-esm serve` (subscribed through `aws-sdk-kinesis`).
+//! And, with the mapping as a library, a reader whose lease is stolen closes its subscription.
 
 use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use end_to_end::{kinesis_esm_binary, shipping_bootstrap, workspace_dir};
 use kinesis_esm::aws::SdkKinesis;
+use kinesis_esm::config::StartingPosition;
+use kinesis_esm::invoke::InProcess;
+use kinesis_esm::kinesis::{EmbeddedKinesis, PutRecordsEntry};
 use kinesis_esm::lease::Checkpoint;
+use kinesis_esm::lease::{LeaseStore as _, MemoryLeaseStore};
+use kinesis_esm::mapping::{EventSourceMapping, MappingOptions};
 use kinesis_esm::mapping::{MappingStatus, ShardPhase};
 use kinesis_esm::sequence::SequenceNumber;
+use kinesis_esm::source::fan_out::{FanOutSource, ShardEvent, ShardSubscriber, Subscription};
+use kinesis_esm::source::{IteratorPosition, SourceError};
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::process::{Child, Command};
 
@@ -278,4 +288,108 @@ async fn a_mapping_reads_another_kinesis_through_its_consumer_with_the_sdk() {
     held_retried_checkpointed_and_split(&kinesis, &status_url).await;
     interrupt(run).await;
     interrupt(serve).await;
+}
+
+/// Counts the subscriptions made through the embedded Kinesis' own subscriber that are still
+/// open (made and not dropped).
+struct Counting {
+    inner: kinesis_esm::kinesis::http::LocalFanOut,
+    open: Arc<AtomicUsize>,
+}
+
+struct Counted {
+    inner: Box<dyn Subscription>,
+    open: Arc<AtomicUsize>,
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.open.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[async_trait::async_trait]
+impl Subscription for Counted {
+    async fn next_event(&mut self) -> Result<Option<ShardEvent>, SourceError> {
+        self.inner.next_event().await
+    }
+}
+
+#[async_trait::async_trait]
+impl ShardSubscriber for Counting {
+    async fn subscribe(
+        &self,
+        consumer_arn: &str,
+        shard_id: &str,
+        position: &IteratorPosition,
+    ) -> Result<Box<dyn Subscription>, SourceError> {
+        let inner = self
+            .inner
+            .subscribe(consumer_arn, shard_id, position)
+            .await?;
+        self.open.fetch_add(1, Ordering::SeqCst);
+        Ok(Box::new(Counted {
+            inner,
+            open: Arc::clone(&self.open),
+        }))
+    }
+}
+
+#[tokio::test]
+async fn a_reader_whose_lease_is_stolen_closes_its_subscription() {
+    let kinesis = EmbeddedKinesis::new();
+    kinesis.create_stream("stolen", 1).unwrap();
+    let local = kinesis_esm::kinesis::http::LocalFanOut::new(kinesis.clone());
+    let arn = local.ensure_consumer("stolen", "reader").await.unwrap();
+    let open = Arc::new(AtomicUsize::new(0));
+    let source = FanOutSource::new(
+        Arc::new(kinesis.clone()),
+        Arc::new(Counting {
+            inner: local,
+            open: Arc::clone(&open),
+        }),
+        arn,
+    );
+    let leases = Arc::new(MemoryLeaseStore::new());
+    let mapping = EventSourceMapping::new(
+        end_to_end::config("shipping", "stolen", StartingPosition::TrimHorizon),
+        Arc::new(source),
+        Arc::new(InProcess::service(shipping::function())),
+    )
+    .lease_store(Arc::clone(&leases) as _)
+    // The thief never renews: the lease stays its own for 15 s, a renewal period (5 s) after
+    // the steal is when the reader finds out.
+    .options(MappingOptions {
+        failover_time: Duration::from_secs(15),
+        ..end_to_end::fast_options()
+    })
+    .start();
+    kinesis
+        .put_record(
+            "stolen",
+            PutRecordsEntry::new("k", end_to_end::shipment(1, "1 Quay Street", "dhl")),
+        )
+        .unwrap();
+    tokio::time::timeout(
+        TIMEOUT,
+        mapping.wait_for(|status| status.totals().acked == 1),
+    )
+    .await
+    .expect("the shipment is booked");
+    assert_eq!(open.load(Ordering::SeqCst), 1, "one subscription, reading");
+
+    let lease = leases.list_leases().await.unwrap().remove(0);
+    leases.take_lease(&lease, "another-worker").await.unwrap();
+    // The reader finds out at its next lease write (a renewal) and stops; its subscription
+    // must close then, not stream on to nobody.
+    let started = std::time::Instant::now();
+    while open.load(Ordering::SeqCst) != 0 {
+        assert!(
+            started.elapsed() < TIMEOUT,
+            "the subscription of a stolen shard is still open: {:#?}",
+            mapping.status()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    mapping.stop().await;
 }

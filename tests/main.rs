@@ -13,6 +13,7 @@
 mod aws_balance;
 mod aws_chaos;
 mod aws_destinations;
+mod aws_fan_out;
 mod aws_faults;
 mod aws_fencing;
 mod aws_idempotency;

@@ -231,4 +231,12 @@ pub trait ShardSource: Send + Sync {
     fn pushes_records(&self) -> bool {
         false
     }
+
+    /// Says that the reader of `shard_id` has stopped (its lease lost or given up, its shard
+    /// ended, the mapping stopping): a source that holds something open for the shard (an
+    /// enhanced fan-out subscription) closes it now, rather than let it stream to nobody. The
+    /// next reader of the shard starts afresh. The default holds nothing.
+    async fn release_shard(&self, stream: &str, shard_id: &str) {
+        let _ = (stream, shard_id);
+    }
 }

@@ -103,6 +103,10 @@ where
     fn pushes_records(&self) -> bool {
         self.inner.pushes_records()
     }
+
+    async fn release_shard(&self, stream: &str, shard_id: &str) {
+        self.inner.release_shard(stream, shard_id).await;
+    }
 }
 
 /// What runs around an [`Invoker`]'s `invoke`. `before_invoke` returns a note (an instant, a

@@ -689,6 +689,25 @@ pub struct LedgerTemplate {
 impl LedgerTemplate {
     /// Writes the template to `path`.
     pub fn write(&self, path: &Path) {
+        self.write_with_event_stream(path, "", "!GetAtt Shipments.Arn");
+    }
+
+    /// Writes the template to `path`, its event reading through an enhanced fan-out consumer
+    /// named `consumer` (an `AWS::Kinesis::StreamConsumer` of the stream, which `kinesis-esm
+    /// run` registers where it is missing).
+    pub fn write_through_consumer(&self, path: &Path, consumer: &str) {
+        let resource = format!(
+            r#"  Reader:
+    Type: AWS::Kinesis::StreamConsumer
+    Properties:
+      ConsumerName: {consumer}
+      StreamARN: !GetAtt Shipments.Arn
+"#
+        );
+        self.write_with_event_stream(path, &resource, "!GetAtt Reader.ConsumerARN");
+    }
+
+    fn write_with_event_stream(&self, path: &Path, more_resources: &str, event_stream: &str) {
         let text = format!(
             r#"AWSTemplateFormatVersion: "2010-09-09"
 Transform: AWS::Serverless-2016-10-31
@@ -698,7 +717,7 @@ Resources:
     Properties:
       Name: {stream}
       ShardCount: {shards}
-  LedgerFunction:
+{more_resources}  LedgerFunction:
     Type: AWS::Serverless::Function
     Properties:
       FunctionName: shipping-ledger
@@ -714,7 +733,7 @@ Resources:
         Shipments:
           Type: Kinesis
           Properties:
-            Stream: !GetAtt Shipments.Arn
+            Stream: {event_stream}
             StartingPosition: TRIM_HORIZON
             BatchSize: {batch_size}
             FunctionResponseTypes:

@@ -56,6 +56,9 @@ pub(crate) enum Change {
         generation: u64,
         shard_count: u32,
         retention: Duration,
+        /// Created `ON_DEMAND` (`CreateStream` without a `ShardCount`); journals written before
+        /// the mode was kept hold only `PROVISIONED` creations.
+        on_demand: bool,
     },
     DeleteStream {
         name: String,
@@ -94,6 +97,12 @@ pub(crate) enum Change {
         hours: u32,
         increase: bool,
     },
+    /// `UpdateStreamMode` (or a template's `StreamModeDetails` on a stream kept from before).
+    StreamMode {
+        stream: String,
+        generation: u64,
+        on_demand: bool,
+    },
 }
 
 const CREATE: u8 = 1;
@@ -103,6 +112,11 @@ const SPLIT: u8 = 4;
 const MERGE: u8 = 5;
 const SCALE: u8 = 6;
 const RETENTION: u8 = 7;
+/// A `CreateStream` of an `ON_DEMAND` stream: the same fields as `CREATE`, under a kind of its
+/// own so that a `PROVISIONED` creation is encoded exactly as before the mode was kept (older
+/// journals read as they always did, and a cut record is still refused, never misread).
+const CREATE_ON_DEMAND: u8 = 8;
+const STREAM_MODE: u8 = 9;
 
 /// Encodes a put without copying its records into a [`Change`] first: puts are the hot path.
 pub(crate) fn encode_put(
@@ -140,8 +154,9 @@ impl Change {
                 generation,
                 shard_count,
                 retention,
+                on_demand,
             } => {
-                out.push(CREATE);
+                out.push(if *on_demand { CREATE_ON_DEMAND } else { CREATE });
                 put_str(&mut out, name);
                 let since = created
                     .duration_since(SystemTime::UNIX_EPOCH)
@@ -214,6 +229,16 @@ impl Change {
                 out.extend_from_slice(&hours.to_le_bytes());
                 out.push(u8::from(*increase));
             }
+            Self::StreamMode {
+                stream,
+                generation,
+                on_demand,
+            } => {
+                out.push(STREAM_MODE);
+                put_str(&mut out, stream);
+                out.extend_from_slice(&generation.to_le_bytes());
+                out.push(u8::from(*on_demand));
+            }
         }
         out
     }
@@ -222,12 +247,13 @@ impl Change {
     pub(crate) fn decode(bytes: &[u8]) -> Result<Self, String> {
         let mut reader = Reader { bytes, at: 0 };
         let change = match reader.u8()? {
-            CREATE => Self::CreateStream {
+            kind @ (CREATE | CREATE_ON_DEMAND) => Self::CreateStream {
                 name: reader.string()?,
                 created: SystemTime::UNIX_EPOCH + Duration::new(reader.u64()?, reader.u32_value()?),
                 generation: reader.u64()?,
                 shard_count: reader.u32_value()?,
                 retention: Duration::new(reader.u64()?, reader.u32_value()?),
+                on_demand: kind == CREATE_ON_DEMAND,
             },
             DELETE => Self::DeleteStream {
                 name: reader.string()?,
@@ -287,6 +313,15 @@ impl Change {
                 generation: reader.u64()?,
                 hours: reader.u32_value()?,
                 increase: reader.u8()? != 0,
+            },
+            STREAM_MODE => Self::StreamMode {
+                stream: reader.string()?,
+                generation: reader.u64()?,
+                on_demand: match reader.u8()? {
+                    0 => false,
+                    1 => true,
+                    other => return Err(format!("stream mode {other} is neither 0 nor 1")),
+                },
             },
             tag => return Err(format!("unknown change kind {tag}")),
         };
@@ -402,6 +437,20 @@ mod tests {
             generation: 3,
             shard_count: 4,
             retention: Duration::from_secs(86_400),
+            on_demand: false,
+        });
+        check_round_trip(Change::CreateStream {
+            name: stream.clone(),
+            created: SystemTime::UNIX_EPOCH,
+            generation: 4,
+            shard_count: 4,
+            retention: Duration::from_secs(86_400),
+            on_demand: true,
+        });
+        check_round_trip(Change::StreamMode {
+            stream: stream.clone(),
+            generation: 4,
+            on_demand: true,
         });
         check_round_trip(Change::DeleteStream {
             name: stream.clone(),
@@ -504,6 +553,72 @@ mod tests {
         let read = replayed.get_records(&iterator, 10).unwrap();
         assert_eq!(read.records.len(), 1);
         assert_eq!(read.records[0].data, "kept");
+    }
+
+    /// A `CreateStream` as journals held it before the stream mode was kept, byte for byte:
+    /// it still reads, as a `PROVISIONED` stream.
+    #[test]
+    fn a_creation_journaled_before_the_mode_was_kept_reads_as_provisioned() {
+        let mut old = vec![CREATE];
+        old.extend_from_slice(&1_u32.to_le_bytes());
+        old.push(b's');
+        old.extend_from_slice(&1_700_000_000_u64.to_le_bytes());
+        old.extend_from_slice(&5_u32.to_le_bytes());
+        old.extend_from_slice(&2_u64.to_le_bytes());
+        old.extend_from_slice(&3_u32.to_le_bytes());
+        old.extend_from_slice(&86_400_u64.to_le_bytes());
+        old.extend_from_slice(&0_u32.to_le_bytes());
+        assert_eq!(
+            Change::decode(&old),
+            Ok(Change::CreateStream {
+                name: "s".into(),
+                created: SystemTime::UNIX_EPOCH + Duration::new(1_700_000_000, 5),
+                generation: 2,
+                shard_count: 3,
+                retention: Duration::from_secs(86_400),
+                on_demand: false,
+            })
+        );
+    }
+
+    /// A stream's mode, made `ON_DEMAND` at its creation or later and switched back, is kept
+    /// through a restore; without the journal it was lost, and every stream came back
+    /// `PROVISIONED`.
+    #[test]
+    fn a_restore_keeps_each_stream_mode() {
+        let journal = std::sync::Arc::new(Failing::default());
+        let kinesis = super::super::EmbeddedKinesis::builder()
+            .journal(journal.clone())
+            .build();
+        kinesis.create_on_demand_stream("born", 4).unwrap();
+        kinesis.create_stream("switched", 1).unwrap();
+        kinesis.set_on_demand("switched", true).unwrap();
+        kinesis.create_stream("back", 1).unwrap();
+        kinesis.set_on_demand("back", true).unwrap();
+        kinesis.set_on_demand("back", false).unwrap();
+        kinesis.create_stream("plain", 1).unwrap();
+        // Asking for the mode a stream has already changes nothing and keeps nothing.
+        let kept_before = journal.kept.lock().unwrap().len();
+        kinesis.set_on_demand("born", true).unwrap();
+        assert_eq!(journal.kept.lock().unwrap().len(), kept_before);
+
+        let replayed = super::super::EmbeddedKinesis::new();
+        let kept = journal.kept.lock().unwrap().clone();
+        replayed.restore(kept.iter().map(Vec::as_slice)).unwrap();
+        let modes: Vec<(&str, bool)> = ["born", "switched", "back", "plain"]
+            .into_iter()
+            .map(|name| (name, replayed.is_on_demand(name).unwrap()))
+            .collect();
+        assert_eq!(
+            modes,
+            [
+                ("born", true),
+                ("switched", true),
+                ("back", false),
+                ("plain", false)
+            ]
+        );
+        assert_eq!(replayed.list_shards("born").unwrap().len(), 4);
     }
 
     #[test]

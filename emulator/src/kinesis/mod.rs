@@ -563,6 +563,26 @@ impl EmbeddedKinesis {
     /// that is not 1 to 128 of `[a-zA-Z0-9_.-]` or a shard count of 0, `LimitExceeded` past
     /// the account's shard limit.
     pub fn create_stream(&self, stream_name: &str, shard_count: u32) -> Result<(), SourceError> {
+        self.create_stream_in_mode(stream_name, shard_count, false)
+    }
+
+    /// `CreateStream` of an `ON_DEMAND` stream (no `ShardCount`, or `StreamModeDetails`
+    /// `ON_DEMAND`): [`create_stream`](Self::create_stream) with the mode set at once and kept
+    /// with the creation, so that `--state-dir` brings the stream back `ON_DEMAND`.
+    pub fn create_on_demand_stream(
+        &self,
+        stream_name: &str,
+        shard_count: u32,
+    ) -> Result<(), SourceError> {
+        self.create_stream_in_mode(stream_name, shard_count, true)
+    }
+
+    fn create_stream_in_mode(
+        &self,
+        stream_name: &str,
+        shard_count: u32,
+        on_demand: bool,
+    ) -> Result<(), SourceError> {
         let name_is_valid = (1..=128).contains(&stream_name.len())
             && stream_name
                 .bytes()
@@ -611,6 +631,7 @@ impl EmbeddedKinesis {
                 generation,
                 shard_count,
                 retention: self.inner.retention,
+                on_demand,
             };
             if let Err(error) = self.inner.journal.append(&change.encode()) {
                 self.inner.budget.release(stream::at(shard_count));
@@ -625,6 +646,11 @@ impl EmbeddedKinesis {
             shard_count,
             self.inner.retention,
         );
+        if on_demand {
+            self.inner
+                .throughput
+                .mark_on_demand(throughput::key_of(&streams[stream_name]), true);
+        }
         streams[stream_name].begin(
             StreamStatus::Creating,
             millis_floor(self.inner.clock.now()),

@@ -5,7 +5,7 @@ use std::sync::PoisonError;
 use std::sync::atomic::Ordering;
 
 use super::journal::Change;
-use super::{EmbeddedKinesis, NoJournal, PutRecordsEntry, stream};
+use super::{EmbeddedKinesis, NoJournal, PutRecordsEntry, stream, throughput};
 use crate::source::SourceError;
 
 impl EmbeddedKinesis {
@@ -47,6 +47,7 @@ impl EmbeddedKinesis {
                 generation,
                 shard_count,
                 retention,
+                on_demand,
             } => {
                 let mut streams = self.streams_mut();
                 if streams.contains_key(&name) {
@@ -71,6 +72,22 @@ impl EmbeddedKinesis {
                     shard_count,
                     retention,
                 );
+                if on_demand {
+                    self.inner
+                        .throughput
+                        .mark_on_demand(throughput::key_of(&streams[&name]), true);
+                }
+            }
+            Change::StreamMode {
+                stream,
+                generation,
+                on_demand,
+            } => {
+                if let Some(stream) = current(&stream, generation) {
+                    self.inner
+                        .throughput
+                        .mark_on_demand(throughput::key_of(&stream), on_demand);
+                }
             }
             Change::DeleteStream { name, generation } => {
                 if current(&name, generation).is_some() {

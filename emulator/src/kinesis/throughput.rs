@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use super::journal::Change;
 use super::on_demand::ShardWrites;
 use super::stream::{Stream, shard_id};
 use super::throttle::{
@@ -143,6 +144,20 @@ impl Throughput {
         admitted
     }
 
+    /// Sets a stream's mode in memory alone; whether it changed.
+    pub(super) fn mark_on_demand(&self, key: StreamKey, on_demand: bool) -> bool {
+        let mut streams = lock(&self.on_demand);
+        if on_demand {
+            if streams.contains_key(&key) {
+                return false;
+            }
+            streams.insert(key, HashMap::new());
+            true
+        } else {
+            streams.remove(&key).is_some()
+        }
+    }
+
     pub(super) fn is_on_demand(&self, key: &StreamKey) -> bool {
         lock(&self.on_demand).contains_key(key)
     }
@@ -187,11 +202,32 @@ impl EmbeddedKinesis {
     /// `UpdateStreamMode` and `CreateStream`'s `StreamModeDetails`, as far as the embedded
     /// Kinesis keeps them: an `ON_DEMAND` stream splits a shard whose writes pass 500 KiB/s
     /// over a minute of its clock; back in `PROVISIONED` it keeps its shards as they are.
+    ///
+    /// A change of mode is kept by the journal (`--state-dir`) before it is made; asking for
+    /// the mode the stream has changes and keeps nothing (a template's `ON_DEMAND` stream is
+    /// asked for at every start).
     pub fn set_on_demand(&self, stream: &str, on_demand: bool) -> Result<(), SourceError> {
-        let key = key_of(&*self.stream(stream)?);
+        let found = self.stream(stream)?;
+        let key = key_of(&found);
+        // The mode's lock is held across the journal's write, so that two switches of one
+        // stream are kept in the order they are made.
         let mut streams = lock(&self.inner.throughput.on_demand);
+        if streams.contains_key(&key) == on_demand {
+            return Ok(());
+        }
+        let journal = &self.inner.journal;
+        if journal.is_enabled() {
+            let change = Change::StreamMode {
+                stream: found.name.to_string(),
+                generation: found.generation,
+                on_demand,
+            };
+            journal
+                .append(&change.encode())
+                .map_err(|error| super::not_kept("UpdateStreamMode", &found.name, &error))?;
+        }
         if on_demand {
-            streams.entry(key).or_default();
+            streams.insert(key, HashMap::new());
         } else {
             streams.remove(&key);
         }

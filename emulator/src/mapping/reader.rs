@@ -191,6 +191,12 @@ impl ShardReader {
         // this copy of the lease a counter behind, so that giving the lease up were refused.
         let lease = self.checkpointer.lease.lock().await;
         renewer.abort();
+        // Whatever the source holds open for the shard (an enhanced fan-out subscription) is
+        // closed before the exit is reported, so before any new reader of the shard starts.
+        self.shared
+            .source
+            .release_shard(&self.stream.name, &self.shard.shard_id)
+            .await;
         self.shared
             .replay_registry
             .unregister(&self.shard.shard_id, self.replay_registration);

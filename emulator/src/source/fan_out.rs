@@ -13,6 +13,12 @@
 //! loses one. At a shard's end the event's `ChildShards` come back as `GetRecords` gives them:
 //! no next iterator, and the children.
 //!
+//! When a shard's reader stops (its lease lost, stolen, given up, or its shard ended), the
+//! reader releases the shard ([`ShardSource::release_shard`]) and its lane goes, subscription
+//! and all: a worker that no longer holds a shard's lease does not keep a subscription open
+//! on it, streaming records nobody reads (and, on AWS, holding the consumer's one
+//! subscription to the shard that the lease's new holder needs).
+//!
 //! The stream calls (`DescribeStreamSummary`, `ListShards`) go to the polling source it wraps.
 
 use std::collections::{HashMap, VecDeque};
@@ -435,6 +441,22 @@ impl ShardSource for FanOutSource {
 
     fn pushes_records(&self) -> bool {
         true
+    }
+
+    /// Drops the shard's lane: its feed's task is aborted, which drops the subscription (over
+    /// the SDK, the HTTP/2 stream is reset), and records pushed but not read are let go, since
+    /// whoever reads the shard next starts from its checkpoint.
+    async fn release_shard(&self, _stream: &str, shard_id: &str) {
+        let lane = self
+            .lanes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(shard_id);
+        if let Some(lane) = lane {
+            // A read still holding the lane (none once its reader stopped) would keep it alive:
+            // the feed goes now either way.
+            lane.lock().await.feed = None;
+        }
     }
 }
 

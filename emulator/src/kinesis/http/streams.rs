@@ -121,11 +121,12 @@ pub(super) fn create_stream(api: &Api, request: Request<'_>) -> Result<Vec<u8>, 
         Some(count) => u32::try_from(count).expect("checked against u32::MAX"),
         None => ON_DEMAND_SHARDS,
     };
-    api.kinesis.create_stream(&name, shard_count)?;
-    let key = tag_key(api, &name)?;
     if on_demand {
-        api.kinesis.set_on_demand(&name, true)?;
+        api.kinesis.create_on_demand_stream(&name, shard_count)?;
+    } else {
+        api.kinesis.create_stream(&name, shard_count)?;
     }
+    let key = tag_key(api, &name)?;
     if !tags.is_empty() {
         api.tags().insert(key, tags);
     }

@@ -1,4 +1,5 @@
 use std::sync::Mutex as StdMutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use super::*;
@@ -49,6 +50,8 @@ struct Scripted {
     events_per_subscription: usize,
     endings: Vec<Ending>,
     subscriptions: StdMutex<Vec<IteratorPosition>>,
+    /// How many of its subscriptions are open (made and not dropped).
+    open: Arc<AtomicUsize>,
 }
 
 impl Scripted {
@@ -58,6 +61,7 @@ impl Scripted {
             events_per_subscription,
             endings,
             subscriptions: StdMutex::default(),
+            open: Arc::default(),
         })
     }
 
@@ -68,6 +72,13 @@ impl Scripted {
 
 struct ScriptedSubscription {
     events: VecDeque<Result<Option<ShardEvent>, SourceError>>,
+    open: Arc<AtomicUsize>,
+}
+
+impl Drop for ScriptedSubscription {
+    fn drop(&mut self) {
+        self.open.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 #[async_trait]
@@ -128,7 +139,11 @@ impl ShardSubscriber for Scripted {
             }))),
             Ending::ShardEnd => {}
         }
-        Ok(Box::new(ScriptedSubscription { events }))
+        self.open.fetch_add(1, Ordering::SeqCst);
+        Ok(Box::new(ScriptedSubscription {
+            events,
+            open: Arc::clone(&self.open),
+        }))
     }
 }
 
@@ -275,6 +290,50 @@ async fn an_iterator_after_the_last_record_read_continues_and_any_other_starts_o
     assert_eq!(
         subscriber.positions()[1],
         IteratorPosition::AfterSequenceNumber(number(1))
+    );
+}
+
+#[tokio::test]
+async fn a_released_shard_closes_its_subscription_and_its_next_reader_starts_afresh() {
+    // Records keep coming (the subscription stays open): as when a lease is lost mid-stream.
+    let subscriber = Scripted::new(100, 2, vec![Ending::ShardEnd]);
+    let source = source(Arc::clone(&subscriber));
+    let (read, _, _) = read_all(&source, 3).await;
+    assert_eq!(read, expected(read.len() as u64));
+    let last = read.len() as u64;
+    assert_eq!(
+        subscriber.open.load(Ordering::SeqCst),
+        1,
+        "reading: one open"
+    );
+
+    source.release_shard("s", SHARD).await;
+    // The feed's task is aborted; the runtime drops its future at its next turn.
+    for _ in 0..100 {
+        if subscriber.open.load(Ordering::SeqCst) == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(
+        subscriber.open.load(Ordering::SeqCst),
+        0,
+        "the subscription of a released shard is closed"
+    );
+    // The next reader starts where it says (its checkpoint), with a subscription of its own.
+    let iterator = source
+        .shard_iterator(
+            "s",
+            SHARD,
+            &IteratorPosition::AfterSequenceNumber(number(last)),
+        )
+        .await
+        .unwrap();
+    let output = source.get_records(&iterator, 1).await.unwrap();
+    assert_eq!(output.records[0].sequence_number, number(last + 1));
+    assert_eq!(
+        subscriber.positions().last(),
+        Some(&IteratorPosition::AfterSequenceNumber(number(last)))
     );
 }
 
