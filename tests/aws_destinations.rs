@@ -180,7 +180,8 @@ async fn create_queue(sqs: &aws_sdk_sqs::Client, name: &str) -> String {
         .expect("a queue URL")
 }
 
-/// The bodies of the messages in a queue (at most 10), deleting them.
+/// The bodies of the messages a queue hands out (at most 10). They are not deleted: the queue
+/// hands them out again once its visibility timeout has passed.
 async fn receive(sqs: &aws_sdk_sqs::Client, queue_url: &str) -> Vec<String> {
     let page = sqs
         .receive_message()
