@@ -255,8 +255,19 @@ async fn wait_for_text(browser: &Client, css: &str, fragment: &str) {
     panic!("{css} never said {fragment:?}; it said {seen:?}");
 }
 
+/// The text of what `css` finds, once it shows. The page redraws as events arrive, so an element
+/// found may be replaced before its text is read (a stale element): it is found again then.
 async fn text_of(browser: &Client, css: &str) -> String {
-    wait_for(browser, css).await.text().await.expect("its text")
+    let deadline = tokio::time::Instant::now() + SHOWN_WITHIN;
+    loop {
+        match wait_for(browser, css).await.text().await {
+            Ok(text) => return text,
+            Err(error)
+                if error.is_stale_element_reference() && tokio::time::Instant::now() < deadline => {
+            }
+            Err(error) => panic!("the text of {css}: {error}"),
+        }
+    }
 }
 
 async fn set_field(browser: &Client, css: &str, value: &str) {
@@ -265,8 +276,18 @@ async fn set_field(browser: &Client, css: &str, value: &str) {
     field.send_keys(value).await.expect("the field takes text");
 }
 
+/// Clicks what `css` finds, finding it again if the page redrew it first (as [`text_of`]).
 async fn click(browser: &Client, css: &str) {
-    wait_for(browser, css).await.click().await.expect("a click");
+    let deadline = tokio::time::Instant::now() + SHOWN_WITHIN;
+    loop {
+        match wait_for(browser, css).await.click().await {
+            Ok(_) => return,
+            Err(error)
+                if error.is_stale_element_reference() && tokio::time::Instant::now() < deadline => {
+            }
+            Err(error) => panic!("clicking {css}: {error}"),
+        }
+    }
 }
 
 /// chromedriver's log of the browser's console (`POST /session/{id}/se/log`, kept since the
