@@ -13,7 +13,6 @@ mod commands;
 mod destinations;
 mod dlq;
 mod failures;
-mod fan_out;
 mod function_binary;
 mod page_actions;
 mod port_owner;

@@ -1,4 +1,10 @@
 //! `kinesis-esm run`: the template's streams and functions, with their event source mappings.
+//! This file is the run itself (its options, the invokers, the mappings started, served and
+//! stopped); `streams.rs` sets up the Kinesis it reads, `fan_out.rs` the source of a mapping
+//! that reads through a stream consumer.
+
+mod fan_out;
+mod streams;
 
 use std::io::Write as _;
 use std::net::SocketAddr;
@@ -10,34 +16,27 @@ use anyhow::{Context as _, bail};
 use clap::Args;
 use tokio::sync::watch;
 
-use super::commands::put_every_record;
+use self::streams::Streams;
 use super::function_binary::{BinaryOptions, runtime_api_invoker};
 use super::page_actions::RunActions;
 use super::progress::Progress;
 use super::sam_options::EnvVarsFile;
 use super::{Exit, STATUS_PATH, connection_to, parse_duration};
-use crate::aws::{AwsConnection, DynamoLeaseStore, SdkKinesis};
+use crate::aws::{AwsConnection, DynamoLeaseStore};
 use crate::control::{Control, Phase as ControlPhase};
 use crate::invoke::Invoker;
 use crate::invoke::invoke_api::{InvokeApi, InvokeApiOptions};
 use crate::invoke::runtime_api::RuntimeApi;
-use crate::kinesis::http::{
-    DEFAULT_ADDR, LocalFanOut, ServerHandle, SideDocument, serve_with_page,
-};
-use crate::kinesis::{EmbeddedKinesis, PutRecordsEntry};
+use crate::kinesis::http::{DEFAULT_ADDR, ServerHandle, SideDocument, serve_with_page};
 use crate::lease::{LeaseStore, MemoryLeaseStore};
 use crate::mapping::{
     EventSourceMapping, MappingOptions, MappingStatus, RunningMapping, stable_mapping_uuid,
 };
 use crate::metrics_report::{METRICS_PATH, PROMETHEUS_CONTENT_TYPE, prometheus};
 use crate::page::LivePage;
-use crate::records_file::{RecordToPut, put_records_batches, read_records};
-use crate::source::{ShardSource, SourceError};
 use crate::state::StateDir;
 use crate::summary;
-use crate::template::{
-    FunctionResource, LOCAL_DYNAMODB_VARIABLE, StreamMode, Template, TemplateOptions,
-};
+use crate::template::{FunctionResource, LOCAL_DYNAMODB_VARIABLE, Template, TemplateOptions};
 
 /// `kinesis-esm run`.
 #[derive(Debug, Args)]
@@ -263,20 +262,7 @@ pub(super) async fn run(
         Some(dir) => Some(StateDir::open(dir)?),
         None => None,
     };
-    let streams = Streams::open(&args, state.as_ref()).await?;
-    for stream in &template.streams {
-        streams
-            .ensure_stream(&stream.name, stream.shard_count, args.create_streams)
-            .await
-            .with_context(|| format!("stream {} ({})", stream.name, stream.logical_id))?;
-        // The embedded Kinesis scales an ON_DEMAND stream as AWS does (docs/kinesis.md).
-        if let (Streams::Embedded(kinesis, _), StreamMode::OnDemand) = (&streams, stream.mode) {
-            kinesis.set_on_demand(&stream.name, true)?;
-        }
-    }
-    for put in &args.puts {
-        publish(&streams, &template, put).await?;
-    }
+    let streams = Streams::set_up(&args, &template, state.as_ref()).await?;
     let statuses: Arc<Mutex<Vec<watch::Receiver<MappingStatus>>>> = Arc::default();
     let actions = Arc::new(RunActions::default());
     let page = LivePage::new(streams.source(), Arc::clone(&actions) as _);
@@ -750,160 +736,4 @@ async fn open_lease_store(
     let store =
         DynamoLeaseStore::connect(&connection.with_region(&args.region), table.as_str()).await?;
     Ok(Arc::new(store))
-}
-
-/// The Kinesis the run reads: the embedded one (with its endpoint's state, which holds its
-/// consumers), or one reached through the SDK.
-pub(super) enum Streams {
-    Embedded(EmbeddedKinesis, LocalFanOut),
-    Sdk(Arc<SdkKinesis>),
-}
-
-impl Streams {
-    async fn open(args: &RunArgs, state: Option<&StateDir>) -> anyhow::Result<Self> {
-        let connection = match &args.kinesis_endpoint {
-            Some(endpoint) => connection_to(endpoint).with_region(&args.region),
-            None if args.aws => AwsConnection::from_environment(),
-            None => {
-                let builder = EmbeddedKinesis::builder()
-                    .region(&args.region)
-                    .account_id(&args.account_id)
-                    .stream_status_delay(Duration::from_millis(args.stream_status_delay))
-                    .throttle(args.throttle);
-                let kinesis = match state {
-                    Some(state) => state.embedded_kinesis(builder)?,
-                    None => builder.build(),
-                };
-                let fan_out = LocalFanOut::new(kinesis.clone());
-                return Ok(Self::Embedded(kinesis, fan_out));
-            }
-        };
-        Ok(Self::Sdk(Arc::new(SdkKinesis::connect(&connection).await?)))
-    }
-
-    /// The SDK client the page's actions use: the one the run reads through, or one of the
-    /// embedded Kinesis' own endpoint, so they go as `put` and `reshard` go.
-    async fn client(&self, server: &ServerHandle, region: &str) -> anyhow::Result<Arc<SdkKinesis>> {
-        match self {
-            Self::Sdk(kinesis) => Ok(Arc::clone(kinesis)),
-            Self::Embedded(..) => {
-                let connection = connection_to(&server.endpoint_url()).with_region(region);
-                Ok(Arc::new(SdkKinesis::connect(&connection).await?))
-            }
-        }
-    }
-
-    fn source(&self) -> Arc<dyn ShardSource> {
-        match self {
-            Self::Embedded(kinesis, _) => Arc::new(kinesis.clone()),
-            Self::Sdk(kinesis) => Arc::clone(kinesis) as Arc<dyn ShardSource>,
-        }
-    }
-
-    async fn ensure_stream(
-        &self,
-        name: &str,
-        shard_count: u32,
-        create: bool,
-    ) -> anyhow::Result<()> {
-        match self {
-            // A stream the state directory kept is the same stream: it keeps its records.
-            Self::Embedded(kinesis, _)
-                if kinesis.list_streams().iter().any(|kept| kept == name) =>
-            {
-                Ok(())
-            }
-            Self::Embedded(kinesis, _) => {
-                kinesis.create_stream(name, shard_count)?;
-                Ok(kinesis.wait_until_active(name).await?)
-            }
-            Self::Sdk(kinesis) => {
-                // Only a stream Kinesis says is missing may be created: an endpoint where nothing
-                // answers, or something that is not Kinesis, is said as it is.
-                match kinesis.describe_stream(name).await {
-                    Ok(_) => return Ok(()),
-                    Err(SourceError::NotFound { .. }) => {}
-                    Err(error) => return Err(error.into()),
-                }
-                if !create {
-                    bail!(
-                        "stream {name} does not exist on that Kinesis (pass --create-streams to create it)"
-                    );
-                }
-                kinesis
-                    .create_stream(name, i32::try_from(shard_count)?)
-                    .await?;
-                kinesis
-                    .wait_until_active(name, Duration::from_secs(60))
-                    .await?;
-                Ok(())
-            }
-        }
-    }
-
-    async fn put(&self, stream: &str, records: &[RecordToPut]) -> anyhow::Result<()> {
-        let kinesis = match self {
-            Self::Sdk(kinesis) => {
-                return put_every_record(kinesis, stream, records).await.map(drop);
-            }
-            Self::Embedded(kinesis, _) => kinesis,
-        };
-        for batch in put_records_batches(records) {
-            let entries = records[batch]
-                .iter()
-                .map(|record| {
-                    let entry =
-                        PutRecordsEntry::new(record.partition_key.as_str(), record.data.clone());
-                    match &record.explicit_hash_key {
-                        Some(hash_key) => entry.with_explicit_hash_key(hash_key),
-                        None => entry,
-                    }
-                })
-                .collect();
-            put_until_written(kinesis, stream, entries).await?;
-        }
-        Ok(())
-    }
-}
-
-/// Puts records to the embedded Kinesis, sending again, after a pause, those its shards'
-/// write limits refused under `--throttle` (a shard refuses the tail of what it was sent, so
-/// each shard keeps the records' order).
-async fn put_until_written(
-    kinesis: &EmbeddedKinesis,
-    stream: &str,
-    mut entries: Vec<PutRecordsEntry>,
-) -> Result<(), SourceError> {
-    /// A tenth of a shard's write budget refills in this time.
-    const PAUSE: Duration = Duration::from_millis(100);
-    loop {
-        let results = kinesis.put_records_each(stream, entries.clone())?;
-        entries = entries
-            .into_iter()
-            .zip(results)
-            .filter_map(|(entry, result)| result.is_err().then_some(entry))
-            .collect();
-        if entries.is_empty() {
-            return Ok(());
-        }
-        tokio::time::sleep(PAUSE).await;
-    }
-}
-
-/// Publishes the records of one `--put` argument to its stream.
-async fn publish(streams: &Streams, template: &Template, put: &str) -> anyhow::Result<()> {
-    let (stream, path) = match put.split_once('=') {
-        Some((stream, path)) => (stream.to_owned(), PathBuf::from(path)),
-        None => match template.streams.first() {
-            Some(first) => (first.name.clone(), PathBuf::from(put)),
-            None => bail!("--put {put}: the template has no stream; name one as STREAM=PATH"),
-        },
-    };
-    let records = read_records(&path)?;
-    streams
-        .put(&stream, &records)
-        .await
-        .with_context(|| format!("--put {put}: publishing to stream {stream}"))?;
-    tracing::info!(stream, records = records.len(), path = %path.display(), "published");
-    Ok(())
 }

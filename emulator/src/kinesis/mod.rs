@@ -3,9 +3,10 @@
 //! [`EmbeddedKinesis`] keeps streams, shards and records in memory and answers the Kinesis
 //! operations a producer, a consumer and an operator use, with Kinesis' inputs, limits and
 //! errors ([`SourceError`] variants carry the Kinesis exception names), so that serving it over
-//! the Kinesis JSON API is a thin translation. It also implements [`ShardSource`], so the event
-//! source mapping reads it as it reads a real Kinesis, and its
-//! [`wait_for_records`](ShardSource::wait_for_records) wakes a reader the moment a record lands.
+//! the Kinesis JSON API is a thin translation. It also implements
+//! [`ShardSource`](crate::source::ShardSource), so the event source mapping reads it as it reads
+//! a real Kinesis, and its [`wait_for_records`](crate::source::ShardSource::wait_for_records)
+//! wakes a reader the moment a record lands.
 //!
 //! ```
 //! use bytes::Bytes;
@@ -54,6 +55,8 @@ mod journal;
 mod numbering;
 mod on_demand;
 mod put;
+mod read;
+mod reshard;
 mod restore;
 mod status;
 mod stream;
@@ -62,28 +65,24 @@ mod throughput;
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, SystemTime};
 
-use async_trait::async_trait;
 use bytes::Bytes;
 
 pub use self::clock::{Clock, ManualClock, SystemClock};
 use self::clock::{duration_millis, millis_floor};
 use self::journal::Change;
 pub use self::journal::{Journal, JournalError, NoJournal};
-use self::numbering::IteratorToken;
+pub use self::reshard::{ScalingType, UpdateShardCountOutput};
 pub use self::restore::RestoreError;
 use self::status::{Needs, Refusal};
 use self::stream::{ShardBudget, Stream};
 use self::throughput::Throughput;
 pub use self::throughput::{ApiCall, PutRecordsResult, ThroughputExceeded};
 use crate::sequence::SequenceNumber;
-use crate::source::{
-    GetRecordsOutput, IteratorPosition, Shard, ShardSource, SourceError, StreamDescription,
-};
+use crate::source::{Shard, SourceError};
 
 /// The most bytes one record may hold: its data plus its partition key (1 MiB).
 pub const MAX_RECORD_BYTES: usize = 1024 * 1024;
@@ -349,38 +348,6 @@ pub struct ShardLifetime {
     pub closed: Option<SystemTime>,
 }
 
-/// How `UpdateShardCount` scales (`ScalingType`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ScalingType {
-    /// `UNIFORM_SCALING`: the new shards split the hash key space evenly.
-    UniformScaling,
-}
-
-impl FromStr for ScalingType {
-    type Err = SourceError;
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        match text {
-            "UNIFORM_SCALING" => Ok(Self::UniformScaling),
-            _ => Err(SourceError::InvalidArgument {
-                message: format!("ScalingType `{text}` is not one of [UNIFORM_SCALING]"),
-            }),
-        }
-    }
-}
-
-/// What `UpdateShardCount` returns.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UpdateShardCountOutput {
-    /// The stream's name.
-    pub stream_name: String,
-    /// The stream's ARN.
-    pub stream_arn: String,
-    /// How many shards were open before.
-    pub current_shard_count: u32,
-    /// How many shards are open now.
-    pub target_shard_count: u32,
-}
-
 impl Default for EmbeddedKinesis {
     fn default() -> Self {
         Self::new()
@@ -394,23 +361,6 @@ impl fmt::Debug for EmbeddedKinesis {
             .field("account_id", &self.inner.account_id)
             .field("streams", &self.list_streams())
             .finish_non_exhaustive()
-    }
-}
-
-/// What an unreadable shard iterator is told apart by: its length and first characters, never
-/// the whole text, which may be long and is the client's own (docs/kinesis.md, "Shard
-/// iterators").
-fn invalid_iterator_message(shard_iterator: &str) -> String {
-    const SHOWN: usize = 16;
-    let length = shard_iterator.chars().count();
-    if length <= SHOWN {
-        format!("Invalid ShardIterator `{shard_iterator}`: it is not one GetShardIterator gave")
-    } else {
-        let start: String = shard_iterator.chars().take(SHOWN).collect();
-        format!(
-            "Invalid ShardIterator `{start}...` ({length} characters): it is not one \
-             GetShardIterator gave"
-        )
     }
 }
 
@@ -785,93 +735,6 @@ impl EmbeddedKinesis {
         self.inner.clock.now()
     }
 
-    /// `GetShardIterator`: an iterator on a shard that has not expired, open or closed. It is
-    /// opaque text, valid for 5 minutes (or the configured time) after this call.
-    ///
-    /// `AT_SEQUENCE_NUMBER` and `AFTER_SEQUENCE_NUMBER` need a sequence number of this shard
-    /// (else `InvalidArgument`); one that no record has, such as a shard's starting or ending
-    /// sequence number, starts at the next record after it. `AT_TIMESTAMP` starts at the first
-    /// record that arrived at or after the time: the oldest untrimmed record when the time is
-    /// older, and a record still to come when it is later than every record.
-    pub fn get_shard_iterator(
-        &self,
-        stream: &str,
-        shard_id: &str,
-        position: &IteratorPosition,
-    ) -> Result<String, SourceError> {
-        let stream = self.stream(stream)?;
-        Ok(stream.iterator(shard_id, position, self.now().1)?.encode())
-    }
-
-    /// `GetRecords`: up to `limit` (1 to 10,000) records from an iterator, at most 10 MiB.
-    ///
-    /// The output's `next_shard_iterator` continues after the last record returned (or where
-    /// this call started, when it returned none). Once a closed shard has been read to its
-    /// end, it is `None` and `child_shards` names the shards that took over its hash keys,
-    /// each with all its parents; records and the end can come in the same output.
-    /// `millis_behind_latest` is how long the oldest record not yet returned has waited, or 0
-    /// when none is left.
-    ///
-    /// Errors: `InvalidArgument` for a limit out of range or text that is not an iterator,
-    /// `ExpiredIterator` for an iterator older than its time to live, `ResourceNotFound` when
-    /// its stream was deleted or its shard expired.
-    ///
-    /// It is never throttled: it is also the read enhanced fan-out makes. A standard consumer's
-    /// read is [`get_records_limited`](Self::get_records_limited).
-    pub fn get_records(
-        &self,
-        shard_iterator: &str,
-        limit: usize,
-    ) -> Result<GetRecordsOutput, SourceError> {
-        let (token, stream, now_ms) = self.iterator_stream(shard_iterator, limit)?;
-        stream.read(&token, limit, now_ms)
-    }
-
-    /// The checks of `GetRecords` before its read: the limit, the iterator, its age, its stream.
-    fn iterator_stream(
-        &self,
-        shard_iterator: &str,
-        limit: usize,
-    ) -> Result<(IteratorToken, Arc<Stream>, u64), SourceError> {
-        if !(1..=MAX_GET_RECORDS_LIMIT).contains(&limit) {
-            return Err(SourceError::InvalidArgument {
-                message: format!(
-                    "GetRecords Limit {limit} must be between 1 and {MAX_GET_RECORDS_LIMIT}"
-                ),
-            });
-        }
-        let token =
-            IteratorToken::decode(shard_iterator).ok_or_else(|| SourceError::InvalidArgument {
-                message: invalid_iterator_message(shard_iterator),
-            })?;
-        let (_, now_ms) = self.now();
-        if now_ms.saturating_sub(token.issued_ms) > duration_millis(self.inner.iterator_ttl) {
-            return Err(SourceError::ExpiredIterator);
-        }
-        let stream = self
-            .stream(&token.stream_name)
-            .ok()
-            .filter(|stream| stream.generation == token.stream_generation)
-            .ok_or_else(|| self.stream_not_found(&token.stream_name))?;
-        Ok((token, stream, now_ms))
-    }
-
-    /// When a shard iterator was issued, by this Kinesis' clock; `None` for text that is not
-    /// an iterator. Lets an `ExpiredIteratorException` say both times, as Kinesis' does.
-    pub fn shard_iterator_issued(&self, shard_iterator: &str) -> Option<SystemTime> {
-        IteratorToken::decode(shard_iterator).map(|token| clock::from_millis(token.issued_ms))
-    }
-
-    /// The sequence number a reader holding `shard_iterator` has read up to: the one just
-    /// before its position (no record need have it). `AFTER_SEQUENCE_NUMBER` of it reads from
-    /// the same place; `SubscribeToShard` sends it as `ContinuationSequenceNumber` when it has
-    /// sent no record yet. `None` for text that is not an iterator of a stream that exists.
-    pub(crate) fn sequence_number_read_to(&self, shard_iterator: &str) -> Option<SequenceNumber> {
-        let token = IteratorToken::decode(shard_iterator)?;
-        let stream = self.stream(&token.stream_name).ok()?;
-        Some(stream.sequence_number_before(token.shard_index, token.cursor.counter))
-    }
-
     /// How long a stream (or a stream consumer) shows a passing status after a change.
     pub fn stream_status_delay(&self) -> Duration {
         Duration::from_millis(self.inner.status_delay_ms)
@@ -885,90 +748,6 @@ impl EmbeddedKinesis {
     /// How long a shard iterator stays valid.
     pub fn iterator_ttl(&self) -> Duration {
         self.inner.iterator_ttl
-    }
-
-    /// `SplitShard`: closes an open shard and opens two children with `ParentShardId` = it,
-    /// one for its hash keys below `new_starting_hash_key` (decimal text) and one for the rest.
-    /// The key must lie above the shard's starting hash key and within its range.
-    ///
-    /// Errors: `InvalidArgument` for a key that is not a hash key or not inside the range,
-    /// `ResourceInUse` for a closed shard, `LimitExceeded` past the account's shard limit.
-    pub fn split_shard(
-        &self,
-        stream: &str,
-        shard_to_split: &str,
-        new_starting_hash_key: &str,
-    ) -> Result<(), SourceError> {
-        self.update(stream, |stream| {
-            let new_starting_hash_key =
-                hash_key::parse(new_starting_hash_key, "NewStartingHashKey")?;
-            stream.split(
-                shard_to_split,
-                new_starting_hash_key,
-                &self.inner.budget,
-                self.now().1,
-                &*self.inner.journal,
-            )
-        })
-    }
-
-    /// `MergeShards`: closes two open shards with adjacent hash key ranges and opens one child
-    /// covering both, with `ParentShardId` = `shard_to_merge` and `AdjacentParentShardId` =
-    /// `adjacent_shard_to_merge`.
-    ///
-    /// Errors: `InvalidArgument` for shards that are not adjacent (or the same shard twice),
-    /// `ResourceInUse` for a closed shard.
-    pub fn merge_shards(
-        &self,
-        stream: &str,
-        shard_to_merge: &str,
-        adjacent_shard_to_merge: &str,
-    ) -> Result<(), SourceError> {
-        self.update(stream, |stream| {
-            stream.merge(
-                shard_to_merge,
-                adjacent_shard_to_merge,
-                &self.inner.budget,
-                self.now().1,
-                &*self.inner.journal,
-            )
-        })
-    }
-
-    /// `UpdateShardCount`: leaves `target_shard_count` open shards that split the hash key
-    /// space evenly, as a stream created with that many shards has.
-    ///
-    /// It works as Kinesis does, by splits and merges of single shards, so every new shard has
-    /// real parents (`ParentShardId`, and `AdjacentParentShardId` for merges): first each open
-    /// shard that straddles a boundary of the even layout is split at it, then the open shards
-    /// within each even range are merged pairwise from the left until one covers it. Short-lived
-    /// shards appear on the way (they are closed at once and readable to their end), as they
-    /// do in Kinesis.
-    ///
-    /// Errors (Kinesis' default limits): `LimitExceeded` for more than double or below half the
-    /// open shard count, more than 10,000 shards, or past the account's shard limit;
-    /// `InvalidArgument` for a target of 0. Kinesis' limit of 10 scalings a day is not modelled.
-    pub fn update_shard_count(
-        &self,
-        stream: &str,
-        target_shard_count: u32,
-        scaling_type: ScalingType,
-    ) -> Result<UpdateShardCountOutput, SourceError> {
-        let ScalingType::UniformScaling = scaling_type;
-        self.update(stream, |stream| {
-            let current_shard_count = stream.scale_uniformly(
-                target_shard_count,
-                &self.inner.budget,
-                self.now().1,
-                &*self.inner.journal,
-            )?;
-            Ok(UpdateShardCountOutput {
-                stream_name: stream.name.to_string(),
-                stream_arn: stream.arn.clone(),
-                current_shard_count,
-                target_shard_count,
-            })
-        })
     }
 
     /// `IncreaseStreamRetentionPeriod`: to `hours` (24 to 8,760), no shorter than now.
@@ -1002,61 +781,5 @@ fn not_kept(operation: &str, stream: &str, error: &JournalError) -> SourceError 
             "{operation} of stream {stream} was refused: the state directory could not keep it: \
              {error}"
         ),
-    }
-}
-
-#[async_trait]
-impl ShardSource for EmbeddedKinesis {
-    async fn describe_stream(&self, stream: &str) -> Result<StreamDescription, SourceError> {
-        let summary = self.describe_stream_summary(stream)?;
-        Ok(StreamDescription {
-            name: summary.name,
-            arn: summary.arn,
-            created: summary.created,
-        })
-    }
-
-    async fn list_shards(&self, stream: &str) -> Result<Vec<Shard>, SourceError> {
-        EmbeddedKinesis::list_shards(self, stream)
-    }
-
-    async fn shard_iterator(
-        &self,
-        stream: &str,
-        shard_id: &str,
-        position: &IteratorPosition,
-    ) -> Result<String, SourceError> {
-        self.get_shard_iterator_limited(stream, shard_id, position)
-    }
-
-    async fn get_records(
-        &self,
-        shard_iterator: &str,
-        limit: usize,
-    ) -> Result<GetRecordsOutput, SourceError> {
-        self.get_records_limited(shard_iterator, limit)
-    }
-
-    /// Returns as soon as the shard holds a record after `after` (any record when `None`) or
-    /// is closed, or after `timeout`. It also returns at once when the stream or shard is
-    /// unknown or `after` is not one of the shard's sequence numbers (the next call reports
-    /// why), and when the stream is deleted while waiting.
-    async fn wait_for_records(
-        &self,
-        stream: &str,
-        shard_id: &str,
-        after: Option<&SequenceNumber>,
-        timeout: Duration,
-    ) {
-        let Ok(stream) = self.stream(stream) else {
-            return;
-        };
-        let receiver = stream.watch_unless_ready(shard_id, after, self.now().1);
-        // The stream is let go before waiting, so that deleting it drops its signals and wakes
-        // this reader.
-        drop(stream);
-        if let Some(mut receiver) = receiver {
-            let _ = tokio::time::timeout(timeout, receiver.changed()).await;
-        }
     }
 }

@@ -1,6 +1,6 @@
 //! `DynamoLeaseStore` against dynalite, and the lease store contract for both stores.
 //!
-//! Run with `scripts/local-stack run -- cargo test -p kinesis-esm --test integration aws_dynamo`.
+//! Run with `scripts/local-stack run -- cargo test --workspace --test integration aws_dynamo`.
 
 use crate::support::lease_contract::lease_store_contract;
 use crate::support::{dynamodb_endpoint, unique_name, within_timeout};

@@ -3,7 +3,7 @@
 //! comes back as the right kind of error, and a caller that pauses with `Backoff` and tries again
 //! loses nothing.
 //!
-//! Run with `scripts/local-stack run -- cargo test -p kinesis-esm --test integration aws_faults`.
+//! Run with `scripts/local-stack run -- cargo test --workspace --test integration aws_faults`.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,6 +1,6 @@
 //! `SdkKinesis` against kinesis-local: shards and paging, iterators, resharding lineage.
 //!
-//! Run with `scripts/local-stack run -- cargo test -p kinesis-esm --test integration aws_kinesis`.
+//! Run with `scripts/local-stack run -- cargo test --workspace --test integration aws_kinesis`.
 
 use std::time::{Duration, SystemTime};
 

@@ -1,7 +1,7 @@
 //! The embedded Kinesis against the Kinesis semantics it promises (`docs/kinesis.md`): routing, sequence
 //! numbers, iterators, limits, retention, resharding lineage and waking readers.
 //!
-//! Run with `cargo test -p kinesis-esm --test integration embedded_kinesis`.
+//! Run with `cargo test --workspace --test integration embedded_kinesis`.
 
 use std::future::Future;
 use std::pin::{Pin, pin};

@@ -2,7 +2,7 @@
 //! `cargo lambda watch` do. The end-to-end tests against a real `cargo lambda watch` are in the
 //! workspace's `tests/cargo_lambda.rs`.
 //!
-//! Run with `cargo test -p kinesis-esm --test integration invoke_api`.
+//! Run with `cargo test --workspace --test integration invoke_api`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};

@@ -4,7 +4,7 @@
 //! subscription's lifetime and its errors). One test speaks HTTP/2 with prior knowledge (h2c),
 //! as clients that insist on HTTP/2 do over `http://`.
 //!
-//! Run with `cargo test -p kinesis-esm --test integration kinesis_efo`.
+//! Run with `cargo test --workspace --test integration kinesis_efo`.
 
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 //! Each behaviour through `aws-sdk-kinesis`, and all of them through boto3 in
 //! `tests/kinesis_http/test_boto3_fidelity.py`. The rules are in docs/kinesis.md.
 //!
-//! Run with `cargo test -p kinesis-esm --test integration kinesis_fidelity`.
+//! Run with `cargo test --workspace --test integration kinesis_fidelity`.
 
 use std::path::Path;
 use std::time::{Duration, UNIX_EPOCH};

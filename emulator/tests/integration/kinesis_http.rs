@@ -2,8 +2,8 @@
 //! `aws-sdk-kinesis` as is, `SdkKinesis` (the emulator's own SDK source) through the
 //! `ShardSource` trait, the event source mapping on top of it, and raw HTTP for the envelope.
 //!
-//! Run with `cargo test -p kinesis-esm --test integration kinesis_http`. Each test starts its own endpoint
-//! on a free loopback port; nothing else needs to run.
+//! Run with `cargo test --workspace --test integration kinesis_http`. Each test starts its own
+//! endpoint on a free loopback port; nothing else needs to run.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};

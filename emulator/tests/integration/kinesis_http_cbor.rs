@@ -3,7 +3,7 @@
 //! (pinned, installed into `.local/venv` by `emulator/tests/kinesis_http/python-tools`), against
 //! the embedded Kinesis served over the Kinesis API.
 //!
-//! Run with `cargo test -p kinesis-esm --test integration kinesis_http_cbor`.
+//! Run with `cargo test --workspace --test integration kinesis_http_cbor`.
 
 use std::path::Path;
 

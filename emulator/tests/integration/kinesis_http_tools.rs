@@ -1,9 +1,10 @@
 //! boto3 and the aws CLI v1 against the embedded Kinesis served over the Kinesis API: the
 //! clients Python users and shell scripts point at a local Kinesis.
 //!
-//! Run with `cargo test -p kinesis-esm --test integration kinesis_http_tools`. The first run installs the
-//! pinned boto3 and awscli into `.local/venv` through `emulator/tests/kinesis_http/python-tools`
-//! (it needs python3 and PyPI); later runs find them there.
+//! Run with `cargo test --workspace --test integration kinesis_http_tools`. The first run
+//! installs the pinned boto3 and awscli into `.local/venv` through
+//! `emulator/tests/kinesis_http/python-tools` (it needs python3 and PyPI); later runs find them
+//! there.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -7,7 +7,7 @@
 //! `EmbeddedKinesisBuilder::throttle`); most tests stop its clock, so that a budget refills only
 //! when a test says so.
 //!
-//! Run with `cargo test -p kinesis-esm --test integration kinesis_throttle`.
+//! Run with `cargo test --workspace --test integration kinesis_throttle`.
 
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};

@@ -1,7 +1,7 @@
 //! The Runtime API invoker with real processes: the shipping function's own `bootstrap`, and a
 //! fixture that misbehaves on request (`tests/functions/misbehaving`).
 //!
-//! Run with `cargo test -p kinesis-esm --test integration runtime_api`; set `RUST_LOG=info` to see the
+//! Run with `cargo test --workspace --test integration runtime_api`; set `RUST_LOG=info` to see the
 //! functions' logs. Each test builds the binaries it needs with `build_function` (once per run).
 
 use std::path::{Path, PathBuf};

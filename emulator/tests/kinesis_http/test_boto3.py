@@ -1,7 +1,8 @@
 """boto3 against the embedded Kinesis served over the Kinesis API.
 
-Run by `cargo test -p kinesis-esm --test kinesis_http_tools`, which starts the endpoint, puts
-the records of the AT_TIMESTAMP check on a stopped clock, and passes in the environment:
+Run by `cargo test --workspace --test integration kinesis_http_tools`, which starts the
+endpoint, puts the records of the AT_TIMESTAMP check on a stopped clock, and passes in the
+environment:
 
 - KINESIS_ENDPOINT_URL: the endpoint.
 - TIMED_STREAM: a one-shard stream holding "early" at TIMED_START (epoch seconds) and "late"

@@ -3,7 +3,7 @@ SubscribeToShard's event stream read by botocore over HTTP/1.1 (boto3 cannot spe
 which Kinesis requires for SubscribeToShard; the embedded Kinesis answers it over HTTP/1.1 too).
 `kinesis_efo.rs` checks the same with the Rust SDK.
 
-Run by `cargo test -p kinesis-esm --test integration kinesis_efo`, which starts the endpoint
+Run by `cargo test --workspace --test integration kinesis_efo`, which starts the endpoint
 and passes KINESIS_ENDPOINT_URL.
 """
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::bail;
 
-use super::run::Streams;
+use super::streams::Streams;
 use crate::aws::SdkSubscriber;
 use crate::config::MappingConfig;
 use crate::source::ShardSource;
