@@ -21,7 +21,7 @@ use crate::measure::{self, Interval, env_or, per};
 
 /// Set in a child process: the shard count it measures.
 pub(crate) const CHILD_SHARDS: &str = "SCALE_CHILD_SHARDS";
-/// The prefix of the line a child reports its figures on.
+/// The prefix of the line a child reports its figures on, as JSON.
 const RESULT: &str = "scale-result";
 /// A start, a fill or a stop that takes longer than this is broken, not slow.
 const LIMIT: Duration = Duration::from_secs(600);
@@ -30,7 +30,7 @@ const LIMIT: Duration = Duration::from_secs(600);
 const SETTLE: Duration = Duration::from_secs(4);
 
 /// What one shard count measured.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Figures {
     pub(crate) shards: f64,
     /// From `start()` to every shard caught up (read to its tip once).
@@ -66,68 +66,6 @@ pub(crate) struct Figures {
     pub(crate) other_cores: f64,
 }
 
-impl Figures {
-    fn values(&self) -> [f64; 16] {
-        [
-            self.shards,
-            self.start_seconds,
-            self.stream_kib_per_shard,
-            self.mapping_kib_per_shard,
-            self.idle_cpu_us,
-            self.watched_idle_cpu_us,
-            self.idle_reads,
-            self.idle_status_changes,
-            self.records_per_second,
-            self.cpu_us_per_record,
-            self.reshard_seconds,
-            self.reshard_scans,
-            self.reshard_scanned_items,
-            self.reshard_cpu_us,
-            self.stop_seconds,
-            self.other_cores,
-        ]
-    }
-
-    fn from_values(values: &[f64]) -> Self {
-        let [
-            shards,
-            start_seconds,
-            stream_kib_per_shard,
-            mapping_kib_per_shard,
-            idle_cpu_us,
-            watched_idle_cpu_us,
-            idle_reads,
-            idle_status_changes,
-            records_per_second,
-            cpu_us_per_record,
-            reshard_seconds,
-            reshard_scans,
-            reshard_scanned_items,
-            reshard_cpu_us,
-            stop_seconds,
-            other_cores,
-        ] = values.try_into().expect("a child reports 16 figures");
-        Self {
-            shards,
-            start_seconds,
-            stream_kib_per_shard,
-            mapping_kib_per_shard,
-            idle_cpu_us,
-            watched_idle_cpu_us,
-            idle_reads,
-            idle_status_changes,
-            records_per_second,
-            cpu_us_per_record,
-            reshard_seconds,
-            reshard_scans,
-            reshard_scanned_items,
-            reshard_cpu_us,
-            stop_seconds,
-            other_cores,
-        }
-    }
-}
-
 /// Runs each shard count in a child process and prints the figures and the ratios of the
 /// largest to the smallest.
 pub(crate) fn compare(shard_counts: &[u32]) {
@@ -148,11 +86,7 @@ pub(crate) fn compare(shard_counts: &[u32]) {
             .lines()
             .find_map(|line| line.strip_prefix(RESULT))
             .unwrap_or_else(|| panic!("the {shards}-shard case reported no figures:\n{stdout}"));
-        let values: Vec<f64> = line
-            .split_whitespace()
-            .map(|value| value.parse().expect("a figure"))
-            .collect();
-        let figures = Figures::from_values(&values);
+        let figures: Figures = serde_json::from_str(line.trim()).expect("a child's figures");
         print(&figures);
         all.push(figures);
     }
@@ -233,8 +167,8 @@ pub(crate) fn child(shards: u32) {
         .build()
         .expect("a tokio runtime");
     let figures = runtime.block_on(measure_shards(shards));
-    let values: Vec<String> = figures.values().iter().map(f64::to_string).collect();
-    println!("{RESULT} {}", values.join(" "));
+    let figures = serde_json::to_string(&figures).expect("figures as JSON");
+    println!("{RESULT} {figures}");
 }
 
 async fn measure_shards(shards: u32) -> Figures {
