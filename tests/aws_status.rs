@@ -6,11 +6,11 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use end_to_end::aws::{
-    LedgerTemplate, LocalAws, ScratchDir, build_ledger_function, kinesis_endpoint,
+    LedgerTemplate, LocalAws, ScratchDir, TIMEOUT, build_ledger_function, kinesis_endpoint,
     kinesis_esm_binary, kinesis_esm_run, shipments_held_at, within,
 };
+use end_to_end::served_address;
 use kinesis_esm::mapping::MappingStatus;
-use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::process::Command;
 
 /// The shipment the function holds.
@@ -73,18 +73,7 @@ async fn status_reads_a_run_over_kinesis_local() {
     .spawn()
     .expect("kinesis-esm run starts");
     // `run` says where it serves its status before the mappings start.
-    let mut stderr = BufReader::new(run.stderr.take().unwrap()).lines();
-    let endpoint = within("kinesis-esm run to serve its status", async {
-        while let Some(line) = stderr.next_line().await.unwrap() {
-            if let Some(rest) = line.split("status at ").nth(1) {
-                return rest.split_whitespace().next().unwrap().to_owned();
-            }
-        }
-        panic!("kinesis-esm run ended without serving its status");
-    })
-    .await;
-    // Keep reading stderr, so that the run never blocks on a full pipe.
-    tokio::spawn(async move { while let Ok(Some(_)) = stderr.next_line().await {} });
+    let endpoint = served_address(&mut run, "status at ", TIMEOUT).await;
 
     let status = within("the shard to be held at the fedex shipment", async {
         loop {

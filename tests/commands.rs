@@ -7,13 +7,15 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use end_to_end::{kinesis_esm_binary, shipping_bootstrap, workspace_dir, write_large_shipments};
+use end_to_end::{
+    kinesis_esm_binary, served_address, shipping_bootstrap, workspace_dir, write_large_shipments,
+};
 use kinesis_esm::lease::Checkpoint;
 use kinesis_esm::mapping::{MappingStatus, ShardPhase};
 use lambda_kinesis::lambda_runtime::Context;
 use lambda_kinesis::settlement::RecordOutcome;
 use lambda_kinesis::wire::{KinesisBatch, KinesisEvent};
-use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::io::AsyncWriteExt as _;
 use tokio::process::{Child, Command};
 
 /// How long a command, or a state the test waits for, may take.
@@ -47,19 +49,7 @@ impl Emulator {
             .spawn()
             .expect("kinesis-esm starts");
         // `run` says where its endpoint listens before anything else.
-        let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
-        let endpoint = tokio::time::timeout(COMMAND_TIMEOUT, async {
-            while let Some(line) = stderr.next_line().await.unwrap() {
-                if let Some(rest) = line.split("Kinesis API at ").nth(1) {
-                    return rest.split_whitespace().next().unwrap().to_owned();
-                }
-            }
-            panic!("kinesis-esm run ended without serving its endpoint");
-        })
-        .await
-        .expect("kinesis-esm run serves its endpoint");
-        // Keep reading stderr, so that the run never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = stderr.next_line().await {} });
+        let endpoint = served_address(&mut child, "Kinesis API at ", COMMAND_TIMEOUT).await;
         Self { child, endpoint }
     }
 

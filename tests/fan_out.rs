@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use end_to_end::{kinesis_esm_binary, shipping_bootstrap, workspace_dir};
+use end_to_end::{kinesis_esm_binary, served_address, shipping_bootstrap, workspace_dir};
 use kinesis_esm::aws::SdkKinesis;
 use kinesis_esm::config::StartingPosition;
 use kinesis_esm::invoke::InProcess;
@@ -22,7 +22,6 @@ use kinesis_esm::mapping::{MappingStatus, ShardPhase};
 use kinesis_esm::sequence::SequenceNumber;
 use kinesis_esm::source::fan_out::{FanOutSource, ShardEvent, ShardSubscriber, Subscription};
 use kinesis_esm::source::{IteratorPosition, SourceError};
-use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::process::{Child, Command};
 
 /// How long a state the test waits for may take.
@@ -44,23 +43,7 @@ async fn start(args: &[&str], marker: &str) -> (Child, String) {
         .kill_on_drop(true)
         .spawn()
         .expect("kinesis-esm starts");
-    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = tokio::time::timeout(TIMEOUT, async {
-        while let Some(line) = stderr.next_line().await.unwrap() {
-            if let Some(rest) = line.split(marker).nth(1) {
-                return rest.split_whitespace().next().unwrap().to_owned();
-            }
-            eprintln!("{line}");
-        }
-        panic!("kinesis-esm {args:?} ended before serving");
-    })
-    .await
-    .expect("kinesis-esm serves");
-    tokio::spawn(async move {
-        while let Ok(Some(line)) = stderr.next_line().await {
-            eprintln!("{line}");
-        }
-    });
+    let url = served_address(&mut child, marker, TIMEOUT).await;
     (child, url)
 }
 

@@ -12,6 +12,8 @@ pub use test_support::fault_proxy;
 pub use test_support::intercept::LeaseChange;
 pub use test_support::{dynamodb_endpoint, kinesis_endpoint, unique_name};
 
+pub use crate::{kinesis_esm_binary, workspace_dir};
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -22,7 +24,6 @@ use std::time::Duration;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::AttributeValue;
 use kinesis_esm::aws::{AwsConnection, DynamoLeaseStore, ReadPacing, SdkKinesis};
-use kinesis_esm::function::build_function;
 use kinesis_esm::lease::{LeaseError, LeaseStore};
 use kinesis_esm::mapping::MappingEvent;
 use kinesis_esm::sequence::SequenceNumber;
@@ -595,48 +596,17 @@ pub fn deliveries(events: &[MappingEvent]) -> Vec<Delivery> {
         .collect()
 }
 
-/// The workspace's root folder.
-pub fn workspace_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the tests crate lies in the workspace")
-        .to_owned()
-}
-
 /// The ledger fixture function's crate (`tests/fixtures/functions/shipping-ledger`).
 pub fn ledger_function_dir() -> PathBuf {
     workspace_dir().join("tests/fixtures/functions/shipping-ledger")
 }
 
-/// Builds a binary once per test process; other tests wait for the same build.
-async fn build_once(
-    cell: &'static OnceLock<PathBuf>,
-    crate_dir: PathBuf,
-    binary: &'static str,
-) -> PathBuf {
-    tokio::task::spawn_blocking(move || {
-        cell.get_or_init(|| {
-            build_function(&crate_dir, binary, false)
-                .unwrap_or_else(|error| panic!("building {binary}: {error}"))
-        })
-        .clone()
-    })
-    .await
-    .expect("the build does not panic")
-}
-
-/// The `kinesis-esm` binary, built with cargo (debug) once per test process.
-pub async fn kinesis_esm_binary() -> PathBuf {
-    static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    build_once(&BINARY, workspace_dir().join("emulator"), "kinesis-esm").await
-}
-
 /// Builds the ledger fixture function once per test process, so that `kinesis-esm run` finds
 /// it built (its own build of the function is then a quick no-op), and returns its binary (for
 /// `run --prebuilt-dir`, which skips cargo altogether).
-pub async fn build_ledger_function() -> PathBuf {
+pub async fn build_ledger_function() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    build_once(&BINARY, ledger_function_dir(), "bootstrap").await
+    crate::built(&BINARY, ledger_function_dir(), "bootstrap").await
 }
 
 /// A folder of its own under the system's temporary folder, removed when dropped.

@@ -58,7 +58,7 @@ pub fn fixture(relative: &str) -> PathBuf {
 
 /// Builds binary `binary` of the crate in `crate_dir` once per test run, off the async runtime.
 /// Builds are not bounded by [`TIMEOUT`]: a cold build of the emulator takes minutes.
-async fn built(
+pub(crate) async fn built(
     cell: &'static OnceLock<PathBuf>,
     crate_dir: PathBuf,
     binary: &'static str,
@@ -89,6 +89,41 @@ pub async fn shipping_bootstrap() -> &'static Path {
 pub async fn kinesis_esm_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     built(&BINARY, workspace_dir().join("emulator"), "kinesis-esm").await
+}
+
+/// Reads a started `kinesis-esm`'s log (its stderr, piped) until a line says `marker` (for
+/// example `"Kinesis API at "`), and returns the word after it: the address it serves. The rest
+/// of the log is read on in the background and dropped, so that the process never blocks on a
+/// full pipe. Fails the test, with the lines read, if the process ends first or takes longer
+/// than `limit` (a start builds the function, which takes a while on a busy machine).
+pub async fn served_address(
+    child: &mut tokio::process::Child,
+    marker: &str,
+    limit: Duration,
+) -> String {
+    use tokio::io::AsyncBufReadExt;
+    let stderr = child.stderr.take().expect("kinesis-esm's stderr is piped");
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    let mut before = Vec::new();
+    let address = within_time(limit, &format!("kinesis-esm to log {marker:?}"), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(rest) = line.split(marker).nth(1) {
+                return rest
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned();
+            }
+            before.push(line);
+        }
+        panic!(
+            "kinesis-esm ended before logging {marker:?}; its log:\n{}",
+            before.join("\n")
+        );
+    })
+    .await;
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    address
 }
 
 /// The `canned-answer` fixture function (`tests/fixtures/functions/canned-answer`).
