@@ -65,8 +65,12 @@ pub(crate) async fn built(
 ) -> &'static Path {
     tokio::task::spawn_blocking(move || {
         cell.get_or_init(|| {
-            build_function(&crate_dir, binary, false)
-                .unwrap_or_else(|error| panic!("building the fixture failed: {error}"))
+            build_function(&crate_dir, binary, false).unwrap_or_else(|error| {
+                panic!(
+                    "building {binary} of {} failed: {error}",
+                    crate_dir.display()
+                )
+            })
         })
         .as_path()
     })
