@@ -1,6 +1,6 @@
 //! `kinesis-esm run --throttle`: the embedded Kinesis applies AWS's per-shard throughput
 //! limits (docs/kinesis.md, "Throughput limits"), and the mapping keeps delivering: its reader
-//! backs off on `ProvisionedThroughputExceededException` (`emulator/src/backoff.rs`) and `--put`
+//! backs off on `ProvisionedThroughputExceededException` (`emulator/engine/src/backoff.rs`) and `--put`
 //! sends again what a shard refused, so every record settles as it does without the limits.
 
 use end_to_end::{shipping_bootstrap, workspace_dir, write_large_shipments};

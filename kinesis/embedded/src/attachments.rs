@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
-use crate::consumers::Registry;
+use crate::consumer_registry::Registry;
 
 /// The key a stream's attachments are kept by: its name and creation time.
 pub(crate) type StreamKey = (String, SystemTime);

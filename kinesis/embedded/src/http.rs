@@ -1,21 +1,38 @@
 //! The embedded Kinesis over the Kinesis API: a loopback endpoint that `aws-sdk-kinesis`,
 //! boto3, the aws CLI and the event source mapping's SDK source talk to as they talk to Kinesis.
 //!
+//! In a test, start it on a free loopback port and hand its endpoint to the AWS SDK; what a
+//! client writes, the same `EmbeddedKinesis` holds in process:
+//!
 //! ```
-//! use embedded_kinesis::EmbeddedKinesis;
-//! use embedded_kinesis::http;
+//! use aws_sdk_kinesis::config::{BehaviorVersion, Credentials, Region};
+//! use embedded_kinesis::{EmbeddedKinesis, http};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), http::ServeError> {
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let kinesis = EmbeddedKinesis::new();
 //! // Port 0 picks a free port; `http::DEFAULT_ADDR` is 127.0.0.1:4566.
-//! let server = http::serve(kinesis.clone(), "127.0.0.1:0".parse().unwrap()).await?;
-//! println!("Kinesis at {}", server.endpoint_url());
-//! // Point any Kinesis client at that URL, with any credentials and region.
+//! let server = http::serve(kinesis.clone(), "127.0.0.1:0".parse()?).await?;
+//!
+//! // Any credentials and region: requests are not authenticated.
+//! let config = aws_sdk_kinesis::Config::builder()
+//!     .behavior_version(BehaviorVersion::latest())
+//!     .endpoint_url(server.endpoint_url())
+//!     .region(Region::new("us-east-1"))
+//!     .credentials_provider(Credentials::new("test", "test", None, None, "doctest"))
+//!     .build();
+//! let client = aws_sdk_kinesis::Client::from_conf(config);
+//! client.create_stream().stream_name("orders").shard_count(2).send().await?;
+//! assert_eq!(kinesis.list_streams(), ["orders"]);
+//!
 //! server.stop().await;
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! A front that serves routes of its own on the same port mounts [`KinesisApi`] (a
+//! `tower::Service`) beside them and serves the whole with [`serve_service`], as `kinesis-esm`
+//! does with its live page.
 //!
 //! **Protocol.** AWS JSON 1.1, as the Kinesis API reference describes it: `POST` with
 //! `Content-Type: application/x-amz-json-1.1` and `X-Amz-Target: Kinesis_20131202.<Operation>`;
@@ -87,7 +104,7 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 pub use self::fan_out::LocalFanOut;
 pub use self::server::{ServeError, ServerHandle, serve_service};
 pub use self::service::KinesisApi;
-use crate::EmbeddedKinesis;
+use crate::embedded::EmbeddedKinesis;
 
 /// Where the endpoint listens unless told otherwise: `127.0.0.1:4566`, LocalStack's port, which
 /// tools already point at.

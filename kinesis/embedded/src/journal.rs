@@ -5,7 +5,7 @@
 //! held, after the change has been checked and before it is applied, so the journal holds the
 //! changes of each stream in the order they were applied and never one that failed. Each change
 //! carries the time it was made at, so replaying the journal through the same code
-//! ([`super::EmbeddedKinesis::restore`]) rebuilds the same streams, shards, sequence numbers and
+//! ([`crate::embedded::EmbeddedKinesis::restore`]) rebuilds the same streams, shards, sequence numbers and
 //! arrival times. Reads never touch the journal: they are served from memory.
 //!
 //! [`NoJournal`], the default, keeps nothing: the embedded Kinesis then lives in memory alone and
@@ -15,7 +15,7 @@
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
-use super::PutRecordsEntry;
+use crate::entries::PutRecordsEntry;
 
 /// Where the embedded Kinesis writes its changes before applying them.
 pub trait Journal: Send + Sync + fmt::Debug {
@@ -262,7 +262,8 @@ impl Change {
             PUT => {
                 let (stream, generation, now_ms) = reader.stream_at()?;
                 let count = reader.len()?;
-                let mut records = Vec::with_capacity(count.min(super::MAX_PUT_RECORDS_ENTRIES));
+                let mut records =
+                    Vec::with_capacity(count.min(crate::limits::MAX_PUT_RECORDS_ENTRIES));
                 for _ in 0..count {
                     let hash_key = reader.u128()?;
                     let partition_key = reader.string()?;

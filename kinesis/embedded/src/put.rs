@@ -4,10 +4,14 @@
 
 use super::stream::shard_id;
 use super::throughput::{PutRecordsResult, ThroughputExceeded, key_of};
-use super::{
-    EmbeddedKinesis, MAX_PARTITION_KEY_CHARS, MAX_PUT_RECORDS_BYTES, MAX_PUT_RECORDS_ENTRIES,
-    MAX_RECORD_BYTES, Needs, PutRecordOutput, PutRecordsEntry, hash_key,
-};
+use crate::embedded::EmbeddedKinesis;
+use crate::entries::{PutRecordOutput, PutRecordsEntry};
+use crate::hash_key;
+use crate::limits::MAX_PARTITION_KEY_CHARS;
+use crate::limits::MAX_PUT_RECORDS_BYTES;
+use crate::limits::MAX_PUT_RECORDS_ENTRIES;
+use crate::limits::MAX_RECORD_BYTES;
+use crate::status::Needs;
 use kinesis_source::SourceError;
 
 /// A record's size as the write limit counts it: its data and partition key.

@@ -11,7 +11,8 @@ use async_trait::async_trait;
 use super::clock::{self, duration_millis};
 use super::numbering::IteratorToken;
 use super::stream::Stream;
-use super::{EmbeddedKinesis, MAX_GET_RECORDS_LIMIT};
+use crate::embedded::EmbeddedKinesis;
+use crate::limits::MAX_GET_RECORDS_LIMIT;
 use kinesis_source::sequence::SequenceNumber;
 use kinesis_source::{
     GetRecordsOutput, IteratorPosition, Shard, ShardSource, SourceError, StreamDescription,

@@ -5,7 +5,8 @@
 
 use std::str::FromStr;
 
-use super::{EmbeddedKinesis, hash_key};
+use super::hash_key;
+use crate::embedded::EmbeddedKinesis;
 use kinesis_source::SourceError;
 
 /// How `UpdateShardCount` scales (`ScalingType`).

@@ -5,11 +5,14 @@ use std::sync::PoisonError;
 use std::sync::atomic::Ordering;
 
 use super::journal::Change;
-use super::{EmbeddedKinesis, NoJournal, PutRecordsEntry, stream, throughput};
+use super::{stream, throughput};
+use crate::embedded::EmbeddedKinesis;
+use crate::entries::PutRecordsEntry;
+use crate::journal::NoJournal;
 use kinesis_source::SourceError;
 
 impl EmbeddedKinesis {
-    /// Applies the changes a [`Journal`](super::Journal) kept, oldest first, to this (new, empty)
+    /// Applies the changes a [`Journal`](crate::journal::Journal) kept, oldest first, to this (new, empty)
     /// Kinesis: the streams, shards, records and sequence numbers come back as they were. Nothing
     /// is written to the journal meanwhile. Returns how many changes were applied.
     ///

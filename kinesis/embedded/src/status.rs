@@ -2,7 +2,33 @@
 //! call that began the change, `ACTIVE` (or gone) after it. Pure: the caller says what time it
 //! is, so the rules are tested without waiting.
 
-use super::StreamStatus;
+/// A stream's state (`StreamStatus`). Every change completes before its call returns; the
+/// other states show only for the configured
+/// [`stream_status_delay`](crate::EmbeddedKinesisBuilder::stream_status_delay) after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StreamStatus {
+    /// Just created: neither readable nor writable yet.
+    Creating,
+    /// Readable and writable.
+    Active,
+    /// Resharded or changed: readable and writable, but no further change is accepted yet.
+    Updating,
+    /// Being deleted: gone once the delay has passed.
+    Deleting,
+}
+
+impl StreamStatus {
+    /// The API's name for the state.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Creating => "CREATING",
+            Self::Active => "ACTIVE",
+            Self::Updating => "UPDATING",
+            Self::Deleting => "DELETING",
+        }
+    }
+}
 
 /// A change a stream is going through: the status it shows until `until_ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

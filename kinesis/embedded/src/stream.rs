@@ -6,8 +6,6 @@
 //! (see [`DataArena`]), a read makes each record's sequence number and key anew and shares its
 //! data (no copy of record data).
 
-mod reshard;
-
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -21,10 +19,14 @@ use super::hash_key;
 use super::journal::{Change, Journal, JournalError, encode_put};
 use super::numbering::{Cursor, IteratorToken, SequenceLayout};
 use super::status::Transition;
-use super::{
-    MAX_GET_RECORDS_BYTES, MAX_RETENTION_HOURS, MIN_RETENTION_HOURS, PutRecordOutput,
-    PutRecordsEntry, ShardLifetime, StreamStatus, StreamSummary,
-};
+use crate::descriptions::ShardLifetime;
+use crate::descriptions::StreamSummary;
+use crate::entries::PutRecordOutput;
+use crate::entries::PutRecordsEntry;
+use crate::limits::MAX_GET_RECORDS_BYTES;
+use crate::limits::MAX_RETENTION_HOURS;
+use crate::limits::MIN_RETENTION_HOURS;
+use crate::status::StreamStatus;
 use kinesis_source::sequence::SequenceNumber;
 use kinesis_source::{
     ChildShard, GetRecordsOutput, HashKeyRange, IteratorPosition, Record, Shard, SourceError,
@@ -84,18 +86,18 @@ pub(crate) struct Stream {
     transition: Mutex<Option<Transition>>,
 }
 
-struct StreamState {
+pub(crate) struct StreamState {
     /// Every shard ever created, by index: `shards[i]` is `shardId-<i>`. Children always come
     /// after their parents.
-    shards: Vec<ShardState>,
+    pub(crate) shards: Vec<ShardState>,
     /// The open shards, in hash key order; their ranges tile the whole hash key space.
-    open: Vec<u32>,
+    pub(crate) open: Vec<u32>,
     /// The counter of the next sequence number (see [`SequenceLayout`]).
-    next_counter: u64,
+    pub(crate) next_counter: u64,
     /// The latest arrival time handed out, in ms: arrivals never go back, even if the clock
     /// does, so that records are ordered by arrival within every shard.
-    last_arrival_ms: u64,
-    retention: Duration,
+    pub(crate) last_arrival_ms: u64,
+    pub(crate) retention: Duration,
 }
 
 impl StreamState {
@@ -107,30 +109,30 @@ impl StreamState {
     }
 }
 
-struct ShardState {
-    id: Arc<str>,
-    parent: Option<u32>,
-    adjacent_parent: Option<u32>,
-    range: HashKeyRange,
-    starting_counter: u64,
+pub(crate) struct ShardState {
+    pub(crate) id: Arc<str>,
+    pub(crate) parent: Option<u32>,
+    pub(crate) adjacent_parent: Option<u32>,
+    pub(crate) range: HashKeyRange,
+    pub(crate) starting_counter: u64,
     /// Set when the shard is closed: the counter of its `EndingSequenceNumber`, above every
     /// record it holds and below every record of its children.
-    ending_counter: Option<u64>,
-    closed_ms: Option<u64>,
-    children: Vec<u32>,
+    pub(crate) ending_counter: Option<u64>,
+    pub(crate) closed_ms: Option<u64>,
+    pub(crate) children: Vec<u32>,
     /// The records not yet trimmed, oldest first.
-    records: VecDeque<StoredRecord>,
+    pub(crate) records: VecDeque<StoredRecord>,
     /// Where the data of the shard's small records is kept.
-    arena: DataArena,
+    pub(crate) arena: DataArena,
     /// Bumped whenever the shard gains records or closes, so waiting readers wake at once.
-    signal: watch::Sender<()>,
+    pub(crate) signal: watch::Sender<()>,
     /// Whether this put gave the shard records that readers have not been told of yet.
-    signal_pending: bool,
+    pub(crate) signal_pending: bool,
 }
 
 /// A record as a shard keeps it: no allocation of its own (see [`DataArena`]). `GetRecords`
 /// makes the [`Record`] a reader gets.
-struct StoredRecord {
+pub(crate) struct StoredRecord {
     counter: u64,
     arrival_ms: u64,
     /// The partition key's text.
@@ -159,7 +161,7 @@ impl StoredRecord {
 }
 
 impl ShardState {
-    fn new(
+    pub(crate) fn new(
         index: u32,
         parents: (Option<u32>, Option<u32>),
         range: HashKeyRange,
@@ -216,7 +218,7 @@ impl ShardState {
 /// [`Self::LARGEST_COPIED`] keeps the producer's allocation: copying it would cost more than it
 /// saves.
 #[derive(Default)]
-struct DataArena {
+pub(crate) struct DataArena {
     /// The unused end of the current chunk.
     free: BytesMut,
 }
@@ -229,7 +231,7 @@ impl DataArena {
 
     /// The record data to keep for `data`: the same bytes, copied into the shard's current
     /// chunk when they are small.
-    fn keep(&mut self, data: Bytes) -> Bytes {
+    pub(crate) fn keep(&mut self, data: Bytes) -> Bytes {
         if data.is_empty() || data.len() > Self::LARGEST_COPIED {
             return data;
         }
@@ -303,13 +305,13 @@ impl Stream {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, StreamState> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, StreamState> {
         // Every change to the state is completed before anything that could panic, so a
         // poisoned lock still guards consistent state.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn described(&self) -> String {
+    pub(crate) fn described(&self) -> String {
         format!("stream {} under account {}", self.name, self.account_id)
     }
 
@@ -334,7 +336,7 @@ impl Stream {
     }
 
     /// The shard called `shard_id`, which must be open: only open shards split and merge.
-    fn find_open_shard(
+    pub(crate) fn find_open_shard(
         &self,
         state: &StreamState,
         shard_id: &str,
@@ -544,7 +546,7 @@ impl Stream {
 
     /// Writes `change` to the journal (when it keeps changes), after the change was checked and
     /// before it is applied.
-    fn keep(
+    pub(crate) fn keep(
         &self,
         journal: &dyn Journal,
         operation: &str,

@@ -1,5 +1,5 @@
 //! AWS's throughput limits as pure rules: token buckets over milliseconds of the embedded
-//! Kinesis' clock ([`super::Clock`]), with no I/O and no clock of their own. The numbers and
+//! Kinesis' clock ([`crate::clock::Clock`]), with no I/O and no clock of their own. The numbers and
 //! where they come from are in docs/kinesis.md, "Throughput limits (`--throttle`)".
 //!
 //! [`super::throughput`] keeps one [`ShardLimits`] per shard and asks these rules; only

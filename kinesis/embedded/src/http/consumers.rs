@@ -13,10 +13,10 @@ use serde::{Deserialize, Serialize};
 use super::codec::{Request, WireTime};
 use super::error::{ApiError, ErrorKind};
 use super::validation::{CONSUMER_ARN, CONSUMER_NAME, NEXT_TOKEN, STREAM_ARN, Violations};
-use crate::EmbeddedKinesis;
 use crate::attachments::StreamKey;
 use crate::clock::millis_floor;
-use crate::consumers::{Consumer, MAX_CONSUMERS_PER_STREAM, Refused};
+use crate::consumer_registry::{Consumer, MAX_CONSUMERS_PER_STREAM, Refused};
+use crate::embedded::EmbeddedKinesis;
 
 /// The most consumers one `ListStreamConsumers` page holds (`MaxResults`' range ends there).
 const MAX_LIST_RESULTS: i64 = 10_000;

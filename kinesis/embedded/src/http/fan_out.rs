@@ -13,10 +13,10 @@ use tokio::sync::{mpsc, watch};
 use super::error::{ApiError, ErrorKind};
 use super::format::Format;
 use super::subscribe::{self, Pushed};
-use crate::EmbeddedKinesis;
-use crate::StreamStatus;
 use crate::clock::{duration_millis, millis_floor};
-use crate::consumers::Refused;
+use crate::consumer_registry::Refused;
+use crate::embedded::EmbeddedKinesis;
+use crate::status::StreamStatus;
 use kinesis_source::{IteratorPosition, SourceError};
 use kinesis_source::{ShardEvent, ShardSubscriber, Subscription};
 

@@ -3,7 +3,7 @@
 use super::codec::Request;
 use super::error::{ApiError, ErrorKind};
 use super::{consumers, policies, records, shards, streams};
-use crate::EmbeddedKinesis;
+use crate::embedded::EmbeddedKinesis;
 
 /// The operations served, by their `X-Amz-Target` names.
 pub(super) const OPERATIONS: &[&str] = &[

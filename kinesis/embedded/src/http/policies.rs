@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::codec::Request;
 use super::error::{ApiError, ErrorKind};
 use super::validation::{RESOURCE_ARN, Violations};
-use crate::EmbeddedKinesis;
+use crate::embedded::EmbeddedKinesis;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "PascalCase")]

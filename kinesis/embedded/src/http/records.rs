@@ -15,8 +15,11 @@ use super::validation::{
 use super::wire::{
     Timestamp, WireHashKeyRange, check_stream, java_date_string, named_stream, normalized_shard_id,
 };
-use crate::EmbeddedKinesis;
-use crate::{MAX_GET_RECORDS_LIMIT, MAX_PUT_RECORDS_ENTRIES, PutRecordsEntry, PutRecordsResult};
+use crate::embedded::EmbeddedKinesis;
+use crate::entries::PutRecordsEntry;
+use crate::limits::MAX_GET_RECORDS_LIMIT;
+use crate::limits::MAX_PUT_RECORDS_ENTRIES;
+use crate::throughput::PutRecordsResult;
 use kinesis_source::sequence::SequenceNumber;
 use kinesis_source::{ChildShard, IteratorPosition, Record, SourceError};
 

@@ -21,7 +21,7 @@ use super::format::Format;
 use super::operations;
 use super::server::Stopping;
 use super::{event_stream, subscribe};
-use crate::EmbeddedKinesis;
+use crate::embedded::EmbeddedKinesis;
 
 /// The largest request body read. `PutRecords` carries at most 5 MiB of data, which is
 /// 6.7 MiB as base64, plus partition keys and JSON around them.

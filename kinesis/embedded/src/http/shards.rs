@@ -11,8 +11,10 @@ use super::error::{ApiError, ErrorKind};
 use super::wire::{
     Timestamp, WireShard, check_name, count_in, normalized_shard_id, required, stream_of,
 };
-use crate::EmbeddedKinesis;
-use crate::{ApiCall, ScalingType, ShardLifetime};
+use crate::descriptions::ShardLifetime;
+use crate::embedded::EmbeddedKinesis;
+use crate::reshard::ScalingType;
+use crate::throughput::ApiCall;
 use kinesis_source::Shard;
 
 /// How many shards one `ListShards` page holds at most, and by default.

@@ -10,9 +10,10 @@ use super::codec::{Request, WireTime};
 use super::error::{ApiError, ErrorKind};
 use super::validation::{STREAM_ARN, STREAM_NAME, Violations};
 use super::wire::{WireShard, check_name, count_in, normalized_shard_id, required, stream_of};
-use crate::EmbeddedKinesis;
 use crate::attachments::StreamKey;
-use crate::{ApiCall, StreamSummary};
+use crate::descriptions::StreamSummary;
+use crate::embedded::EmbeddedKinesis;
+use crate::throughput::ApiCall;
 
 /// The most tags a stream may carry.
 const MAX_TAGS_PER_STREAM: usize = 50;

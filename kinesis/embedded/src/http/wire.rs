@@ -8,7 +8,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use super::error::ApiError;
 use super::validation::{SHARD_ID, STREAM_ARN, STREAM_NAME, Violations};
-use crate::EmbeddedKinesis;
+use crate::embedded::EmbeddedKinesis;
 use kinesis_source::{HashKeyRange, Shard};
 
 /// A required member, or the validation error for its absence.

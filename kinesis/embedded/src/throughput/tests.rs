@@ -3,7 +3,10 @@ use std::time::{Duration, SystemTime};
 use bytes::Bytes;
 
 use super::*;
-use crate::{ManualClock, PutRecordsEntry};
+use crate::clock::ManualClock;
+use crate::embedded::EmbeddedKinesis;
+use crate::entries::PutRecordsEntry;
+use kinesis_source::{IteratorPosition, SourceError};
 
 const MIB: usize = 1024 * 1024;
 

@@ -2,10 +2,10 @@
 //! parents and opens their children under the stream's one lock, so a reader sees the old shards
 //! or the new ones, never half a reshard.
 
-use super::{ShardBudget, ShardState, Stream, StreamState, at};
-use crate::MAX_SHARDS_PER_STREAM;
 use crate::hash_key;
 use crate::journal::{Change, Journal};
+use crate::limits::MAX_SHARDS_PER_STREAM;
+use crate::stream::{ShardBudget, ShardState, Stream, StreamState, at};
 use kinesis_source::{HashKeyRange, SourceError};
 
 impl Stream {

@@ -9,8 +9,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::SystemTime;
 
-use super::StreamStatus;
 use super::status::Transition;
+use crate::status::StreamStatus;
 
 /// How many consumers one stream may have registered ("You can register up to 20 consumers
 /// per data stream", `RegisterStreamConsumer` in the API reference).
