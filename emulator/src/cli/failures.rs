@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::commands::{KinesisTarget, put_every_record};
 use super::destinations::folder_root;
 use super::function_binary::BinaryOptions;
-use super::run::FunctionLogs;
+use super::function_binary::FunctionLogs;
 use crate::records_file::RecordToPut;
 use crate::template::{LOCAL_DYNAMODB_VARIABLE, Template, TemplateOptions};
 use esm_engine::destination::shape::BatchPosition;

@@ -6,11 +6,21 @@ use std::path::Path;
 
 use anyhow::bail;
 
-use super::run::FunctionLogs;
 use super::sam_options::EnvVarsFile;
 use crate::function::build_function;
 use crate::template::FunctionResource;
 use esm_engine::invoke::runtime_api::{FunctionDefinition, RuntimeApi};
+
+/// How the functions' own lines are written (`docs/function-logs.md`).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct FunctionLogs {
+    /// Whole, with the request id and every span (`--verbose`), rather than compact.
+    pub(super) full: bool,
+    /// The emulator's log is JSON.
+    pub(super) json: bool,
+    /// `--quiet`: the summary alone.
+    pub(super) quiet: bool,
+}
 
 /// Where the binary comes from and what the function's environment stands in for.
 pub(super) struct BinaryOptions<'a> {

@@ -17,7 +17,7 @@ use clap::Args;
 use tokio::sync::watch;
 
 use self::streams::Streams;
-use super::function_binary::{BinaryOptions, runtime_api_invoker};
+use super::function_binary::{BinaryOptions, FunctionLogs, runtime_api_invoker};
 use super::page_actions::RunActions;
 use super::progress::Progress;
 use super::sam_options::EnvVarsFile;
@@ -179,17 +179,6 @@ pub struct RunArgs {
         env = "KINESIS_ESM_FAILOVER_TIME"
     )]
     failover_time: Duration,
-}
-
-/// How the functions' own lines are written (`docs/function-logs.md`).
-#[derive(Debug, Clone, Copy)]
-pub(super) struct FunctionLogs {
-    /// Whole, with the request id and every span (`--verbose`), rather than compact.
-    pub(super) full: bool,
-    /// The emulator's log is JSON.
-    pub(super) json: bool,
-    /// `--quiet`: the summary alone.
-    pub(super) quiet: bool,
 }
 
 /// Reads `KEY=VALUE`.

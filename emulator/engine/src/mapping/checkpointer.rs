@@ -6,10 +6,14 @@ use std::time::Instant;
 
 use tokio::sync::{Mutex, watch};
 
-use super::reader::{ReaderExit, stop_signal};
-use super::{MappingEvent, Settled, ShardChange, Shared};
+use super::reader_exit::ReaderExit;
+use super::reader_exit::stop_signal;
 use crate::backoff::RetryKind;
 use crate::lease::{Checkpoint, Lease, LeaseError};
+use crate::mapping::shared::Shared;
+use crate::mapping::status::MappingEvent;
+use crate::mapping::status::Settled;
+use crate::mapping::status::ShardChange;
 
 /// A shard's lease as its reader holds it, and the writes that keep it: checkpoints, conditional
 /// on still holding it, and renewals.

@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use super::{MappingStatus, RunningMapping, Shared};
+use crate::mapping::coordinator::RunningMapping;
+use crate::mapping::shared::Shared;
+use crate::mapping::status::MappingStatus;
 
 /// A lease key no lease has: reading it asks the lease store whether it answers, without
 /// reading the whole table.

@@ -7,7 +7,6 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 use super::policy::InvocationResult;
-use super::status::{MappingStatus, ShardChange};
 
 /// The `EventCount` group of metrics, as Lambda counts them for a Kinesis mapping. Records are
 /// Kinesis records (a KPL aggregate is one), and a record delivered again is counted again.
@@ -103,76 +102,9 @@ pub(super) fn iterator_age_millis(sent_at: SystemTime, last_arrival: SystemTime)
         .map_or(0, |age| u64::try_from(age.as_millis()).unwrap_or(u64::MAX))
 }
 
-impl ShardMetrics {
-    /// A shard's metrics before anything happened, counting events if `event_counts`.
-    pub(super) fn new(event_counts: bool) -> Self {
-        Self {
-            event_counts: event_counts.then(EventCounts::default),
-            iterator_age_millis: None,
-        }
-    }
-
-    /// Counts what `change` tells.
-    pub(super) fn count(&mut self, change: &ShardChange) {
-        if let ShardChange::InvocationEnded {
-            iterator_age_millis,
-            ..
-        } = change
-        {
-            self.iterator_age_millis = Some(*iterator_age_millis);
-        }
-        let Some(counts) = &mut self.event_counts else {
-            return;
-        };
-        match change {
-            ShardChange::Read { read, filtered, .. } => {
-                counts.polled += *read as u64;
-                counts.filtered_out += *filtered as u64;
-            }
-            ShardChange::InvocationEnded {
-                end, invocation, ..
-            } => {
-                let records = invocation.records;
-                match end {
-                    InvocationEnd::Handled => counts.invoked += records,
-                    InvocationEnd::Failed => {
-                        counts.invoked += records;
-                        counts.failed_invoke += records;
-                    }
-                    InvocationEnd::NotInvoked => counts.failed_invoke += records,
-                }
-            }
-            ShardChange::Discarded {
-                range,
-                to_destination: true,
-            } => counts.on_failure_destination_delivered += range.records,
-            ShardChange::Discarded { range, .. } => counts.dropped += range.records,
-            _ => {}
-        }
-    }
-}
-
-impl MappingStatus {
-    /// The mapping's event counts, the sum over its shards (Lambda's metrics are per mapping);
-    /// `None` unless its `MetricsConfig` asks for them.
-    pub fn event_counts(&self) -> Option<EventCounts> {
-        if !self.event_count_metrics {
-            return None;
-        }
-        let mut total = EventCounts::default();
-        for counts in self
-            .shards
-            .values()
-            .filter_map(|shard| shard.metrics.event_counts.as_ref())
-        {
-            total.add(counts);
-        }
-        Some(total)
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use crate::mapping::status::{MappingStatus, ShardChange};
     use std::time::Duration;
 
     use super::*;
@@ -208,7 +140,7 @@ mod tests {
 
     fn discarded(records: u64, to_destination: bool) -> ShardChange {
         ShardChange::Discarded {
-            range: crate::mapping::DiscardedRange {
+            range: crate::mapping::status::DiscardedRange {
                 first: "9".parse().expect("a sequence number"),
                 last: "9".parse().expect("a sequence number"),
                 records,

@@ -25,6 +25,7 @@ use tokio::sync::{Mutex, mpsc, watch};
 use tokio::task::JoinHandle;
 
 use super::checkpointer::{Checkpointer, renew};
+use super::reader_exit::ReaderExit;
 
 mod batch;
 mod concurrent;
@@ -35,10 +36,13 @@ mod windows;
 use super::lanes::batch_len;
 
 use super::replay::ReplayCommand;
-use super::{MappingEvent, Settled, ShardChange, Shared};
 use crate::backoff::{Backoff, RetryKind, Retryable as _};
 use crate::config::StartingPosition;
 use crate::lease::{Checkpoint, Lease};
+use crate::mapping::shared::Shared;
+use crate::mapping::status::MappingEvent;
+use crate::mapping::status::Settled;
+use crate::mapping::status::ShardChange;
 /// The records of an event, as the mapping writes them (`failures replay` writes its events so).
 pub use batch::event_records;
 use batch::{BatchContext, LaneMemory, Settlements};
@@ -51,19 +55,6 @@ const READ_LIMIT: usize = 10_000;
 const MAX_PAYLOAD_BYTES: usize = 6 * 1024 * 1024;
 /// What an event spends on one record besides its key and data (field names, ids, ARNs).
 const EVENT_BYTES_PER_RECORD: usize = 512;
-
-/// Why a reader stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum ReaderExit {
-    /// The shard was read to its end and checkpointed at `SHARD_END`.
-    Ended,
-    /// Another worker took the lease.
-    LeaseLost,
-    /// The mapping is stopping.
-    Stopped,
-    /// The shard or its stream no longer exists.
-    ShardGone,
-}
 
 /// How one read went.
 enum Read {
@@ -550,23 +541,5 @@ impl Settlements for ShardReader {
 
     async fn before_retry_pause(&mut self) -> Result<(), ReaderExit> {
         self.finish_checkpoint().await
-    }
-}
-
-/// What ends a reader's pause early: the mapping stopping, or the lease lost.
-pub(super) fn stop_signal(
-    stopping: &watch::Receiver<bool>,
-    lease_lost: &watch::Receiver<bool>,
-) -> impl FnMut() -> std::pin::Pin<Box<dyn Future<Output = ReaderExit> + Send>> + use<> {
-    let (stopping, lease_lost) = (stopping.clone(), lease_lost.clone());
-    move || {
-        let (mut stopping, mut lease_lost) = (stopping.clone(), lease_lost.clone());
-        Box::pin(async move {
-            tokio::select! {
-                biased;
-                _ = stopping.wait_for(|stop| *stop) => ReaderExit::Stopped,
-                _ = lease_lost.wait_for(|lost| *lost) => ReaderExit::LeaseLost,
-            }
-        })
     }
 }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::metrics::{InvocationEnd, ShardMetrics};
-use super::reader::ReaderExit;
+use super::metrics::{EventCounts, InvocationEnd, ShardMetrics};
+use super::reader_exit::ReaderExit;
 use crate::lease::Checkpoint;
 use kinesis_source::sequence::SequenceNumber;
 
@@ -529,6 +529,74 @@ pub enum MappingEvent {
         /// Its children.
         child_shard_ids: Vec<String>,
     },
+}
+
+impl ShardMetrics {
+    /// A shard's metrics before anything happened, counting events if `event_counts`.
+    pub(super) fn new(event_counts: bool) -> Self {
+        Self {
+            event_counts: event_counts.then(EventCounts::default),
+            iterator_age_millis: None,
+        }
+    }
+
+    /// Counts what `change` tells.
+    pub(super) fn count(&mut self, change: &ShardChange) {
+        if let ShardChange::InvocationEnded {
+            iterator_age_millis,
+            ..
+        } = change
+        {
+            self.iterator_age_millis = Some(*iterator_age_millis);
+        }
+        let Some(counts) = &mut self.event_counts else {
+            return;
+        };
+        match change {
+            ShardChange::Read { read, filtered, .. } => {
+                counts.polled += *read as u64;
+                counts.filtered_out += *filtered as u64;
+            }
+            ShardChange::InvocationEnded {
+                end, invocation, ..
+            } => {
+                let records = invocation.records;
+                match end {
+                    InvocationEnd::Handled => counts.invoked += records,
+                    InvocationEnd::Failed => {
+                        counts.invoked += records;
+                        counts.failed_invoke += records;
+                    }
+                    InvocationEnd::NotInvoked => counts.failed_invoke += records,
+                }
+            }
+            ShardChange::Discarded {
+                range,
+                to_destination: true,
+            } => counts.on_failure_destination_delivered += range.records,
+            ShardChange::Discarded { range, .. } => counts.dropped += range.records,
+            _ => {}
+        }
+    }
+}
+
+impl MappingStatus {
+    /// The mapping's event counts, the sum over its shards (Lambda's metrics are per mapping);
+    /// `None` unless its `MetricsConfig` asks for them.
+    pub fn event_counts(&self) -> Option<EventCounts> {
+        if !self.event_count_metrics {
+            return None;
+        }
+        let mut total = EventCounts::default();
+        for counts in self
+            .shards
+            .values()
+            .filter_map(|shard| shard.metrics.event_counts.as_ref())
+        {
+            total.add(counts);
+        }
+        Some(total)
+    }
 }
 
 #[cfg(test)]

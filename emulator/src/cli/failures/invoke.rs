@@ -12,7 +12,7 @@ use anyhow::bail;
 use lambda_kinesis::wire::{EventSource, write_event};
 
 use super::super::function_binary::{BinaryOptions, runtime_api_invoker};
-use super::super::run::FunctionLogs;
+use crate::cli::function_binary::FunctionLogs;
 use crate::template::{FunctionResource, Template};
 use esm_engine::config::MappingConfig;
 use esm_engine::destination::shape::BatchPosition;

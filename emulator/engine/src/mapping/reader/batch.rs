@@ -11,7 +11,6 @@ use lambda_kinesis::window::event::{WindowFields, write_window_event};
 use lambda_kinesis::wire::{EventRecord, EventSource, write_event};
 use tokio::sync::watch;
 
-use super::ReaderExit;
 use crate::backoff::RetryKind;
 use crate::destination::{Destination, FailedBatch};
 use crate::invoke::{Invocation, InvokeOutcome};
@@ -23,12 +22,16 @@ use crate::mapping::on_failure::{
 use crate::mapping::policy::{
     Action, BatchRetry, DiscardCondition, InvocationResult, Next, RetryRules,
 };
+use crate::mapping::reader_exit::ReaderExit;
+use crate::mapping::shared::Shared;
+use crate::mapping::status::DiscardedRange;
+use crate::mapping::status::InvocationVerdict;
+use crate::mapping::status::MappingEvent;
+use crate::mapping::status::NextRetry;
+use crate::mapping::status::RecentInvocation;
+use crate::mapping::status::ShardChange;
 use crate::mapping::window::{
     Closing, OpenWindow, StateAnswer, WindowSpan, after_success, read_state,
-};
-use crate::mapping::{
-    DiscardedRange, InvocationVerdict, MappingEvent, NextRetry, RecentInvocation, ShardChange,
-    Shared,
 };
 use crate::response::{Verdict, read_response};
 use kinesis_source::sequence::SequenceNumber;

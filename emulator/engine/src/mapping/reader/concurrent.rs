@@ -20,10 +20,11 @@ use futures_util::stream::FuturesUnordered;
 use tokio::sync::mpsc;
 
 use super::batch::{BatchContext, LaneMemory, Settlements};
-use super::{MAX_PAYLOAD_BYTES, ReaderExit, ShardReader, event_size};
+use super::{MAX_PAYLOAD_BYTES, ShardReader, event_size};
 use crate::lease::Checkpoint;
-use crate::mapping::Settled;
 use crate::mapping::lanes::{Lanes, lane_of};
+use crate::mapping::reader_exit::ReaderExit;
+use crate::mapping::status::Settled;
 use kinesis_source::Record;
 use kinesis_source::sequence::SequenceNumber;
 

@@ -1,8 +1,10 @@
 //! Where a reader starts: shard iterators, and resuming at a checkpoint that the shard may no
 //! longer back (`docs/checkpoints.md`).
 
-use super::{ReaderExit, ShardReader, stop_signal};
+use super::ShardReader;
 use crate::backoff::RetryKind;
+use crate::mapping::reader_exit::ReaderExit;
+use crate::mapping::reader_exit::stop_signal;
 use crate::mapping::resume::Resume;
 use kinesis_source::sequence::SequenceNumber;
 use kinesis_source::{IteratorPosition, SourceError};

@@ -4,12 +4,13 @@
 
 use std::time::{Duration, SystemTime};
 
-use super::{ReaderExit, ShardReader};
+use super::ShardReader;
 use crate::lease::Checkpoint;
-use crate::mapping::ShardChange;
+use crate::mapping::reader_exit::ReaderExit;
 use crate::mapping::replay::{
     ReplayCommand, ReplayError, ReplayFrom, ReplayOutcome, Replayed, check_move, check_timestamp,
 };
+use crate::mapping::status::ShardChange;
 use kinesis_source::sequence::SequenceNumber;
 use kinesis_source::{IteratorPosition, Record};
 

@@ -3,10 +3,14 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::{ReaderExit, ShardReader, stop_signal};
+use super::ShardReader;
 use crate::backoff::RetryKind;
 use crate::lease::{Checkpoint, Lease, LeaseError, LeaseStore};
-use crate::mapping::{MappingEvent, lease_key, lineage};
+use crate::mapping::coordinator::lease_key;
+use crate::mapping::lineage;
+use crate::mapping::reader_exit::ReaderExit;
+use crate::mapping::reader_exit::stop_signal;
+use crate::mapping::status::MappingEvent;
 use kinesis_source::{ChildShard, StreamDescription};
 
 impl ShardReader {

@@ -9,7 +9,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::{ReplayCommand, ReplayError, ReplayFrom, ReplayOutcome, check_timestamp, closed_shard};
 use crate::lease::Checkpoint;
-use crate::mapping::{MappingControl, MappingStatus, ShardPhase};
+use crate::mapping::control::MappingControl;
+use crate::mapping::status::MappingStatus;
+use crate::mapping::status::ShardPhase;
 
 /// How long a request waits for a reader's answer: a reader applies a replay between batches,
 /// and a batch whose record is held retries until it settles.

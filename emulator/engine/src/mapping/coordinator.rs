@@ -1,28 +1,5 @@
-//! The event source mapping: shard readers, leases, and the order of parents and children.
-//!
-//! A coordinator lists the stream's shards, creates a lease for each, and starts a reader for
-//! every shard whose parents have all reached `SHARD_END`. Each reader keeps one batch in flight,
-//! invokes the function, reads its answer and retries as Lambda does
-//! (`docs/event-source-mapping.md` §1-§2) and writes one checkpoint per settled batch. At the end
-//! of a closed shard it creates its children's leases and checkpoints `SHARD_END`, which lets the
-//! coordinator start the children (`docs/resharding.md`). Several workers sharing one lease table
-//! share the shards out: each round, a coordinator takes free leases up to its fair share, or
-//! steals one from the most loaded worker (`balance.rs`, `docs/lease-table.md` §6).
-
-mod balance;
-mod checkpointer;
-mod control;
-mod lanes;
-mod lineage;
-pub mod metrics;
-mod misconfiguration;
-mod on_failure;
-mod policy;
-mod reader;
-pub mod replay;
-mod resume;
-mod status;
-mod window;
+//! The coordinator of an event source mapping: the shard sync, the leases it takes, renews and
+//! gives up, and which shard's reader may run (`docs/resharding.md`, `docs/lease-table.md`).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -32,71 +9,24 @@ use futures_util::StreamExt as _;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use crate::backoff::{Backoff, BackoffConfig, RetryKind};
+use crate::backoff::RetryKind;
 use crate::config::MappingConfig;
 use crate::destination::Destination;
 use crate::invoke::Invoker;
 use crate::lease::{Checkpoint, Lease, LeaseError, LeaseStore, MemoryLeaseStore};
 use kinesis_source::{Shard, ShardSource, SourceError, StreamDescription};
 
-pub use status::{
-    DiscardedRange, HeldRecord, InvocationVerdict, MappingEvent, MappingStatus, NextRetry,
-    RECENT_INVOCATIONS_KEPT, RecentInvocation, RecentInvocations, ShardPhase, ShardStatus,
-};
-use status::{Settled, ShardChange};
+use super::status::ShardChange;
+use super::status::{MappingEvent, MappingStatus};
 
-pub use control::MappingControl;
-pub use reader::event_records;
-use reader::{ReaderExit, ShardReader};
+use super::options::MappingOptions;
+use super::reader::ShardReader;
+use super::reader_exit::ReaderExit;
+use super::shared::Shared;
 
 /// How many leases a worker takes at once: enough that a remote table's round trips overlap,
 /// few enough that a table with thousands of shards is not flooded.
 const CONCURRENT_TAKES: usize = 16;
-
-/// How the emulator runs a mapping: knobs that are not Lambda properties.
-#[derive(Debug, Clone)]
-pub struct MappingOptions {
-    /// This worker's name in the lease table (`leaseOwner`).
-    pub worker_id: String,
-    /// How long an idle shard waits before reading again when the source cannot signal new
-    /// records (Lambda polls each shard about once a second).
-    pub poll_interval: Duration,
-    /// How often the coordinator lists shards and leases again.
-    pub shard_sync_interval: Duration,
-    /// How often the coordinator deletes the leases that nothing needs any more (finished
-    /// parents, shards aged out of the stream), at its next shard sync (the KCL: every minute).
-    pub lease_cleanup_interval: Duration,
-    /// How long a lease may go unrenewed before another worker takes it (KCL: 10 s).
-    pub failover_time: Duration,
-    /// How many leases a worker below its fair share steals from a live worker in one round
-    /// (the KCL's `maxLeasesToStealAtOneTime`: 1).
-    pub max_leases_to_steal: usize,
-    /// The first pause before retrying a failed batch.
-    pub retry_backoff_initial: Duration,
-    /// The longest pause between retries of a failed batch.
-    pub retry_backoff_max: Duration,
-    /// The execution role named in events (`invokeIdentityArn`).
-    pub invoke_identity_arn: String,
-    /// The mapping's UUID, as Lambda names it in S3 on-failure objects' keys.
-    pub mapping_uuid: String,
-}
-
-impl Default for MappingOptions {
-    fn default() -> Self {
-        Self {
-            worker_id: format!("kinesis-esm-{}", uuid::Uuid::new_v4()),
-            poll_interval: Duration::from_secs(1),
-            shard_sync_interval: Duration::from_secs(10),
-            lease_cleanup_interval: Duration::from_secs(10),
-            failover_time: Duration::from_secs(10),
-            max_leases_to_steal: 1,
-            retry_backoff_initial: Duration::from_millis(100),
-            retry_backoff_max: Duration::from_secs(2),
-            invoke_identity_arn: "arn:aws:iam::000000000000:role/kinesis-esm".to_owned(),
-            mapping_uuid: uuid::Uuid::new_v4().to_string(),
-        }
-    }
-}
 
 /// A stable UUID for the mapping from `stream_name` to `function_name` (an MD5 name-based
 /// UUID), so that a mapping keeps its S3 on-failure keys' prefix from one run to the next, as a
@@ -184,8 +114,8 @@ impl EventSourceMapping {
             observer: self.observer,
             destination: self.destination,
             status,
-            ignored_item_failures_warning: misconfiguration::WarnOnce::default(),
-            replay_registry: replay::ReplayRegistry::default(),
+            ignored_item_failures_warning: super::misconfiguration::WarnOnce::default(),
+            replay_registry: super::replay::ReplayRegistry::default(),
         });
         let coordinator = tokio::spawn(coordinate(Arc::clone(&shared), stopping));
         RunningMapping {
@@ -197,68 +127,12 @@ impl EventSourceMapping {
     }
 }
 
-/// What the coordinator and the readers share.
-struct Shared {
-    config: MappingConfig,
-    source: Arc<dyn ShardSource>,
-    invoker: Arc<dyn Invoker>,
-    leases: Arc<dyn LeaseStore>,
-    options: MappingOptions,
-    observer: Option<mpsc::UnboundedSender<MappingEvent>>,
-    /// Where the records of discarded batches go, if anywhere.
-    destination: Option<Arc<dyn Destination>>,
-    status: watch::Sender<MappingStatus>,
-    /// The misconfiguration warning, given once per mapping.
-    ignored_item_failures_warning: misconfiguration::WarnOnce,
-    /// The running readers, which take replays (`kinesis-esm replay`).
-    replay_registry: replay::ReplayRegistry,
-}
-
-impl Shared {
-    fn emit(&self, event: impl FnOnce() -> MappingEvent) {
-        if let Some(observer) = &self.observer {
-            // A gone observer only means nobody listens any more.
-            let _ = observer.send(event());
-        }
-    }
-
-    /// Records a change of a shard's status (`ShardStatus::apply` says what it changes). A
-    /// change that leaves the status as it is wakes no watcher (`ShardStatus::unchanged_by`).
-    fn update_shard(&self, shard_id: &str, change: ShardChange) {
-        self.status.send_if_modified(|status| {
-            if let Some(shard) = status.shards.get_mut(shard_id) {
-                if shard.unchanged_by(&change) {
-                    return false;
-                }
-                shard.apply(change);
-                return true;
-            }
-            let mut shard = ShardStatus {
-                shard_id: shard_id.to_owned(),
-                metrics: metrics::ShardMetrics::new(self.config.event_count_metrics),
-                ..ShardStatus::default()
-            };
-            shard.apply(change);
-            status.shards.insert(shard_id.to_owned(), shard);
-            true
-        });
-    }
-
-    fn retry_backoff(&self) -> Backoff {
-        Backoff::new(BackoffConfig {
-            initial: self.options.retry_backoff_initial,
-            max: self.options.retry_backoff_max,
-            ..BackoffConfig::default()
-        })
-    }
-}
-
 /// A started mapping.
 pub struct RunningMapping {
-    shared: Arc<Shared>,
-    status: watch::Receiver<MappingStatus>,
-    stop: watch::Sender<bool>,
-    coordinator: JoinHandle<()>,
+    pub(super) shared: Arc<Shared>,
+    pub(super) status: watch::Receiver<MappingStatus>,
+    pub(super) stop: watch::Sender<bool>,
+    pub(super) coordinator: JoinHandle<()>,
 }
 
 impl RunningMapping {
@@ -309,7 +183,7 @@ impl RunningMapping {
 
 /// The lease key of a shard: the KCL's multi-stream form, tied to the stream's creation time so
 /// that a stream created again under the same name never resumes from the old one's checkpoints.
-fn lease_key(stream: &StreamDescription, shard_id: &str) -> String {
+pub(super) fn lease_key(stream: &StreamDescription, shard_id: &str) -> String {
     let account = stream.arn.split(':').nth(4).unwrap_or("000000000000");
     let created = stream
         .created
@@ -330,7 +204,7 @@ async fn report_leases_of_another_creation(shared: &Shared, stream: &StreamDescr
     let this_key = lease_key(stream, "");
     let created = this_key.split(':').nth(2).unwrap_or_default();
     for (lease, other_created) in
-        resume::leases_of_another_creation(&leases, account, &stream.name, created)
+        super::resume::leases_of_another_creation(&leases, account, &stream.name, created)
     {
         tracing::warn!(
             stream = %stream.name,
@@ -604,7 +478,7 @@ async fn sync(
         );
     }
     let mut undecided = false;
-    let mut readable: Vec<(&Lease, &Shard, balance::Standing)> = Vec::new();
+    let mut readable: Vec<(&Lease, &Shard, super::balance::Standing)> = Vec::new();
     for lease in leases.values() {
         if lease.checkpoint == Checkpoint::ShardEnd {
             continue;
@@ -613,21 +487,21 @@ async fn sync(
         let standing = if readers.contains_key(&lease.shard_id) {
             match lease.lease_owner.as_deref() {
                 // Stolen: this worker's reader stops at its next lease write.
-                Some(owner) if owner != worker_id => balance::Standing::Leaving(owner),
-                _ => balance::Standing::Ours,
+                Some(owner) if owner != worker_id => super::balance::Standing::Leaving(owner),
+                _ => super::balance::Standing::Ours,
             }
-        } else if !lineage::may_start(lease, &leases) {
+        } else if !super::lineage::may_start(lease, &leases) {
             shared.update_shard(&lease.shard_id, ShardChange::WaitingOnParents);
             continue;
         } else {
             match expiry.availability(lease, worker_id, shared.options.failover_time) {
-                Availability::Available => balance::Standing::Free,
+                Availability::Available => super::balance::Standing::Free,
                 availability => {
                     undecided |= availability == Availability::Undecided;
                     shared.update_shard(&lease.shard_id, ShardChange::NotOwned);
                     match lease.lease_owner.as_deref() {
-                        Some(owner) => balance::Standing::HeldBy(owner),
-                        None => balance::Standing::Free,
+                        Some(owner) => super::balance::Standing::HeldBy(owner),
+                        None => super::balance::Standing::Free,
                     }
                 }
             }
@@ -638,11 +512,11 @@ async fn sync(
         };
         readable.push((lease, *shard, standing));
     }
-    let standings: Vec<(&str, balance::Standing)> = readable
+    let standings: Vec<(&str, super::balance::Standing)> = readable
         .iter()
         .map(|(lease, _, standing)| (lease.shard_id.as_str(), *standing))
         .collect();
-    let chosen = balance::leases_to_take(&standings, shared.options.max_leases_to_steal);
+    let chosen = super::balance::leases_to_take(&standings, shared.options.max_leases_to_steal);
     for shard_id in &chosen.stolen {
         tracing::info!(
             shard_id,
@@ -658,7 +532,7 @@ async fn sync(
         let shard_id = lease.shard_id.as_str();
         if chosen_ids.contains(shard_id) {
             to_take.push((*lease, *shard));
-        } else if *standing == balance::Standing::Free {
+        } else if *standing == super::balance::Standing::Free {
             // Left to the other workers: this one has its fair share.
             shared.update_shard(shard_id, ShardChange::NotOwned);
         }
@@ -743,7 +617,7 @@ async fn take<'a>(
     (lease, shard, sent, taken)
 }
 
-/// Creates the leases [`lineage::leases_to_create`] names. Returns whether any was created.
+/// Creates the leases [`super::lineage::leases_to_create`] names. Returns whether any was created.
 async fn create_missing_leases(
     shared: &Shared,
     stream: &StreamDescription,
@@ -752,7 +626,7 @@ async fn create_missing_leases(
 ) -> Result<bool, String> {
     let mut created = false;
     for (shard, checkpoint) in
-        lineage::leases_to_create(shards, leases, &shared.config.starting_position)
+        super::lineage::leases_to_create(shards, leases, &shared.config.starting_position)
     {
         let mut lease = Lease::new(
             lease_key(stream, &shard.shard_id),
@@ -771,10 +645,10 @@ async fn create_missing_leases(
     Ok(created)
 }
 
-/// Deletes the leases [`lineage::leases_to_delete`] names, so that the table does not grow with
+/// Deletes the leases [`super::lineage::leases_to_delete`] names, so that the table does not grow with
 /// every reshard (`docs/resharding.md`).
 async fn clean_up_leases(shared: &Shared, shards: &[Shard], leases: &BTreeMap<String, Lease>) {
-    for (lease, why) in lineage::leases_to_delete(shards, leases) {
+    for (lease, why) in super::lineage::leases_to_delete(shards, leases) {
         tracing::debug!(shard_id = %lease.shard_id, ?why, "deleting a lease");
         if let Err(error) = shared.leases.delete_lease(&lease.lease_key).await {
             tracing::warn!(shard_id = %lease.shard_id, %error, "could not delete a lease");

@@ -41,9 +41,9 @@ use esm_engine::config::MappingConfig;
 use esm_engine::mapping::MappingStatus;
 use kinesis_source::ShardSource;
 
-const INDEX_HTML: &str = include_str!("assets/index.html");
-const PAGE_JS: &str = include_str!("assets/page.js");
-const PAGE_CSS: &str = include_str!("assets/page.css");
+const INDEX_HTML: &str = include_str!("page/assets/index.html");
+const PAGE_JS: &str = include_str!("page/assets/page.js");
+const PAGE_CSS: &str = include_str!("page/assets/page.css");
 
 /// Whether a request is the page's: `GET /`, or anything under `/page/`. Everything else (the
 /// Kinesis API, `/status`, `/metrics`) is the endpoint's.

@@ -334,7 +334,7 @@ impl Cli {
             _ => None,
         };
         init_logging(self.log_format, &self.logs, progress.as_ref());
-        let function_logs = run::FunctionLogs {
+        let function_logs = function_binary::FunctionLogs {
             full: self.logs.verbose,
             json: self.log_format == LogFormat::Json,
             quiet: self.logs.quiet,
