@@ -86,6 +86,7 @@
 
 pub mod aggregate;
 mod batch;
+mod data;
 pub mod handler;
 mod init;
 pub mod invocation;
@@ -101,7 +102,7 @@ pub mod window;
 pub mod wire;
 
 pub use batch::RecordMeta;
-pub use handler::RawData;
+pub use data::RawData;
 pub use init::init;
 pub use lambda_runtime::{self, Error};
 pub use outcome::HandlerOutcome;

@@ -16,7 +16,7 @@ use futures_util::{FutureExt as _, StreamExt as _};
 use tracing::Instrument as _;
 
 use crate::batch::{KinesisBatch, RecordData, RecordMeta};
-use crate::handler::FromRecordData;
+use crate::data::FromRecordData;
 use crate::outcome::{BatchOutcome, HandlerError, HandlerOutcome};
 use crate::retry::route::RetryRoute;
 use crate::retry::{Envelope, Hop, Origin, wait_before_retry};
