@@ -26,10 +26,12 @@
 //! [`KinesisAdapter::new`]: crate::KinesisAdapter::new
 //! [`KinesisAdapter::with_state`]: crate::KinesisAdapter::with_state
 
+use std::any::Any;
 use std::fmt;
 use std::future::Future;
 
 use crate::batch::{KinesisBatch, RecordMeta};
+use crate::guard::DynGuard;
 use crate::outcome::HandlerOutcome;
 use crate::settle::{self, CallBatch, CallRecord, Deadline, Options};
 use crate::settlement::RecordOutcome;
@@ -276,8 +278,15 @@ pub trait Handler<T, Kind>: sealed::Runnable<(Kind, T)> + Send + Sync + Sized + 
         &'a self,
         batch: &'a KinesisBatch,
         options: &'a Options,
+        guard: Option<&'a dyn DynGuard<T>>,
         deadline: Deadline,
     ) -> impl Future<Output = Vec<RecordOutcome>> + Send + 'a;
+
+    /// The state the handler borrows, if it has one.
+    #[doc(hidden)]
+    fn state(&self) -> Option<&(dyn Any + Send + Sync)> {
+        None
+    }
 }
 
 // One `Handler` implementation per shape. Each turns the handler into the engine's view of it
@@ -294,9 +303,10 @@ where
         &'a self,
         batch: &'a KinesisBatch,
         options: &'a Options,
+        guard: Option<&'a dyn DynGuard<T>>,
         deadline: Deadline,
     ) -> impl Future<Output = Vec<RecordOutcome>> + Send + 'a {
-        settle::records(Plain(self), batch, options, deadline)
+        settle::records(Plain(self), batch, options, guard, deadline)
     }
 }
 
@@ -314,9 +324,10 @@ where
         &'a self,
         batch: &'a KinesisBatch,
         options: &'a Options,
+        guard: Option<&'a dyn DynGuard<T>>,
         deadline: Deadline,
     ) -> impl Future<Output = Vec<RecordOutcome>> + Send + 'a {
-        settle::records(WithMeta(self), batch, options, deadline)
+        settle::records(WithMeta(self), batch, options, guard, deadline)
     }
 }
 
@@ -331,9 +342,10 @@ where
         &'a self,
         batch: &'a KinesisBatch,
         options: &'a Options,
+        guard: Option<&'a dyn DynGuard<T>>,
         deadline: Deadline,
     ) -> impl Future<Output = Vec<RecordOutcome>> + Send + 'a {
-        settle::whole_batch(WholeBatch(self), batch, options, deadline)
+        settle::whole_batch(WholeBatch(self), batch, options, guard, deadline)
     }
 }
 
@@ -352,9 +364,14 @@ where
         &'a self,
         batch: &'a KinesisBatch,
         options: &'a Options,
+        guard: Option<&'a dyn DynGuard<T>>,
         deadline: Deadline,
     ) -> impl Future<Output = Vec<RecordOutcome>> + Send + 'a {
-        settle::records(StatefulPlain(self), batch, options, deadline)
+        settle::records(StatefulPlain(self), batch, options, guard, deadline)
+    }
+
+    fn state(&self) -> Option<&(dyn Any + Send + Sync)> {
+        Some(&self.state)
     }
 }
 
@@ -373,9 +390,14 @@ where
         &'a self,
         batch: &'a KinesisBatch,
         options: &'a Options,
+        guard: Option<&'a dyn DynGuard<T>>,
         deadline: Deadline,
     ) -> impl Future<Output = Vec<RecordOutcome>> + Send + 'a {
-        settle::records(StatefulWithMeta(self), batch, options, deadline)
+        settle::records(StatefulWithMeta(self), batch, options, guard, deadline)
+    }
+
+    fn state(&self) -> Option<&(dyn Any + Send + Sync)> {
+        Some(&self.state)
     }
 }
 
@@ -394,9 +416,14 @@ where
         &'a self,
         batch: &'a KinesisBatch,
         options: &'a Options,
+        guard: Option<&'a dyn DynGuard<T>>,
         deadline: Deadline,
     ) -> impl Future<Output = Vec<RecordOutcome>> + Send + 'a {
-        settle::whole_batch(StatefulWholeBatch(self), batch, options, deadline)
+        settle::whole_batch(StatefulWholeBatch(self), batch, options, guard, deadline)
+    }
+
+    fn state(&self) -> Option<&(dyn Any + Send + Sync)> {
+        Some(&self.state)
     }
 }
 

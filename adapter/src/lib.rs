@@ -73,6 +73,9 @@
 //!
 //! # Modules
 //!
+//! - [`env`]: options read from the environment ([`retry::RetryPlan::from_env`]), and their errors.
+//! - [`guard`]: the extension point around each record ([`KinesisAdapter::guard`]), which
+//!   `lambda-kinesis-idempotency` plugs into.
 //! - [`handler`]: the traits behind the handler shapes (sealed; you never implement them).
 //! - [`invocation`]: the deadline of the invocation calling the handler.
 //! - `publish` (cargo feature `publish`): `Publisher<T>`, a typed Kinesis producer.
@@ -87,6 +90,8 @@
 pub mod aggregate;
 mod batch;
 mod data;
+pub mod env;
+pub mod guard;
 pub mod handler;
 mod init;
 pub mod invocation;

@@ -17,6 +17,7 @@ use tracing::Instrument as _;
 
 use crate::batch::{KinesisBatch, RecordData, RecordMeta};
 use crate::data::FromRecordData;
+use crate::guard::{DynGuard, Entry};
 use crate::outcome::{BatchOutcome, HandlerError, HandlerOutcome};
 use crate::retry::route::RetryRoute;
 use crate::retry::{Envelope, Hop, Origin, wait_before_retry};
@@ -105,12 +106,14 @@ pub(crate) async fn records<T, C>(
     handler: C,
     batch: &KinesisBatch,
     options: &Options,
+    guard: Option<&dyn DynGuard<T>>,
     deadline: Deadline,
 ) -> Vec<RecordOutcome>
 where
     T: FromRecordData + Send + Sync,
     C: CallRecord<T>,
 {
+    let handler = Guarded { handler, guard };
     let Some(max_concurrent) = options.lanes else {
         return lane(&handler, batch.records(), options, deadline).await;
     };
@@ -153,7 +156,7 @@ where
 
 /// Handles `records` one after the other until one is held; the rest are skipped.
 async fn lane<'b, T, C>(
-    handler: &C,
+    handler: &Guarded<'_, T, C>,
     records: impl ExactSizeIterator<Item = RecordMeta<'b>>,
     options: &Options,
     deadline: Deadline,
@@ -177,7 +180,7 @@ where
         }
         let outcome = match options.retry.as_ref() {
             None => match decode::<T>(&record, &mut data) {
-                Ok(value) => call(handler, &value, &record).await,
+                Ok(value) => handler.handle(&value, &record).await,
                 Err(rejection) => undecodable(rejection, options),
             },
             Some(route) => {
@@ -206,7 +209,7 @@ where
 /// next stream of the plan, which settles it. `None` when the record's retry time falls past
 /// the deadline margin: it is not started, like a record the deadline stops.
 async fn with_retry_route<T, C>(
-    handler: &C,
+    handler: &Guarded<'_, T, C>,
     record: &RecordMeta<'_>,
     data: &mut Vec<u8>,
     route: &RetryRoute,
@@ -245,7 +248,7 @@ where
         }
     };
     let meta = record.with_retry(unwrapped.as_ref());
-    let outcome = call(handler, &value, &meta).await;
+    let outcome = handler.handle(&value, &meta).await;
     let reason = match &outcome {
         RecordOutcome::Held(HoldReason::Handler) => "the handler held it".to_owned(),
         RecordOutcome::Held(HoldReason::Error(error)) => format!("the handler failed: {error}"),
@@ -341,13 +344,77 @@ fn plain_bytes<'d>(record: &RecordMeta<'d>, data: &'d [u8]) -> &'d [u8] {
     }
 }
 
-/// Calls the handler for one record, turning an error or a panic into a held record.
-async fn call<T: Sync, C: CallRecord<T>>(
+/// A record handler and the guard around each record, if the adapter has one.
+struct Guarded<'g, T, C> {
+    handler: C,
+    guard: Option<&'g dyn DynGuard<T>>,
+}
+
+impl<T: Sync, C: CallRecord<T>> Guarded<'_, T, C> {
+    /// Handles one record: through the guard when there is one, else straight to the handler
+    /// (an adapter without a guard pays one branch for it).
+    async fn handle(&self, value: &T, record: &RecordMeta<'_>) -> RecordOutcome {
+        match self.guard {
+            None => call(&self.handler, value, record, record_span(record)).await,
+            Some(guard) => guarded(guard, &self.handler, value, record).await,
+        }
+    }
+}
+
+/// Handles one record inside its guard: the guard decides whether the handler runs, and hears
+/// what it came to. A guard that panics holds the record, as a handler that panics does.
+async fn guarded<T: Sync, C: CallRecord<T>>(
+    guard: &dyn DynGuard<T>,
     handler: &C,
     value: &T,
     record: &RecordMeta<'_>,
 ) -> RecordOutcome {
     let span = record_span(record);
+    let entered = AssertUnwindSafe(guard.enter_dyn(value, record))
+        .catch_unwind()
+        .instrument(span.clone())
+        .await;
+    let pass = match entered {
+        Ok(Entry::Run(pass)) => pass,
+        Ok(Entry::Settle(outcome)) => return record_outcome(outcome),
+        Ok(Entry::Refuse(error)) => {
+            let _entered = span.enter();
+            tracing::error!(error = %error, "the record's guard refused it; the record is held");
+            return RecordOutcome::Held(HoldReason::Error(error));
+        }
+        Err(panic) => {
+            let message = panic_message(panic.as_ref());
+            let _entered = span.enter();
+            tracing::error!(panic = %message, "the record's guard panicked; the record is held");
+            return RecordOutcome::Held(HoldReason::Panicked(message));
+        }
+    };
+    let outcome = call(handler, value, record, span.clone()).await;
+    guard
+        .leave_dyn(pass, handler_outcome(&outcome))
+        .instrument(span)
+        .await;
+    outcome
+}
+
+/// What the handler returned, as a guard hears it: `None` when it failed or panicked, or when
+/// it was not called (a batch handler's records the deadline stopped).
+fn handler_outcome(outcome: &RecordOutcome) -> Option<HandlerOutcome> {
+    match outcome {
+        RecordOutcome::Acked => Some(HandlerOutcome::Ack),
+        RecordOutcome::Dropped(DropReason::Handler) => Some(HandlerOutcome::Drop),
+        RecordOutcome::Held(HoldReason::Handler) => Some(HandlerOutcome::Hold),
+        _ => None,
+    }
+}
+
+/// Calls the handler for one record in `span`, turning an error or a panic into a held record.
+async fn call<T: Sync, C: CallRecord<T>>(
+    handler: &C,
+    value: &T,
+    record: &RecordMeta<'_>,
+    span: tracing::Span,
+) -> RecordOutcome {
     let started = std::panic::catch_unwind(AssertUnwindSafe(|| handler.call_record(value, record)));
     let result = match started {
         Ok(future) => {
@@ -470,11 +537,13 @@ fn undecodable(rejection: UndecodableRecord, options: &Options) -> RecordOutcome
     }
 }
 
-/// Settles a batch with a batch handler: one call with every decoded record.
+/// Settles a batch with a batch handler: one call with every decoded record (every record the
+/// guard let through, when the adapter has one).
 pub(crate) async fn whole_batch<T, C>(
     handler: C,
     batch: &KinesisBatch,
     options: &Options,
+    guard: Option<&dyn DynGuard<T>>,
     deadline: Deadline,
 ) -> Vec<RecordOutcome>
 where
@@ -501,8 +570,23 @@ where
             }
         }
     }
+    let passes = match guard {
+        None => Vec::new(),
+        Some(guard) => {
+            let entered = enter_batch(guard, values, positions, batch, &mut outcomes).await;
+            (values, positions) = (entered.values, entered.positions);
+            entered.passes
+        }
+    };
     if !values.is_empty() {
         let given = batch_outcomes(&handler, &values, options, deadline, batch, positions[0]).await;
+        if let Some(guard) = guard {
+            let left = passes
+                .into_iter()
+                .zip(&given)
+                .map(|(pass, outcome)| guard.leave_dyn(pass, handler_outcome(outcome)));
+            futures_util::future::join_all(left).await;
+        }
         for (position, outcome) in positions.into_iter().zip(given) {
             outcomes[position] = Some(outcome);
         }
@@ -511,6 +595,64 @@ where
         .into_iter()
         .map(|outcome| outcome.unwrap_or(RecordOutcome::Skipped(SkipReason::BehindHeldRecord)))
         .collect()
+}
+
+/// The records of a batch the guard let through, in shard order, with their passes.
+struct Entered<T> {
+    values: Vec<T>,
+    positions: Vec<usize>,
+    passes: Vec<Box<dyn std::any::Any + Send>>,
+}
+
+/// Enters the decoded records of a batch into the guard in shard order, up to the first it
+/// holds: the records it settles get their outcomes in `outcomes`, the ones it lets through
+/// are returned, and the records behind a held one are not entered (they come again).
+async fn enter_batch<T: Sync>(
+    guard: &dyn DynGuard<T>,
+    values: Vec<T>,
+    positions: Vec<usize>,
+    batch: &KinesisBatch,
+    outcomes: &mut [Option<RecordOutcome>],
+) -> Entered<T> {
+    let mut entered = Entered {
+        values: Vec::with_capacity(values.len()),
+        positions: Vec::with_capacity(values.len()),
+        passes: Vec::with_capacity(values.len()),
+    };
+    for (value, index) in values.into_iter().zip(positions) {
+        let record = batch.record(index).expect("positions are of the batch");
+        let span = record_span(&record);
+        let decided = AssertUnwindSafe(guard.enter_dyn(&value, &record))
+            .catch_unwind()
+            .instrument(span.clone())
+            .await;
+        let _entered = span.enter();
+        let held = match decided {
+            Ok(Entry::Run(pass)) => {
+                entered.values.push(value);
+                entered.positions.push(index);
+                entered.passes.push(pass);
+                continue;
+            }
+            Ok(Entry::Settle(HandlerOutcome::Hold)) => RecordOutcome::Held(HoldReason::Handler),
+            Ok(Entry::Settle(outcome)) => {
+                outcomes[index] = Some(record_outcome(outcome));
+                continue;
+            }
+            Ok(Entry::Refuse(error)) => {
+                tracing::error!(error = %error, "the record's guard refused it; the record is held, with the records behind it");
+                RecordOutcome::Held(HoldReason::Error(error))
+            }
+            Err(panic) => {
+                let message = panic_message(panic.as_ref());
+                tracing::error!(panic = %message, "the record's guard panicked; the record is held, with the records behind it");
+                RecordOutcome::Held(HoldReason::Panicked(message))
+            }
+        };
+        outcomes[index] = Some(held);
+        break;
+    }
+    entered
 }
 
 /// Calls a batch handler and matches what it returned with the `values` it was given.
