@@ -44,25 +44,18 @@ fn adapter(
     store: Arc<MemoryStore>,
     ledger: Arc<Ledger>,
     clock: &Clock,
-) -> lambda_kinesis::KinesisAdapter<
-    impl lambda_kinesis::handler::Handler<
-        Shipment,
-        lambda_kinesis::handler::kind::Stateful<lambda_kinesis::handler::kind::RecordWithMeta>,
-    >,
-    Shipment,
-    lambda_kinesis::handler::kind::Stateful<lambda_kinesis::handler::kind::RecordWithMeta>,
-> {
+) -> lambda_kinesis::KinesisAdapter<Shipment> {
     let clock = clock.clone();
-    Idempotency::new(store)
+    let once_per_id = Idempotency::new(store)
         .function_name("shipping")
-        .wrap_with_state(ledger, |ledger: &Arc<Ledger>, s: &Shipment| {
-            let ledger = Arc::clone(ledger);
-            let s = s.clone();
-            async move { book(&ledger, &s).await }
-        })
         .key(|s: &Shipment| s.id)
-        .clock(move || clock.now())
-        .into_adapter()
+        .clock(move || clock.now());
+    lambda_kinesis::KinesisAdapter::with_state(ledger, |ledger: &Arc<Ledger>, s: &Shipment| {
+        let ledger = Arc::clone(ledger);
+        let s = s.clone();
+        async move { book(&ledger, &s).await }
+    })
+    .guard(once_per_id)
 }
 
 struct Run {
