@@ -73,7 +73,7 @@
 //!
 //! # Modules
 //!
-//! - [`env`]: options read from the environment ([`retry::RetryPlan::from_env`]), and their errors.
+//! - [`env`](mod@env): options read from the environment ([`retry::RetryPlan::from_env`]), and their errors.
 //! - [`guard`]: the extension point around each record ([`KinesisAdapter::guard`]), which
 //!   `lambda-kinesis-idempotency` plugs into.
 //! - [`handler`]: the traits behind the handler shapes (sealed; you never implement them).
