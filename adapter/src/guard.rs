@@ -7,7 +7,11 @@
 //! adapter's type nor the handler's shape, and an adapter without one pays nothing for the
 //! extension point. It serves every handler shape: around each record of a record handler, and
 //! for a batch handler, entered record by record in shard order before the one call, which is
-//! given only the records the guard let through.
+//! given only the records the guard let through. A batch settles as if the guard were inside
+//! the handler's one call: the first record the guard holds is held with every record behind
+//! it (which are not entered), and a handler that fails, panics or returns a wrong number of
+//! outcomes holds the whole batch, the records the guard settled included (they settle from
+//! the guard again when Lambda delivers them).
 //!
 //! `lambda-kinesis-idempotency` is the guard this project ships: it takes each record's key in
 //! DynamoDB before the handler runs, settles a duplicate with its stored outcome, and stores the
@@ -53,7 +57,7 @@ pub enum Entry<P> {
     Run(P),
     /// Settle the record with this outcome without running the handler (a duplicate's stored
     /// outcome, or a hold while another invocation runs it). A `hold` also stops a batch
-    /// handler's records there: the records behind it are not entered.
+    /// handler's records there: the records behind it are held, not entered.
     Settle(HandlerOutcome),
     /// Hold the record without running the handler; the adapter logs the error with the
     /// record's shard and sequence number, as for a handler's error.

@@ -46,16 +46,16 @@ fn adapter(
     clock: &Clock,
 ) -> lambda_kinesis::KinesisAdapter<Shipment> {
     let clock = clock.clone();
-    let once_per_id = Idempotency::new(store)
+    Idempotency::new(store)
         .function_name("shipping")
+        .wrap_with_state(ledger, |ledger: &Arc<Ledger>, s: &Shipment| {
+            let ledger = Arc::clone(ledger);
+            let s = s.clone();
+            async move { book(&ledger, &s).await }
+        })
         .key(|s: &Shipment| s.id)
-        .clock(move || clock.now());
-    lambda_kinesis::KinesisAdapter::with_state(ledger, |ledger: &Arc<Ledger>, s: &Shipment| {
-        let ledger = Arc::clone(ledger);
-        let s = s.clone();
-        async move { book(&ledger, &s).await }
-    })
-    .guard(once_per_id)
+        .clock(move || clock.now())
+        .into_adapter()
 }
 
 struct Run {

@@ -137,12 +137,33 @@ async fn a_batch_handler_is_given_only_the_records_the_guard_lets_through() {
     let again = adapter
         .settle(&event(&[1, 3, 13, 4]), &Context::default())
         .await;
-    assert_eq!(again.summary(), "ack ack hold skip");
+    // 4 is held behind 13 unentered, as a batch handler holding it would hold it.
+    assert_eq!(again.summary(), "ack ack hold hold");
     assert_eq!(
         called(),
         [3],
         "1 settles by the guard; 13 is refused, 4 waits behind it"
     );
+}
+
+async fn failing(numbers: &[u32]) -> Result<HandlerOutcome, HandlerError> {
+    CALLED.lock().unwrap().extend_from_slice(numbers);
+    Err(HandlerError::new("the batch failed"))
+}
+
+#[tokio::test]
+async fn a_batch_handler_that_fails_holds_the_whole_batch_and_the_guard_hears_none() {
+    let _serial = SERIAL.lock().await;
+    called();
+    let guard = Remembering::default();
+    guard.done.lock().unwrap().push((1, HandlerOutcome::ack()));
+    let adapter = KinesisAdapter::new(failing).guard(guard);
+    let settlement = adapter
+        .settle(&event(&[1, 2, 3]), &Context::default())
+        .await;
+    // The whole batch is held, 1 (settled by the guard) with it: it settles again next time.
+    assert_eq!(settlement.summary(), "hold skip skip");
+    assert_eq!(called(), [2, 3]);
 }
 
 #[tokio::test]
