@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use end_to_end::{Observed, TestStream, Via, config};
 use kinesis_esm::config::StartingPosition;
 use kinesis_esm::control::{Control, Phase};
-use kinesis_esm::kinesis::http::serve_with_page;
+use kinesis_esm::endpoint::serve_with_page;
 use kinesis_esm::lease::{Checkpoint, Lease, LeaseError, LeaseStore, MemoryLeaseStore};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 

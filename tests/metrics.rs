@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use end_to_end::{Observed, TestStream, at, one_shard_mapping, shipment};
 use kinesis_esm::config::MappingConfig;
+use kinesis_esm::endpoint::{SideDocument, serve_with};
 use kinesis_esm::invoke::InProcess;
-use kinesis_esm::kinesis::http::{SideDocument, serve_with};
 use kinesis_esm::metrics_report::{METRICS_PATH, PROMETHEUS_CONTENT_TYPE, prometheus};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 

@@ -22,8 +22,8 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
-use crate::mapping::MappingControl;
-use crate::mapping::replay::{ReplayFrom, ReplayReport};
+use esm_engine::mapping::MappingControl;
+use esm_engine::mapping::replay::{ReplayFrom, ReplayReport};
 
 /// Liveness: answers while the process serves requests.
 pub const HEALTHZ_PATH: &str = "/healthz";

@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
-use crate::mapping::MappingStatus;
-use crate::mapping::metrics::EventCounts;
+use esm_engine::mapping::MappingStatus;
+use esm_engine::mapping::metrics::EventCounts;
 
 /// Where the run's endpoint serves the metrics for scraping.
 pub const METRICS_PATH: &str = "/metrics";
@@ -137,8 +137,8 @@ fn label_value(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mapping::ShardStatus;
-    use crate::mapping::metrics::ShardMetrics;
+    use esm_engine::mapping::ShardStatus;
+    use esm_engine::mapping::metrics::ShardMetrics;
 
     fn mapping(event_counts: Option<EventCounts>, iterator_age: Option<u64>) -> MappingStatus {
         let shard_id = "shardId-000000000000".to_owned();

@@ -20,7 +20,7 @@ use base64::Engine as _;
 use bytes::Bytes;
 use serde_json::Value;
 
-use crate::kinesis::{MAX_PUT_RECORDS_BYTES, MAX_PUT_RECORDS_ENTRIES, MAX_RECORD_BYTES};
+use embedded_kinesis::{MAX_PUT_RECORDS_BYTES, MAX_PUT_RECORDS_ENTRIES, MAX_RECORD_BYTES};
 
 /// One record to publish.
 #[derive(Debug, Clone, PartialEq, Eq)]

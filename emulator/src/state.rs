@@ -3,7 +3,7 @@
 //!
 //! Everything lives in one [redb](https://www.redb.org) database, `DIR/state.redb`, with three
 //! tables: `meta` (the format version), `kinesis_journal` (the embedded Kinesis' changes, in the
-//! order they were applied; see [`crate::kinesis::Journal`]) and `leases` (each lease by key, as
+//! order they were applied; see [`embedded_kinesis::Journal`]) and `leases` (each lease by key, as
 //! JSON). Each change is one write transaction committed with `fsync` before the call that made
 //! it returns: a `PutRecords` that answered and a checkpoint write that returned survive a
 //! `kill -9`. Reads never touch the file: the state is loaded once, at start, and served from
@@ -18,8 +18,8 @@ use std::sync::Arc;
 
 use redb::{Database, ReadableDatabase as _, ReadableTable as _, TableDefinition};
 
-use crate::kinesis::{EmbeddedKinesis, Journal, JournalError};
-use crate::lease::{Lease, LeaseError, LeaseKeeper, MemoryLeaseStore};
+use embedded_kinesis::{EmbeddedKinesis, Journal, JournalError};
+use esm_engine::lease::{Lease, LeaseError, LeaseKeeper, MemoryLeaseStore};
 
 /// The format of the state this version writes. Any change to the tables or to how a change or
 /// a lease is encoded must raise it.
@@ -175,7 +175,7 @@ impl StateDir {
     /// earlier run kept.
     pub fn embedded_kinesis(
         &self,
-        builder: crate::kinesis::EmbeddedKinesisBuilder,
+        builder: embedded_kinesis::EmbeddedKinesisBuilder,
     ) -> Result<EmbeddedKinesis, StateError> {
         let changes = self.kinesis_changes()?;
         let kinesis = builder
@@ -297,9 +297,9 @@ impl LeaseKeeper for LeaseTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kinesis::PutRecordsEntry;
-    use crate::lease::{Checkpoint, LeaseStore as _};
-    use crate::source::IteratorPosition;
+    use embedded_kinesis::PutRecordsEntry;
+    use esm_engine::lease::{Checkpoint, LeaseStore as _};
+    use kinesis_source::IteratorPosition;
 
     /// A new directory under the system's temporary folder, removed on drop.
     struct TempDir(PathBuf);
@@ -373,7 +373,7 @@ mod tests {
                 .put_record("orders", PutRecordsEntry::new("after", "x"))
                 .unwrap();
             kinesis
-                .update_shard_count("orders", 2, crate::kinesis::ScalingType::UniformScaling)
+                .update_shard_count("orders", 2, embedded_kinesis::ScalingType::UniformScaling)
                 .unwrap();
             kinesis.delete_stream("gone").unwrap();
             (
@@ -398,7 +398,7 @@ mod tests {
             .unwrap();
         assert!(before.iter().all(|(_, sequence_number, _)| {
             sequence_number
-                .parse::<crate::sequence::SequenceNumber>()
+                .parse::<kinesis_source::sequence::SequenceNumber>()
                 .unwrap()
                 < next.sequence_number
         }));

@@ -11,9 +11,9 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::time::SystemTime;
 
-use crate::lease::Checkpoint;
-use crate::mapping::{MappingStatus, NextRetry, ShardPhase, ShardStatus};
-use crate::time::millis_since_epoch;
+use esm_engine::lease::Checkpoint;
+use esm_engine::mapping::{MappingStatus, NextRetry, ShardPhase, ShardStatus};
+use kinesis_source::time::millis_since_epoch;
 
 mod invocations;
 
@@ -453,13 +453,13 @@ fn render_branch(
 }
 
 /// A shard's last replay, as `status` shows it: "replayed from X at T".
-fn replayed_text(replayed: &crate::mapping::replay::Replayed) -> String {
+fn replayed_text(replayed: &esm_engine::mapping::replay::Replayed) -> String {
     let at = std::time::UNIX_EPOCH
         + std::time::Duration::from_millis(u64::try_from(replayed.at_epoch_millis).unwrap_or(0));
     format!(
         "replayed from {} at {} (checkpoint {} -> {})",
         replayed.from,
-        crate::time::iso8601_millis(at),
+        kinesis_source::time::iso8601_millis(at),
         checkpoint_cell(Some(&replayed.previous_checkpoint)),
         checkpoint_cell(Some(&replayed.checkpoint))
     )
@@ -472,8 +472,8 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::mapping::{DiscardedRange, HeldRecord, InvocationVerdict, RecentInvocation};
-    use crate::sequence::SequenceNumber;
+    use esm_engine::mapping::{DiscardedRange, HeldRecord, InvocationVerdict, RecentInvocation};
+    use kinesis_source::sequence::SequenceNumber;
 
     /// An embedded Kinesis sequence number: `49`, stream tag, counter (34 digits), shard index.
     fn embedded(counter: u64, shard: u32) -> String {

@@ -48,7 +48,7 @@ use std::time::Duration;
 
 use serde_yaml_ng::{Mapping, Value};
 
-use crate::config::MappingConfig;
+use esm_engine::config::MappingConfig;
 
 mod error;
 mod event;
@@ -199,7 +199,7 @@ pub struct FunctionResource {
     /// `Environment.Variables`, resolved.
     pub environment: BTreeMap<String, String>,
     /// `LoggingConfig`.
-    pub logging: crate::config::LoggingConfig,
+    pub logging: esm_engine::config::LoggingConfig,
     /// One mapping per Kinesis event, in the template's order.
     pub mappings: Vec<MappingConfig>,
 }

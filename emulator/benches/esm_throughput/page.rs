@@ -28,9 +28,9 @@ use http_body_util::{BodyExt as _, Empty};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use kinesis_esm::config::{MappingConfig, StartingPosition};
+use kinesis_esm::endpoint::serve_with_page;
 use kinesis_esm::invoke::InProcess;
 use kinesis_esm::kinesis::EmbeddedKinesis;
-use kinesis_esm::kinesis::http::serve_with_page;
 use kinesis_esm::mapping::EventSourceMapping;
 use kinesis_esm::page::{LivePage, PageActions, Reshard};
 

@@ -10,11 +10,11 @@ use clap::{Args, Subcommand};
 use lambda_kinesis::aggregate::{Aggregate, MAX_AGGREGATE_BYTES};
 use lambda_kinesis::testing::TestEvent;
 
-use crate::aws::{AwsConnection, SdkKinesis};
-use crate::backoff::{Backoff, BackoffConfig, RetryKind};
 use crate::records_file::{RecordToPut, parse_records, put_records_batches, read_records};
-use crate::sequence::SequenceNumber;
-use crate::source::ShardSource;
+use esm_engine::aws::{AwsConnection, SdkKinesis};
+use esm_engine::backoff::{Backoff, BackoffConfig, RetryKind};
+use kinesis_source::ShardSource;
+use kinesis_source::sequence::SequenceNumber;
 
 /// Which Kinesis a command talks to.
 #[derive(Debug, Args)]
@@ -337,7 +337,7 @@ pub(super) async fn merge_shards(
 }
 
 /// Says that `stream` has no shard `wanted`, listing the shards it has.
-fn missing_shard(stream: &str, wanted: &str, shards: &[crate::source::Shard]) -> String {
+fn missing_shard(stream: &str, wanted: &str, shards: &[kinesis_source::Shard]) -> String {
     let open: Vec<&str> = shards
         .iter()
         .filter(|shard| !shard.is_closed())
@@ -455,7 +455,7 @@ pub(super) async fn status(args: StatusArgs) -> anyhow::Result<()> {
             String::from_utf8_lossy(&body)
         );
     }
-    let statuses: Vec<crate::mapping::MappingStatus> = serde_json::from_slice(&body)
+    let statuses: Vec<esm_engine::mapping::MappingStatus> = serde_json::from_slice(&body)
         .with_context(|| format!("{uri} did not answer a kinesis-esm status"))?;
     let mut out = std::io::stdout().lock();
     if args.json {

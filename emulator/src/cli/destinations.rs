@@ -6,10 +6,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::config::MappingConfig;
-use crate::destination::folder::{DEFAULT_FOLDER, FolderDestination};
-use crate::destination::sdk::SdkDestination;
-use crate::destination::{Destination, DestinationKind};
+use esm_engine::config::MappingConfig;
+use esm_engine::destination::folder::{DEFAULT_FOLDER, FolderDestination};
+use esm_engine::destination::sdk::SdkDestination;
+use esm_engine::destination::{Destination, DestinationKind};
 
 /// Where records go when no endpoint is given: `<state dir>/destinations`, else
 /// [`DEFAULT_FOLDER`].

@@ -13,8 +13,8 @@ use lambda_kinesis::retry::Envelope;
 
 use super::commands::{KinesisTarget, put_every_record};
 use crate::records_file::RecordToPut;
-use crate::sequence::SequenceNumber;
-use crate::source::{IteratorPosition, Record, ShardSource};
+use kinesis_source::sequence::SequenceNumber;
+use kinesis_source::{IteratorPosition, Record, ShardSource};
 
 /// `kinesis-esm dlq`.
 #[derive(Debug, Args)]
@@ -117,7 +117,7 @@ fn shown(data: &[u8]) -> String {
 
 /// Publishes each envelope's data back to its origin stream, in the dead-letter stream's order.
 async fn redrive_records(
-    kinesis: &crate::aws::SdkKinesis,
+    kinesis: &esm_engine::aws::SdkKinesis,
     stream: &str,
     records: &[(String, Record)],
     after: Option<&SequenceNumber>,

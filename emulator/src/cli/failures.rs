@@ -15,10 +15,10 @@ use super::commands::{KinesisTarget, put_every_record};
 use super::destinations::folder_root;
 use super::function_binary::BinaryOptions;
 use super::run::FunctionLogs;
-use crate::destination::shape::BatchPosition;
 use crate::records_file::RecordToPut;
-use crate::source::{IteratorPosition, Record, ShardSource};
 use crate::template::{LOCAL_DYNAMODB_VARIABLE, Template, TemplateOptions};
+use esm_engine::destination::shape::BatchPosition;
+use kinesis_source::{IteratorPosition, Record, ShardSource};
 
 mod invoke;
 
@@ -182,7 +182,7 @@ async fn queue_records(
 ) -> anyhow::Result<Vec<(String, Value)>> {
     let connection = match &args.destination_endpoint {
         Some(endpoint) => super::connection_to(endpoint),
-        None => crate::aws::AwsConnection::from_environment(),
+        None => esm_engine::aws::AwsConnection::from_environment(),
     };
     let sqs = aws_sdk_sqs::Client::new(&connection.sdk_config().await?);
     let mut seen = std::collections::BTreeMap::new();
@@ -195,7 +195,7 @@ async fn queue_records(
             .send()
             .await
             .map_err(|error| {
-                let observed = crate::aws::failure::observe(&error);
+                let observed = esm_engine::aws::failure::observe(&error);
                 anyhow::anyhow!(
                     "reading the queue {queue_url}: {}",
                     observed.describe("SQS", queue_url)

@@ -9,8 +9,8 @@ use anyhow::bail;
 use super::run::FunctionLogs;
 use super::sam_options::EnvVarsFile;
 use crate::function::build_function;
-use crate::invoke::runtime_api::{FunctionDefinition, RuntimeApi};
 use crate::template::FunctionResource;
+use esm_engine::invoke::runtime_api::{FunctionDefinition, RuntimeApi};
 
 /// Where the binary comes from and what the function's environment stands in for.
 pub(super) struct BinaryOptions<'a> {

@@ -214,7 +214,7 @@ impl LogOptions {
         if let Some(level) = self.function_log_level {
             filter.push_str(&format!(
                 ",{}={}",
-                crate::invoke::runtime_api::FUNCTION_LOG_TARGET,
+                esm_engine::invoke::runtime_api::FUNCTION_LOG_TARGET,
                 level.directive()
             ));
         }
@@ -308,7 +308,10 @@ impl From<Exit> for ExitCode {
 impl Exit {
     /// How a run whose mappings ended as `finals` exits. Discarded records (with
     /// `fail_on_discard`) win over a held shard: they will not come again, a held record will.
-    pub(crate) fn of_run(finals: &[crate::mapping::MappingStatus], fail_on_discard: bool) -> Self {
+    pub(crate) fn of_run(
+        finals: &[esm_engine::mapping::MappingStatus],
+        fail_on_discard: bool,
+    ) -> Self {
         let discarded = finals.iter().any(|status| status.totals().discarded > 0);
         let held = finals
             .iter()
@@ -483,11 +486,11 @@ pub(crate) fn parse_duration(text: &str) -> Result<std::time::Duration, String> 
 
 /// An endpoint given on the command line: placeholder credentials unless the environment has
 /// real ones (local stand-ins accept anything; a real endpoint needs real credentials).
-fn connection_to(endpoint: &str) -> crate::aws::AwsConnection {
+fn connection_to(endpoint: &str) -> esm_engine::aws::AwsConnection {
     if std::env::var_os("AWS_ACCESS_KEY_ID").is_some() {
-        crate::aws::AwsConnection::from_environment().with_endpoint_url(endpoint)
+        esm_engine::aws::AwsConnection::from_environment().with_endpoint_url(endpoint)
     } else {
-        crate::aws::AwsConnection::local(endpoint)
+        esm_engine::aws::AwsConnection::local(endpoint)
     }
 }
 
@@ -511,7 +514,7 @@ impl std::io::Write for StderrLines {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mapping::{HeldRecord, MappingStatus, ShardStatus};
+    use esm_engine::mapping::{HeldRecord, MappingStatus, ShardStatus};
 
     fn ended(discarded: u64, held: bool) -> MappingStatus {
         let shard = ShardStatus {

@@ -10,9 +10,9 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 use super::commands::{merge_shards, put_every_record, split_shard};
-use crate::aws::SdkKinesis;
 use crate::page::{PageActions, Reshard};
 use crate::records_file::RecordToPut;
+use esm_engine::aws::SdkKinesis;
 
 /// The page's actions, once the Kinesis client is known: `run` serves the page before it knows
 /// its own endpoint's port.

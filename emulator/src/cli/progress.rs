@@ -9,7 +9,7 @@ use std::time::Duration;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio::sync::watch;
 
-use crate::mapping::MappingStatus;
+use esm_engine::mapping::MappingStatus;
 
 /// How often the lines are redrawn.
 const REFRESH: Duration = Duration::from_millis(250);

@@ -1,5 +1,5 @@
 //! `kinesis-esm replay`: reads a running mapping's shards again, from a record, a time or the
-//! oldest record, without a restart (`crate::control`, `crate::mapping::replay`).
+//! oldest record, without a restart (`crate::control`, `esm_engine::mapping::replay`).
 
 use std::io::Write as _;
 
@@ -146,7 +146,7 @@ fn render(replays: &[MappingReplay]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mapping::replay::{ReplayOutcome, ReplayReport};
+    use esm_engine::mapping::replay::{ReplayOutcome, ReplayReport};
 
     #[test]
     fn times_are_epoch_seconds_with_fractions() {

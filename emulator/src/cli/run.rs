@@ -22,21 +22,22 @@ use super::page_actions::RunActions;
 use super::progress::Progress;
 use super::sam_options::EnvVarsFile;
 use super::{Exit, STATUS_PATH, connection_to, parse_duration};
-use crate::aws::{AwsConnection, DynamoLeaseStore};
 use crate::control::{Control, Phase as ControlPhase};
-use crate::invoke::Invoker;
-use crate::invoke::invoke_api::{InvokeApi, InvokeApiOptions};
-use crate::invoke::runtime_api::RuntimeApi;
-use crate::kinesis::http::{DEFAULT_ADDR, ServerHandle, SideDocument, serve_with_page};
-use crate::lease::{LeaseStore, MemoryLeaseStore};
-use crate::mapping::{
-    EventSourceMapping, MappingOptions, MappingStatus, RunningMapping, stable_mapping_uuid,
-};
+use crate::endpoint::{SideDocument, serve_with_page};
 use crate::metrics_report::{METRICS_PATH, PROMETHEUS_CONTENT_TYPE, prometheus};
 use crate::page::LivePage;
 use crate::state::StateDir;
 use crate::summary;
 use crate::template::{FunctionResource, LOCAL_DYNAMODB_VARIABLE, Template, TemplateOptions};
+use embedded_kinesis::http::{DEFAULT_ADDR, ServerHandle};
+use esm_engine::aws::{AwsConnection, DynamoLeaseStore};
+use esm_engine::invoke::Invoker;
+use esm_engine::invoke::invoke_api::{InvokeApi, InvokeApiOptions};
+use esm_engine::invoke::runtime_api::RuntimeApi;
+use esm_engine::lease::{LeaseStore, MemoryLeaseStore};
+use esm_engine::mapping::{
+    EventSourceMapping, MappingOptions, MappingStatus, RunningMapping, stable_mapping_uuid,
+};
 
 /// `kinesis-esm run`.
 #[derive(Debug, Args)]
@@ -692,7 +693,7 @@ async fn serve(
 /// Why the endpoint could not listen, said once (the OS error is not repeated), with who holds
 /// the port when it can be told and how to choose another address.
 pub(super) fn listen_failure(
-    error: &crate::kinesis::http::ServeError,
+    error: &embedded_kinesis::http::ServeError,
     default_address: bool,
 ) -> String {
     let addr = error.addr;

@@ -8,10 +8,11 @@ use clap::Args;
 
 use super::Exit;
 use super::run::{StopSignals, listen_failure};
-use crate::kinesis::EmbeddedKinesis;
-use crate::kinesis::http::{DEFAULT_ADDR, serve_with};
+use crate::endpoint::serve_with;
 use crate::state::StateDir;
 use crate::template::{StreamMode, Template, TemplateOptions};
+use embedded_kinesis::EmbeddedKinesis;
+use embedded_kinesis::http::DEFAULT_ADDR;
 
 /// How `serve` is used and stops, for `serve --help`.
 pub(super) const SERVE_AFTER_HELP: &str = "\

@@ -17,10 +17,10 @@ use tokio::sync::{broadcast, mpsc, watch};
 
 use super::LivePage;
 use super::view::{self, HeldRecordView, HeldRecords, Settings};
-use crate::invoke::runtime_api::{TappedLine, function_lines};
-use crate::mapping::MappingStatus;
-use crate::sequence::SequenceNumber;
-use crate::source::IteratorPosition;
+use esm_engine::invoke::runtime_api::{TappedLine, function_lines};
+use esm_engine::mapping::MappingStatus;
+use kinesis_source::IteratorPosition;
+use kinesis_source::sequence::SequenceNumber;
 
 /// The least time between two `status` events: a busy mapping changes its status thousands of
 /// times a second, and a page needs a few pictures a second.
@@ -178,7 +178,7 @@ async fn read_record(
     stream: &str,
     shard_id: &str,
     sequence_number: &SequenceNumber,
-) -> Result<Option<HeldRecordView>, crate::source::SourceError> {
+) -> Result<Option<HeldRecordView>, kinesis_source::SourceError> {
     let position = IteratorPosition::AtSequenceNumber(sequence_number.clone());
     let iterator = page
         .source
@@ -201,7 +201,7 @@ fn status_event(snapshot: &[(Settings, MappingStatus)], held: &HeldRecords) -> E
         .map(|(settings, status)| view::mapping_view(settings, status, held))
         .collect();
     let document = serde_json::json!({
-        "atEpochMillis": crate::time::millis_since_epoch(std::time::SystemTime::now()),
+        "atEpochMillis": kinesis_source::time::millis_since_epoch(std::time::SystemTime::now()),
         "mappings": mappings,
     });
     Event::default().event("status").data(document.to_string())

@@ -37,9 +37,9 @@ use serde::Deserialize;
 use tokio::sync::watch;
 
 use self::view::Settings;
-use crate::config::MappingConfig;
-use crate::mapping::MappingStatus;
-use crate::source::ShardSource;
+use esm_engine::config::MappingConfig;
+use esm_engine::mapping::MappingStatus;
+use kinesis_source::ShardSource;
 
 const INDEX_HTML: &str = include_str!("assets/index.html");
 const PAGE_JS: &str = include_str!("assets/page.js");
@@ -117,7 +117,7 @@ impl LivePage {
         self.shown.send_replace(board.len());
     }
 
-    /// The page's routes, for [`crate::kinesis::http::serve_with_page`].
+    /// The page's routes, for [`crate::endpoint::serve_with_page`].
     pub fn router(self: &Arc<Self>) -> Router {
         Router::new()
             .route("/", get(|| async { Html(INDEX_HTML) }))

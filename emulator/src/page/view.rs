@@ -7,10 +7,10 @@ use base64::Engine as _;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::config::{MappingConfig, StartingPosition};
-use crate::mapping::{InvocationVerdict, MappingStatus, ShardStatus};
-use crate::sequence::SequenceNumber;
 use crate::summary;
+use esm_engine::config::{MappingConfig, StartingPosition};
+use esm_engine::mapping::{InvocationVerdict, MappingStatus, ShardStatus};
+use kinesis_source::sequence::SequenceNumber;
 
 /// How many on-failure records of a mapping the page shows (the newest).
 const ON_FAILURE_SHOWN: usize = 10;
@@ -24,7 +24,7 @@ pub(crate) fn settings(config: &MappingConfig) -> Vec<(&'static str, String)> {
         StartingPosition::TrimHorizon => "TRIM_HORIZON".to_owned(),
         StartingPosition::Latest => "LATEST".to_owned(),
         StartingPosition::AtTimestamp(at) => {
-            format!("AT_TIMESTAMP {}", crate::time::iso8601_millis(at))
+            format!("AT_TIMESTAMP {}", kinesis_source::time::iso8601_millis(at))
         }
     };
     let or_none = |value: Option<String>| value.unwrap_or_else(|| "-1 (no limit)".to_owned());
@@ -392,7 +392,7 @@ mod tests {
             "49000000000000000000000000000000000000000000000000000001"
                 .parse()
                 .unwrap();
-        status.held = Some(crate::mapping::HeldRecord {
+        status.held = Some(esm_engine::mapping::HeldRecord {
             sequence_number: sequence_number.clone(),
             failed_deliveries: 1,
             reason: "the function held it".to_owned(),
@@ -428,7 +428,7 @@ mod tests {
     fn recent_invocations_are_listed_newest_first_with_the_record_held_at() {
         let (id, mut status) = shard("shardId-000000000000", &[]);
         let number = |n: &str| -> SequenceNumber { n.parse().unwrap() };
-        let invocation = |first: &str, verdict| crate::mapping::RecentInvocation {
+        let invocation = |first: &str, verdict| esm_engine::mapping::RecentInvocation {
             first: number(first),
             last: number("13"),
             records: 4,

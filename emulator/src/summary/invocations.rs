@@ -1,7 +1,7 @@
 //! A shard's recent invocations in words, for the `status` tree and the live page.
 
 use super::{counted, short_sequence_number};
-use crate::mapping::{InvocationVerdict, RecentInvocation};
+use esm_engine::mapping::{InvocationVerdict, RecentInvocation};
 
 /// What an invocation's answer did, in words: "all acked", "all settled, 1 dropped", "held at N
 /// (2 settled before it)", "function error Panic", "timed out", "bad response", "not invoked";
@@ -54,7 +54,7 @@ pub fn invocation_line(invocation: &RecentInvocation) -> String {
 mod tests {
     use super::*;
 
-    fn sequence_number(text: &str) -> crate::sequence::SequenceNumber {
+    fn sequence_number(text: &str) -> kinesis_source::sequence::SequenceNumber {
         text.parse().expect("a sequence number")
     }
 

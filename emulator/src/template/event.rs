@@ -9,9 +9,9 @@ use super::error::{Problem, Section};
 use super::fields::{Fault, Fields};
 use super::intrinsic::{Resolver, intrinsic, render};
 use super::stream::is_stream_name;
-use crate::config::{FanOutConsumer, MappingConfig, StartingPosition};
-use crate::destination::Target as DestinationTarget;
-use crate::filter::{FilterCriteria, MAX_FILTERS, Pattern};
+use esm_engine::config::{FanOutConsumer, MappingConfig, StartingPosition};
+use esm_engine::destination::Target as DestinationTarget;
+use esm_engine::filter::{FilterCriteria, MAX_FILTERS, Pattern};
 
 const PROPERTIES: &[&str] = &[
     "Stream",

@@ -272,7 +272,7 @@ fn read_merged(
         function_name: &function_name,
         timeout,
     };
-    let mut mappings: Vec<(&str, crate::config::MappingConfig)> = Vec::new();
+    let mut mappings: Vec<(&str, esm_engine::config::MappingConfig)> = Vec::new();
     for (event_name, properties) in events {
         let mapping = event::read(&target, event_name, properties, resolver, around.streams)?;
         if let Some((first, _)) = mappings
@@ -567,7 +567,7 @@ fn environment(
 fn logging_config(
     fields: &Fields<'_>,
     resolver: &Resolver<'_>,
-) -> Result<crate::config::LoggingConfig, Fault> {
+) -> Result<esm_engine::config::LoggingConfig, Fault> {
     let logging = fields.nested("LoggingConfig")?;
     logging.check_names(&[
         "ApplicationLogLevel",
@@ -604,7 +604,7 @@ fn logging_config(
         &["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL"],
     )?;
     let system_log_level = level("SystemLogLevel", &["DEBUG", "INFO", "WARN"])?;
-    Ok(crate::config::LoggingConfig {
+    Ok(esm_engine::config::LoggingConfig {
         json,
         application_log_level,
         system_log_level,

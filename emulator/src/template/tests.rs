@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use std::time::{Duration, UNIX_EPOCH};
 
 use super::*;
-use crate::config::{FanOutConsumer, LoggingConfig, StartingPosition};
-use crate::destination::{DestinationKind, Target};
-use crate::filter::{FilterCriteria, Pattern};
+use esm_engine::config::{FanOutConsumer, LoggingConfig, StartingPosition};
+use esm_engine::destination::{DestinationKind, Target};
+use esm_engine::filter::{FilterCriteria, Pattern};
 
 /// The file every inline template pretends to be: absolute, so `CodeUri` folders are exact.
 const PATH: &str = "/work/app/template.yaml";
@@ -161,7 +161,7 @@ fn a_minimal_function_gets_lambda_and_sam_defaults() {
             timeout: Duration::from_secs(3),
             memory_size: 128,
             environment: BTreeMap::new(),
-            logging: crate::config::LoggingConfig::default(),
+            logging: esm_engine::config::LoggingConfig::default(),
             mappings: vec![MappingConfig::new(
                 "ShippingFunction",
                 "shipments",

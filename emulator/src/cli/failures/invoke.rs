@@ -13,15 +13,15 @@ use lambda_kinesis::wire::{EventSource, write_event};
 
 use super::super::function_binary::{BinaryOptions, runtime_api_invoker};
 use super::super::run::FunctionLogs;
-use crate::config::MappingConfig;
-use crate::destination::shape::BatchPosition;
-use crate::invoke::runtime_api::RuntimeApi;
-use crate::invoke::{Invocation, InvokeOutcome, Invoker as _};
-use crate::mapping::event_records;
-use crate::response::{Verdict, read_response};
-use crate::sequence::SequenceNumber;
-use crate::source::Record;
 use crate::template::{FunctionResource, Template};
+use esm_engine::config::MappingConfig;
+use esm_engine::destination::shape::BatchPosition;
+use esm_engine::invoke::runtime_api::RuntimeApi;
+use esm_engine::invoke::{Invocation, InvokeOutcome, Invoker as _};
+use esm_engine::mapping::event_records;
+use esm_engine::response::{Verdict, read_response};
+use kinesis_source::Record;
+use kinesis_source::sequence::SequenceNumber;
 
 /// A discarded batch read again: the on-failure record's file, where it lay, its records.
 pub(super) struct ReadAgain {

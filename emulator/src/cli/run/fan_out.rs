@@ -8,10 +8,10 @@ use std::sync::Arc;
 use anyhow::bail;
 
 use super::streams::Streams;
-use crate::aws::SdkSubscriber;
-use crate::config::MappingConfig;
-use crate::source::ShardSource;
-use crate::source::fan_out::FanOutSource;
+use esm_engine::aws::SdkSubscriber;
+use esm_engine::config::MappingConfig;
+use esm_engine::fan_out_source::FanOutSource;
+use kinesis_source::ShardSource;
 
 impl Streams {
     /// The source `config`'s readers read: `source` itself, or the consumer its event names

@@ -13,15 +13,15 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 
 use super::RunArgs;
-use crate::aws::{AwsConnection, SdkKinesis};
 use crate::cli::commands::put_every_record;
 use crate::cli::connection_to;
-use crate::kinesis::http::{LocalFanOut, ServerHandle};
-use crate::kinesis::{EmbeddedKinesis, PutRecordsEntry};
 use crate::records_file::{RecordToPut, put_records_batches, read_records};
-use crate::source::{ShardSource, SourceError};
 use crate::state::StateDir;
 use crate::template::{StreamMode, Template};
+use embedded_kinesis::http::{LocalFanOut, ServerHandle};
+use embedded_kinesis::{EmbeddedKinesis, PutRecordsEntry};
+use esm_engine::aws::{AwsConnection, SdkKinesis};
+use kinesis_source::{ShardSource, SourceError};
 
 /// The Kinesis the run reads: the embedded one (with its endpoint's state, which holds its
 /// consumers), or one reached through the SDK.

@@ -1,0 +1,535 @@
+//! What a running mapping reports: per shard, its phase, its counters and its checkpoint.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::metrics::{InvocationEnd, ShardMetrics};
+use super::reader::ReaderExit;
+use crate::lease::Checkpoint;
+use kinesis_source::sequence::SequenceNumber;
+
+mod recent;
+
+pub use recent::{InvocationVerdict, RECENT_INVOCATIONS_KEPT, RecentInvocation, RecentInvocations};
+
+/// Where a shard's reader stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShardPhase {
+    /// Not started: a parent has not reached `SHARD_END` yet.
+    #[default]
+    WaitingOnParents,
+    /// Being read; a batch may be in flight.
+    Reading,
+    /// Read up to the newest record, with every record read settled.
+    CaughtUp,
+    /// Blocked on a held record, which it keeps retrying.
+    Held,
+    /// Closed, read to its end, checkpointed at `SHARD_END`.
+    Ended,
+    /// Held by another worker, or this worker lost its lease.
+    NotOwned,
+    /// The mapping stopped reading it.
+    Stopped,
+}
+
+impl ShardPhase {
+    /// The phase as the summary prints it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::WaitingOnParents => "waiting on parents",
+            Self::Reading => "reading",
+            Self::CaughtUp => "caught up",
+            Self::Held => "held",
+            Self::Ended => "ended",
+            Self::NotOwned => "not owned",
+            Self::Stopped => "stopped",
+        }
+    }
+}
+
+/// A record the shard is blocked on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldRecord {
+    /// The held record's sequence number.
+    pub sequence_number: SequenceNumber,
+    /// How many invocations have failed on it so far.
+    pub failed_deliveries: u32,
+    /// Why the last one failed.
+    pub reason: String,
+    /// Whether a retry cap (`MaximumRetryAttempts`) applies: the batch is then discarded once its
+    /// retries run out, so the shard is only waiting, not stuck.
+    pub retries_capped: bool,
+    /// The retry the shard is pausing for, while it pauses.
+    #[serde(default)]
+    pub next_retry: Option<NextRetry>,
+}
+
+/// The retry a held shard pauses for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NextRetry {
+    /// Which retry of the held records it is, as `MaximumRetryAttempts` counts them: 1 for the
+    /// first. 0 when it is not counted: the last invocation never reached the function, and no
+    /// counted attempt failed on these records yet.
+    pub number: u32,
+    /// `MaximumRetryAttempts`; `None` for -1 (no limit).
+    pub limit: Option<u32>,
+    /// When it starts, in milliseconds since the Unix epoch.
+    pub at_epoch_millis: i64,
+}
+
+/// The last batch a shard discarded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiscardedRange {
+    /// Its first record.
+    pub first: SequenceNumber,
+    /// Its last record.
+    pub last: SequenceNumber,
+    /// How many records it held.
+    pub records: u64,
+    /// Why it was discarded, as the on-failure record's `condition` says it
+    /// (`RetryAttemptsExhausted`, `RecordAgeExceeded`).
+    pub condition: String,
+}
+
+/// One shard's status.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ShardStatus {
+    /// The shard's id.
+    pub shard_id: String,
+    /// Its parents.
+    pub parent_shard_ids: Vec<String>,
+    /// Where its reader stands.
+    pub phase: ShardPhase,
+    /// Its checkpoint, as last written.
+    pub checkpoint: Option<Checkpoint>,
+    /// The worker holding its lease, as last seen.
+    pub lease_owner: Option<String>,
+    /// Deliveries: records delivered to the function, counting every redelivery (a record
+    /// delivered 3 times is 3 deliveries of 1 record).
+    pub delivered: u64,
+    /// Records settled as handled (including drops the function did not report as such).
+    pub acked: u64,
+    /// Records the function reported as dropped (the `lambda-kinesis` response extension).
+    pub dropped: u64,
+    /// Records the mapping discarded: retries exhausted or too old (sent to the on-failure
+    /// destination).
+    pub discarded: u64,
+    /// Records no filter of `FilterCriteria` matched: read, never delivered, passed by the
+    /// checkpoint.
+    #[serde(default)]
+    pub filtered: u64,
+    /// Invocations of the function.
+    pub invocations: u64,
+    /// Retries counted against `MaximumRetryAttempts`: invocations that reached the function
+    /// with records whose last counted attempt failed (a function error, a timeout, or an answer
+    /// that settled nothing). Not counted: the halves of a bisection, the rest of a batch after
+    /// a partial response (each starts with its retries afresh), and trying again after an
+    /// invocation that never reached the function (`docs/event-source-mapping.md` §2).
+    pub retries: u64,
+    /// Batches split in halves by `BisectBatchOnFunctionError`.
+    #[serde(default)]
+    pub splits: u64,
+    /// The last batch discarded, if any.
+    #[serde(default)]
+    pub last_discarded: Option<DiscardedRange>,
+    /// The record the shard is blocked on, if any.
+    pub held: Option<HeldRecord>,
+    /// Records read from the shard and not settled yet.
+    pub unsettled: u64,
+    /// How far behind the newest record the last read ended.
+    pub millis_behind_latest: u64,
+    /// Lambda's metrics of the shard: the event counts (with `MetricsConfig`) and `IteratorAge`.
+    #[serde(default)]
+    pub metrics: ShardMetrics,
+    /// The newest invocations, oldest first: batch range, size, duration, verdict.
+    #[serde(default)]
+    pub recent_invocations: RecentInvocations,
+    /// The last replay (`kinesis-esm replay`), if any.
+    #[serde(default)]
+    pub replayed: Option<super::replay::Replayed>,
+}
+
+/// Something that changes a shard's status. The coordinator and the shard's reader report
+/// these, and [`ShardStatus::apply`] is the one place that turns them into the status.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum ShardChange {
+    /// The coordinator read the shard's lease.
+    LeaseSeen {
+        parent_shard_ids: Vec<String>,
+        checkpoint: Checkpoint,
+        lease_owner: Option<String>,
+    },
+    /// A parent has not reached `SHARD_END` yet.
+    WaitingOnParents,
+    /// Another worker holds the lease (or may still).
+    NotOwned,
+    /// This worker took the lease.
+    Taken { worker_id: String },
+    /// The reader starts at this checkpoint.
+    Started { checkpoint: Checkpoint },
+    /// A read returned `read` records, `filtered` of them removed by `FilterCriteria`.
+    Read {
+        read: usize,
+        filtered: usize,
+        millis_behind_latest: u64,
+    },
+    /// Every record read is settled and the shard holds nothing more for now.
+    CaughtUp,
+    /// The function was invoked with `records` records.
+    Invoked { records: u64 },
+    /// An invocation that retried held records reached the function (a counted retry).
+    Retried,
+    /// A failed batch was split in halves (`BisectBatchOnFunctionError`).
+    Split,
+    /// The shard pauses before this retry of its held records.
+    WaitingToRetry(NextRetry),
+    /// An invocation failed: the shard is held on `sequence_number`.
+    Failed {
+        sequence_number: SequenceNumber,
+        reason: String,
+        retries_capped: bool,
+    },
+    /// A checkpoint was written, settling what `settled` says.
+    Checkpointed {
+        checkpoint: Checkpoint,
+        settled: Settled,
+    },
+    /// An invocation ended so (`invocation` says of which batch, how long it took and what
+    /// its answer did); its batch's last record was `iterator_age_millis` old when it was sent.
+    InvocationEnded {
+        end: InvocationEnd,
+        iterator_age_millis: u64,
+        invocation: RecentInvocation,
+    },
+    /// These records were discarded (their checkpoint is written already), their on-failure
+    /// record sent to the destination if `to_destination`.
+    Discarded {
+        range: DiscardedRange,
+        to_destination: bool,
+    },
+    /// The reader stopped, for this reason.
+    Finished(ReaderExit),
+    /// A replay moved the checkpoint back (written already): the records read and not settled
+    /// are dropped from the reader's buffer, to be read again, and a held record is no longer
+    /// held.
+    Replayed(super::replay::Replayed),
+}
+
+/// What a checkpoint write settles.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Settled {
+    /// Nothing delivered (records the filters removed, `SHARD_END`, a discard's checkpoint).
+    Nothing,
+    /// `records` records up to `last`, which the function handled; `dropped` of them it
+    /// reported as dropped.
+    Handled {
+        records: u64,
+        dropped: u64,
+        last: SequenceNumber,
+    },
+}
+
+impl ShardStatus {
+    /// Applies one change.
+    pub(super) fn apply(&mut self, change: ShardChange) {
+        self.metrics.count(&change);
+        match change {
+            ShardChange::LeaseSeen {
+                parent_shard_ids,
+                checkpoint,
+                lease_owner,
+            } => {
+                self.parent_shard_ids = parent_shard_ids;
+                if checkpoint == Checkpoint::ShardEnd {
+                    self.phase = ShardPhase::Ended;
+                }
+                self.checkpoint = Some(checkpoint);
+                self.lease_owner = lease_owner;
+            }
+            ShardChange::WaitingOnParents => self.phase = ShardPhase::WaitingOnParents,
+            ShardChange::NotOwned => self.phase = ShardPhase::NotOwned,
+            ShardChange::Taken { worker_id } => {
+                self.phase = ShardPhase::Reading;
+                self.lease_owner = Some(worker_id);
+            }
+            ShardChange::Started { checkpoint } => {
+                self.phase = ShardPhase::Reading;
+                self.checkpoint = Some(checkpoint);
+            }
+            ShardChange::Read {
+                read,
+                filtered,
+                millis_behind_latest,
+            } => {
+                self.unsettled += (read - filtered) as u64;
+                self.filtered += filtered as u64;
+                self.millis_behind_latest = millis_behind_latest;
+                if read > 0 {
+                    self.reading();
+                }
+            }
+            ShardChange::CaughtUp => {
+                if self.held.is_none() {
+                    self.phase = ShardPhase::CaughtUp;
+                }
+            }
+            ShardChange::Invoked { records } => {
+                self.delivered += records;
+                self.invocations += 1;
+                if let Some(held) = &mut self.held {
+                    held.next_retry = None;
+                }
+                self.reading();
+            }
+            ShardChange::Retried => self.retries += 1,
+            ShardChange::Split => self.splits += 1,
+            ShardChange::WaitingToRetry(next_retry) => {
+                if let Some(held) = &mut self.held {
+                    held.next_retry = Some(next_retry);
+                }
+            }
+            ShardChange::Failed {
+                sequence_number,
+                reason,
+                retries_capped,
+            } => {
+                let failed_deliveries = match &self.held {
+                    Some(held) if held.sequence_number == sequence_number => {
+                        held.failed_deliveries + 1
+                    }
+                    _ => 1,
+                };
+                self.phase = ShardPhase::Held;
+                self.held = Some(HeldRecord {
+                    sequence_number,
+                    failed_deliveries,
+                    reason,
+                    retries_capped,
+                    next_retry: None,
+                });
+            }
+            ShardChange::Checkpointed {
+                checkpoint,
+                settled,
+            } => {
+                self.checkpoint = Some(checkpoint);
+                if let Settled::Handled {
+                    records,
+                    dropped,
+                    last,
+                } = settled
+                {
+                    self.acked += records - dropped;
+                    self.dropped += dropped;
+                    self.unsettled = self.unsettled.saturating_sub(records);
+                    self.release_held_up_to(&last);
+                }
+            }
+            ShardChange::InvocationEnded { invocation, .. } => {
+                self.recent_invocations.push(invocation);
+            }
+            ShardChange::Replayed(replayed) => {
+                self.unsettled = 0;
+                self.held = None;
+                self.checkpoint = Some(replayed.checkpoint.clone());
+                self.phase = ShardPhase::Reading;
+                self.replayed = Some(replayed);
+            }
+            ShardChange::Discarded { range, .. } => {
+                self.recent_invocations
+                    .mark_discarded(&range.first, &range.last);
+                self.discarded += range.records;
+                self.unsettled = self.unsettled.saturating_sub(range.records);
+                self.release_held_up_to(&range.last);
+                self.last_discarded = Some(range);
+            }
+            ShardChange::Finished(exit) => {
+                self.phase = match exit {
+                    ReaderExit::Ended => ShardPhase::Ended,
+                    ReaderExit::LeaseLost => ShardPhase::NotOwned,
+                    // A shard that was caught up or held when the mapping stopped is reported so.
+                    ReaderExit::Stopped
+                        if matches!(self.phase, ShardPhase::CaughtUp | ShardPhase::Held) =>
+                    {
+                        self.phase
+                    }
+                    ReaderExit::Stopped | ReaderExit::ShardGone => ShardPhase::Stopped,
+                };
+            }
+        }
+    }
+
+    /// Whether `change` would leave this status exactly as it is: the changes an idle shard
+    /// repeats (an empty read at the same lag, caught up again, its lease seen unchanged by the
+    /// shard sync, still not owned). The mapping tells its status' watchers of no such change
+    /// (`Shared::update_shard`): an idle shard reports two a second, and a watcher woken by
+    /// each one reads every shard (`MappingStatus::is_idle`, the page's snapshot), work that
+    /// grew with the square of the shard count (`docs/scale.md`).
+    pub(super) fn unchanged_by(&self, change: &ShardChange) -> bool {
+        match change {
+            ShardChange::Read {
+                read: 0,
+                filtered: 0,
+                millis_behind_latest,
+            } => *millis_behind_latest == self.millis_behind_latest,
+            ShardChange::CaughtUp => self.held.is_some() || self.phase == ShardPhase::CaughtUp,
+            ShardChange::LeaseSeen {
+                parent_shard_ids,
+                checkpoint,
+                lease_owner,
+            } => {
+                self.parent_shard_ids == *parent_shard_ids
+                    && self.checkpoint.as_ref() == Some(checkpoint)
+                    && self.lease_owner == *lease_owner
+                    && (*checkpoint != Checkpoint::ShardEnd || self.phase == ShardPhase::Ended)
+            }
+            ShardChange::NotOwned => self.phase == ShardPhase::NotOwned,
+            ShardChange::WaitingOnParents => self.phase == ShardPhase::WaitingOnParents,
+            _ => false,
+        }
+    }
+
+    /// A shard not held on a record is reading.
+    fn reading(&mut self) {
+        if self.held.is_none() {
+            self.phase = ShardPhase::Reading;
+        }
+    }
+
+    /// Releases the hold once the held record is settled or discarded.
+    fn release_held_up_to(&mut self, last: &SequenceNumber) {
+        if self
+            .held
+            .as_ref()
+            .is_some_and(|held| &held.sequence_number <= last)
+        {
+            self.held = None;
+            self.phase = ShardPhase::Reading;
+        }
+    }
+}
+
+/// A running mapping's status, as `kinesis-esm status` reads it from a running emulator.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct MappingStatus {
+    /// The function's name.
+    pub function_name: String,
+    /// The stream's name.
+    pub stream_name: String,
+    /// Every shard the mapping knows, by id.
+    pub shards: BTreeMap<String, ShardStatus>,
+    /// The records of discarded batches, as Lambda would send them to the on-failure destination.
+    pub on_failure: Vec<Arc<Value>>,
+    /// The mapping's on-failure destination (`DestinationConfig.OnFailure.Destination`: a
+    /// resource's logical id or an ARN), if it has one.
+    #[serde(default)]
+    pub on_failure_destination: Option<String>,
+    /// Where each record of `on_failure` was delivered (a file, a message, an object), in order.
+    #[serde(default)]
+    pub on_failure_deliveries: Vec<String>,
+    /// Why the last delivery to the on-failure destination failed, while its shard waits to try
+    /// again.
+    #[serde(default)]
+    pub destination_error: Option<String>,
+    /// The last error the mapping met outside a batch (listing shards, leases), if it persists.
+    pub last_error: Option<String>,
+    /// Whether the coordinator has listed the shards and started their readers at least once,
+    /// and knows of every lease another worker holds whether that worker still renews it (a
+    /// lease left by a worker that died is taken once the failover time has passed).
+    pub synced: bool,
+    /// Whether the mapping counts Lambda's event-count metrics (`MetricsConfig`).
+    #[serde(default)]
+    pub event_count_metrics: bool,
+}
+
+impl MappingStatus {
+    /// Whether there is nothing left to do until new records arrive: every shard is caught up,
+    /// ended, or blocked on a held record that has been retried at least once with no retry cap
+    /// (or waits behind such a shard). A held record under a retry cap is not idle: its batch
+    /// is still to be discarded, after which the shard moves on.
+    pub fn is_idle(&self) -> bool {
+        self.synced
+            && self.shards.values().all(|shard| match shard.phase {
+                ShardPhase::CaughtUp
+                | ShardPhase::Ended
+                | ShardPhase::NotOwned
+                | ShardPhase::Stopped => true,
+                ShardPhase::Held => shard
+                    .held
+                    .as_ref()
+                    .is_some_and(|held| !held.retries_capped && held.failed_deliveries >= 2),
+                ShardPhase::Reading => false,
+                // A child is only idle if a parent will not end soon.
+                ShardPhase::WaitingOnParents => shard.parent_shard_ids.iter().any(|parent| {
+                    self.shards
+                        .get(parent)
+                        .is_some_and(|parent| parent.phase != ShardPhase::Ended)
+                }),
+            })
+    }
+
+    /// The totals over every shard.
+    pub fn totals(&self) -> ShardStatus {
+        let mut total = ShardStatus::default();
+        for shard in self.shards.values() {
+            total.delivered += shard.delivered;
+            total.acked += shard.acked;
+            total.dropped += shard.dropped;
+            total.discarded += shard.discarded;
+            total.filtered += shard.filtered;
+            total.invocations += shard.invocations;
+            total.retries += shard.retries;
+            total.splits += shard.splits;
+            total.unsettled += shard.unsettled;
+        }
+        total
+    }
+}
+
+/// Something a mapping did, for observers (tests, live progress).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum MappingEvent {
+    /// A shard's reader started at this checkpoint.
+    ShardStarted {
+        /// The shard.
+        shard_id: String,
+        /// Where it starts.
+        checkpoint: Checkpoint,
+    },
+    /// The function was invoked with these records.
+    Invoked {
+        /// The shard.
+        shard_id: String,
+        /// The records, in order: sequence number and partition key.
+        records: Vec<(SequenceNumber, Arc<str>)>,
+    },
+    /// A checkpoint was written.
+    Checkpointed {
+        /// The shard.
+        shard_id: String,
+        /// The new checkpoint.
+        checkpoint: Checkpoint,
+    },
+    /// A batch was discarded; the record is what the on-failure destination receives.
+    Discarded {
+        /// The shard.
+        shard_id: String,
+        /// The invocation record.
+        record: Arc<Value>,
+    },
+    /// The shard reached `SHARD_END`.
+    ShardEnded {
+        /// The shard.
+        shard_id: String,
+        /// Its children.
+        child_shard_ids: Vec<String>,
+    },
+}
+
+#[cfg(test)]
+mod tests;

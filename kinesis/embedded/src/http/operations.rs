@@ -1,0 +1,81 @@
+//! The Kinesis operations this endpoint serves, each from a JSON request to a JSON answer.
+
+use super::codec::Request;
+use super::error::{ApiError, ErrorKind};
+use super::{consumers, policies, records, shards, streams};
+use crate::EmbeddedKinesis;
+
+/// The operations served, by their `X-Amz-Target` names.
+pub(super) const OPERATIONS: &[&str] = &[
+    "AddTagsToStream",
+    "CreateStream",
+    "DecreaseStreamRetentionPeriod",
+    "DeleteResourcePolicy",
+    "DeleteStream",
+    "DeregisterStreamConsumer",
+    "DescribeStream",
+    "DescribeStreamConsumer",
+    "DescribeStreamSummary",
+    "GetRecords",
+    "GetResourcePolicy",
+    "GetShardIterator",
+    "IncreaseStreamRetentionPeriod",
+    "ListShards",
+    "ListStreamConsumers",
+    "ListStreams",
+    "ListTagsForStream",
+    "MergeShards",
+    "PutRecord",
+    "PutRecords",
+    "PutResourcePolicy",
+    "RegisterStreamConsumer",
+    "RemoveTagsFromStream",
+    "SplitShard",
+    "SubscribeToShard",
+    "UpdateShardCount",
+    "UpdateStreamMode",
+];
+
+/// Runs `operation` on a request; the answer body, in the request's encoding, empty for
+/// operations that answer with nothing.
+pub(super) fn call(
+    kinesis: &EmbeddedKinesis,
+    operation: &str,
+    request: Request<'_>,
+) -> Result<Vec<u8>, ApiError> {
+    match operation {
+        "CreateStream" => streams::create_stream(kinesis, request),
+        "DeleteStream" => streams::delete_stream(kinesis, request),
+        "DescribeStream" => streams::describe_stream(kinesis, request),
+        "DescribeStreamSummary" => streams::describe_stream_summary(kinesis, request),
+        "ListStreams" => streams::list_streams(kinesis, request),
+        "UpdateStreamMode" => streams::update_stream_mode(kinesis, request),
+        "IncreaseStreamRetentionPeriod" => streams::change_retention(kinesis, request, true),
+        "DecreaseStreamRetentionPeriod" => streams::change_retention(kinesis, request, false),
+        "AddTagsToStream" => streams::add_tags(kinesis, request),
+        "RemoveTagsFromStream" => streams::remove_tags(kinesis, request),
+        "ListTagsForStream" => streams::list_tags(kinesis, request),
+        "ListShards" => shards::list_shards(kinesis, request),
+        "SplitShard" => shards::split_shard(kinesis, request),
+        "MergeShards" => shards::merge_shards(kinesis, request),
+        "UpdateShardCount" => shards::update_shard_count(kinesis, request),
+        "PutRecord" => records::put_record(kinesis, request),
+        "PutRecords" => records::put_records(kinesis, request),
+        "GetShardIterator" => records::get_shard_iterator(kinesis, request),
+        "GetRecords" => records::get_records(kinesis, request),
+        "PutResourcePolicy" => policies::put_resource_policy(kinesis, request),
+        "GetResourcePolicy" => policies::get_resource_policy(kinesis, request),
+        "DeleteResourcePolicy" => policies::delete_resource_policy(kinesis, request),
+        "RegisterStreamConsumer" => consumers::register(kinesis, request),
+        "DescribeStreamConsumer" => consumers::describe(kinesis, request),
+        "ListStreamConsumers" => consumers::list(kinesis, request),
+        "DeregisterStreamConsumer" => consumers::deregister(kinesis, request),
+        _ => Err(ApiError::new(
+            ErrorKind::UnknownOperation,
+            format!(
+                "Operation `{operation}` is not served by the embedded Kinesis; it serves {}",
+                OPERATIONS.join(", ")
+            ),
+        )),
+    }
+}

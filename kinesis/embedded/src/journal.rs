@@ -1,0 +1,641 @@
+//! The seam through which the embedded Kinesis is kept on disk: a journal of its changes.
+//!
+//! Every change (a stream created or deleted, a `PutRecords`, a split, a merge, a scaling, a
+//! retention change) is written to the [`Journal`] as one [`Change`] while the stream's lock is
+//! held, after the change has been checked and before it is applied, so the journal holds the
+//! changes of each stream in the order they were applied and never one that failed. Each change
+//! carries the time it was made at, so replaying the journal through the same code
+//! ([`super::EmbeddedKinesis::restore`]) rebuilds the same streams, shards, sequence numbers and
+//! arrival times. Reads never touch the journal: they are served from memory.
+//!
+//! [`NoJournal`], the default, keeps nothing: the embedded Kinesis then lives in memory alone and
+//! encodes nothing. The state directory (`crate::state`) is the journal that keeps changes on
+//! disk.
+
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+use super::PutRecordsEntry;
+
+/// Where the embedded Kinesis writes its changes before applying them.
+pub trait Journal: Send + Sync + fmt::Debug {
+    /// Whether changes are kept at all; when not, they are not even encoded.
+    fn is_enabled(&self) -> bool;
+
+    /// Keeps one encoded change (a stream operation, as the embedded Kinesis encodes it). When
+    /// this returns `Ok`, the change must survive a crash of the process (and, as far as the disk
+    /// honours `fsync`, of the machine): the caller acknowledges it next.
+    fn append(&self, change: &[u8]) -> Result<(), JournalError>;
+}
+
+/// A journal that could not keep a change: the change is refused, not applied.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct JournalError(pub String);
+
+/// The default journal: keeps nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoJournal;
+
+impl Journal for NoJournal {
+    fn is_enabled(&self) -> bool {
+        false
+    }
+
+    fn append(&self, _change: &[u8]) -> Result<(), JournalError> {
+        Ok(())
+    }
+}
+
+/// One change to the embedded Kinesis, as the journal keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Change {
+    CreateStream {
+        name: String,
+        created: SystemTime,
+        generation: u64,
+        shard_count: u32,
+        retention: Duration,
+        /// Created `ON_DEMAND` (`CreateStream` without a `ShardCount`); journals written before
+        /// the mode was kept hold only `PROVISIONED` creations.
+        on_demand: bool,
+    },
+    DeleteStream {
+        name: String,
+        generation: u64,
+    },
+    Put {
+        stream: String,
+        generation: u64,
+        now_ms: u64,
+        /// Each record with the hash key that routed it.
+        records: Vec<(u128, PutRecordsEntry)>,
+    },
+    Split {
+        stream: String,
+        generation: u64,
+        now_ms: u64,
+        shard_id: String,
+        new_starting_hash_key: u128,
+    },
+    Merge {
+        stream: String,
+        generation: u64,
+        now_ms: u64,
+        shard_id: String,
+        adjacent_shard_id: String,
+    },
+    Scale {
+        stream: String,
+        generation: u64,
+        now_ms: u64,
+        target_shard_count: u32,
+    },
+    Retention {
+        stream: String,
+        generation: u64,
+        hours: u32,
+        increase: bool,
+    },
+    /// `UpdateStreamMode` (or a template's `StreamModeDetails` on a stream kept from before).
+    StreamMode {
+        stream: String,
+        generation: u64,
+        on_demand: bool,
+    },
+}
+
+const CREATE: u8 = 1;
+const DELETE: u8 = 2;
+const PUT: u8 = 3;
+const SPLIT: u8 = 4;
+const MERGE: u8 = 5;
+const SCALE: u8 = 6;
+const RETENTION: u8 = 7;
+/// A `CreateStream` of an `ON_DEMAND` stream: the same fields as `CREATE`, under a kind of its
+/// own so that a `PROVISIONED` creation is encoded exactly as before the mode was kept (older
+/// journals read as they always did, and a cut record is still refused, never misread).
+const CREATE_ON_DEMAND: u8 = 8;
+const STREAM_MODE: u8 = 9;
+
+/// Encodes a put without copying its records into a [`Change`] first: puts are the hot path.
+pub(crate) fn encode_put(
+    stream: &str,
+    generation: u64,
+    now_ms: u64,
+    records: &[PutRecordsEntry],
+    hash_keys: &[u128],
+) -> Vec<u8> {
+    let size: usize = records
+        .iter()
+        .map(|record| 16 + 8 + record.partition_key.len() + record.data.len())
+        .sum();
+    let mut out = Vec::with_capacity(1 + 4 + stream.len() + 8 + 8 + 4 + size);
+    out.push(PUT);
+    put_str(&mut out, stream);
+    out.extend_from_slice(&generation.to_le_bytes());
+    out.extend_from_slice(&now_ms.to_le_bytes());
+    put_u32(&mut out, records.len());
+    for (record, hash_key) in records.iter().zip(hash_keys) {
+        out.extend_from_slice(&hash_key.to_le_bytes());
+        put_str(&mut out, &record.partition_key);
+        put_bytes(&mut out, &record.data);
+    }
+    out
+}
+
+impl Change {
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        match self {
+            Self::CreateStream {
+                name,
+                created,
+                generation,
+                shard_count,
+                retention,
+                on_demand,
+            } => {
+                out.push(if *on_demand { CREATE_ON_DEMAND } else { CREATE });
+                put_str(&mut out, name);
+                let since = created
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .unwrap_or_default();
+                out.extend_from_slice(&since.as_secs().to_le_bytes());
+                out.extend_from_slice(&since.subsec_nanos().to_le_bytes());
+                out.extend_from_slice(&generation.to_le_bytes());
+                out.extend_from_slice(&shard_count.to_le_bytes());
+                out.extend_from_slice(&retention.as_secs().to_le_bytes());
+                out.extend_from_slice(&retention.subsec_nanos().to_le_bytes());
+            }
+            Self::DeleteStream { name, generation } => {
+                out.push(DELETE);
+                put_str(&mut out, name);
+                out.extend_from_slice(&generation.to_le_bytes());
+            }
+            Self::Put {
+                stream,
+                generation,
+                now_ms,
+                records,
+            } => {
+                let (hash_keys, entries): (Vec<u128>, Vec<PutRecordsEntry>) =
+                    records.iter().cloned().unzip();
+                return encode_put(stream, *generation, *now_ms, &entries, &hash_keys);
+            }
+            Self::Split {
+                stream,
+                generation,
+                now_ms,
+                shard_id,
+                new_starting_hash_key,
+            } => {
+                out.push(SPLIT);
+                put_stream_at(&mut out, stream, *generation, *now_ms);
+                put_str(&mut out, shard_id);
+                out.extend_from_slice(&new_starting_hash_key.to_le_bytes());
+            }
+            Self::Merge {
+                stream,
+                generation,
+                now_ms,
+                shard_id,
+                adjacent_shard_id,
+            } => {
+                out.push(MERGE);
+                put_stream_at(&mut out, stream, *generation, *now_ms);
+                put_str(&mut out, shard_id);
+                put_str(&mut out, adjacent_shard_id);
+            }
+            Self::Scale {
+                stream,
+                generation,
+                now_ms,
+                target_shard_count,
+            } => {
+                out.push(SCALE);
+                put_stream_at(&mut out, stream, *generation, *now_ms);
+                out.extend_from_slice(&target_shard_count.to_le_bytes());
+            }
+            Self::Retention {
+                stream,
+                generation,
+                hours,
+                increase,
+            } => {
+                out.push(RETENTION);
+                put_str(&mut out, stream);
+                out.extend_from_slice(&generation.to_le_bytes());
+                out.extend_from_slice(&hours.to_le_bytes());
+                out.push(u8::from(*increase));
+            }
+            Self::StreamMode {
+                stream,
+                generation,
+                on_demand,
+            } => {
+                out.push(STREAM_MODE);
+                put_str(&mut out, stream);
+                out.extend_from_slice(&generation.to_le_bytes());
+                out.push(u8::from(*on_demand));
+            }
+        }
+        out
+    }
+
+    /// The change `bytes` encode, or why they do not encode one.
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Self, String> {
+        let mut reader = Reader { bytes, at: 0 };
+        let change = match reader.u8()? {
+            kind @ (CREATE | CREATE_ON_DEMAND) => Self::CreateStream {
+                name: reader.string()?,
+                created: SystemTime::UNIX_EPOCH + Duration::new(reader.u64()?, reader.u32_value()?),
+                generation: reader.u64()?,
+                shard_count: reader.u32_value()?,
+                retention: Duration::new(reader.u64()?, reader.u32_value()?),
+                on_demand: kind == CREATE_ON_DEMAND,
+            },
+            DELETE => Self::DeleteStream {
+                name: reader.string()?,
+                generation: reader.u64()?,
+            },
+            PUT => {
+                let (stream, generation, now_ms) = reader.stream_at()?;
+                let count = reader.len()?;
+                let mut records = Vec::with_capacity(count.min(super::MAX_PUT_RECORDS_ENTRIES));
+                for _ in 0..count {
+                    let hash_key = reader.u128()?;
+                    let partition_key = reader.string()?;
+                    let data = reader.bytes()?;
+                    records.push((
+                        hash_key,
+                        PutRecordsEntry::new(partition_key, bytes::Bytes::copy_from_slice(data)),
+                    ));
+                }
+                Self::Put {
+                    stream,
+                    generation,
+                    now_ms,
+                    records,
+                }
+            }
+            SPLIT => {
+                let (stream, generation, now_ms) = reader.stream_at()?;
+                Self::Split {
+                    stream,
+                    generation,
+                    now_ms,
+                    shard_id: reader.string()?,
+                    new_starting_hash_key: reader.u128()?,
+                }
+            }
+            MERGE => {
+                let (stream, generation, now_ms) = reader.stream_at()?;
+                Self::Merge {
+                    stream,
+                    generation,
+                    now_ms,
+                    shard_id: reader.string()?,
+                    adjacent_shard_id: reader.string()?,
+                }
+            }
+            SCALE => {
+                let (stream, generation, now_ms) = reader.stream_at()?;
+                Self::Scale {
+                    stream,
+                    generation,
+                    now_ms,
+                    target_shard_count: reader.u32_value()?,
+                }
+            }
+            RETENTION => Self::Retention {
+                stream: reader.string()?,
+                generation: reader.u64()?,
+                hours: reader.u32_value()?,
+                increase: reader.u8()? != 0,
+            },
+            STREAM_MODE => Self::StreamMode {
+                stream: reader.string()?,
+                generation: reader.u64()?,
+                on_demand: match reader.u8()? {
+                    0 => false,
+                    1 => true,
+                    other => return Err(format!("stream mode {other} is neither 0 nor 1")),
+                },
+            },
+            tag => return Err(format!("unknown change kind {tag}")),
+        };
+        if reader.at != bytes.len() {
+            return Err(format!(
+                "{} bytes left over after the change",
+                bytes.len() - reader.at
+            ));
+        }
+        Ok(change)
+    }
+}
+
+fn put_u32(out: &mut Vec<u8>, length: usize) {
+    let length = u32::try_from(length).expect("journal fields are below 4 GiB");
+    out.extend_from_slice(&length.to_le_bytes());
+}
+
+fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+    put_u32(out, bytes.len());
+    out.extend_from_slice(bytes);
+}
+
+fn put_str(out: &mut Vec<u8>, text: &str) {
+    put_bytes(out, text.as_bytes());
+}
+
+fn put_stream_at(out: &mut Vec<u8>, stream: &str, generation: u64, now_ms: u64) {
+    put_str(out, stream);
+    out.extend_from_slice(&generation.to_le_bytes());
+    out.extend_from_slice(&now_ms.to_le_bytes());
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, count: usize) -> Result<&'a [u8], String> {
+        let end = self
+            .at
+            .checked_add(count)
+            .filter(|&end| end <= self.bytes.len())
+            .ok_or_else(|| format!("the change ends early, at byte {}", self.bytes.len()))?;
+        let taken = &self.bytes[self.at..end];
+        self.at = end;
+        Ok(taken)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], String> {
+        Ok(self.take(N)?.try_into().expect("took N bytes"))
+    }
+
+    fn u8(&mut self) -> Result<u8, String> {
+        Ok(self.array::<1>()?[0])
+    }
+
+    fn u32_value(&mut self) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(self.array()?))
+    }
+
+    fn len(&mut self) -> Result<usize, String> {
+        Ok(usize::try_from(self.u32_value()?).expect("u32 fits in usize"))
+    }
+
+    fn u64(&mut self) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(self.array()?))
+    }
+
+    fn u128(&mut self) -> Result<u128, String> {
+        Ok(u128::from_le_bytes(self.array()?))
+    }
+
+    fn bytes(&mut self) -> Result<&'a [u8], String> {
+        let length = self.len()?;
+        self.take(length)
+    }
+
+    fn string(&mut self) -> Result<String, String> {
+        let bytes = self.bytes()?;
+        String::from_utf8(bytes.to_vec()).map_err(|_| "a name is not UTF-8".to_owned())
+    }
+
+    fn stream_at(&mut self) -> Result<(String, u64, u64), String> {
+        Ok((self.string()?, self.u64()?, self.u64()?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[track_caller]
+    fn check_round_trip(change: Change) {
+        let encoded = change.encode();
+        assert_eq!(Change::decode(&encoded), Ok(change.clone()));
+        // Any cut of the bytes is refused, never misread.
+        for cut in 0..encoded.len() {
+            assert!(
+                Change::decode(&encoded[..cut]).is_err(),
+                "{change:?} cut at {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_change_reads_back() {
+        let stream = "orders".to_owned();
+        check_round_trip(Change::CreateStream {
+            name: stream.clone(),
+            created: SystemTime::UNIX_EPOCH + Duration::new(1_700_000_000, 123_456_789),
+            generation: 3,
+            shard_count: 4,
+            retention: Duration::from_secs(86_400),
+            on_demand: false,
+        });
+        check_round_trip(Change::CreateStream {
+            name: stream.clone(),
+            created: SystemTime::UNIX_EPOCH,
+            generation: 4,
+            shard_count: 4,
+            retention: Duration::from_secs(86_400),
+            on_demand: true,
+        });
+        check_round_trip(Change::StreamMode {
+            stream: stream.clone(),
+            generation: 4,
+            on_demand: true,
+        });
+        check_round_trip(Change::DeleteStream {
+            name: stream.clone(),
+            generation: 3,
+        });
+        check_round_trip(Change::Put {
+            stream: stream.clone(),
+            generation: 3,
+            now_ms: 1_700_000_000_123,
+            records: vec![
+                (u128::MAX, PutRecordsEntry::new("k1", "{}")),
+                (7, PutRecordsEntry::new("ключ", vec![0_u8, 255, 1])),
+            ],
+        });
+        check_round_trip(Change::Split {
+            stream: stream.clone(),
+            generation: 3,
+            now_ms: 5,
+            shard_id: "shardId-000000000001".into(),
+            new_starting_hash_key: 1 << 127,
+        });
+        check_round_trip(Change::Merge {
+            stream: stream.clone(),
+            generation: 3,
+            now_ms: 5,
+            shard_id: "shardId-000000000001".into(),
+            adjacent_shard_id: "shardId-000000000002".into(),
+        });
+        check_round_trip(Change::Scale {
+            stream: stream.clone(),
+            generation: 3,
+            now_ms: 5,
+            target_shard_count: 8,
+        });
+        check_round_trip(Change::Retention {
+            stream,
+            generation: 3,
+            hours: 48,
+            increase: true,
+        });
+    }
+
+    /// A journal that keeps changes in memory and refuses them once told to.
+    #[derive(Debug, Default)]
+    struct Failing {
+        kept: std::sync::Mutex<Vec<Vec<u8>>>,
+        refuse: std::sync::atomic::AtomicBool,
+    }
+
+    impl Journal for Failing {
+        fn is_enabled(&self) -> bool {
+            true
+        }
+
+        fn append(&self, change: &[u8]) -> Result<(), JournalError> {
+            if self.refuse.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(JournalError("disk full".into()));
+            }
+            self.kept.lock().unwrap().push(change.to_vec());
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_change_the_journal_refuses_is_not_applied() {
+        let journal = std::sync::Arc::new(Failing::default());
+        let kinesis = super::super::EmbeddedKinesis::builder()
+            .journal(journal.clone())
+            .build();
+        kinesis.create_stream("orders", 1).unwrap();
+        kinesis
+            .put_record("orders", PutRecordsEntry::new("k", "kept"))
+            .unwrap();
+        journal
+            .refuse
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let error = kinesis
+            .put_record("orders", PutRecordsEntry::new("k", "refused"))
+            .unwrap_err();
+        assert!(error.to_string().contains("disk full"), "{error}");
+        assert!(
+            kinesis
+                .split_shard("orders", "shardId-000000000000", "5")
+                .is_err()
+        );
+        assert!(kinesis.delete_stream("orders").is_err());
+        assert_eq!(kinesis.list_shards("orders").unwrap().len(), 1);
+
+        // What the journal kept replays to what the Kinesis held: one stream, one record.
+        let replayed = super::super::EmbeddedKinesis::new();
+        let kept = journal.kept.lock().unwrap().clone();
+        assert_eq!(replayed.restore(kept.iter().map(Vec::as_slice)), Ok(2));
+        let iterator = replayed
+            .get_shard_iterator(
+                "orders",
+                "shardId-000000000000",
+                &kinesis_source::IteratorPosition::TrimHorizon,
+            )
+            .unwrap();
+        let read = replayed.get_records(&iterator, 10).unwrap();
+        assert_eq!(read.records.len(), 1);
+        assert_eq!(read.records[0].data, "kept");
+    }
+
+    /// A `CreateStream` as journals held it before the stream mode was kept, byte for byte:
+    /// it still reads, as a `PROVISIONED` stream.
+    #[test]
+    fn a_creation_journaled_before_the_mode_was_kept_reads_as_provisioned() {
+        let mut old = vec![CREATE];
+        old.extend_from_slice(&1_u32.to_le_bytes());
+        old.push(b's');
+        old.extend_from_slice(&1_700_000_000_u64.to_le_bytes());
+        old.extend_from_slice(&5_u32.to_le_bytes());
+        old.extend_from_slice(&2_u64.to_le_bytes());
+        old.extend_from_slice(&3_u32.to_le_bytes());
+        old.extend_from_slice(&86_400_u64.to_le_bytes());
+        old.extend_from_slice(&0_u32.to_le_bytes());
+        assert_eq!(
+            Change::decode(&old),
+            Ok(Change::CreateStream {
+                name: "s".into(),
+                created: SystemTime::UNIX_EPOCH + Duration::new(1_700_000_000, 5),
+                generation: 2,
+                shard_count: 3,
+                retention: Duration::from_secs(86_400),
+                on_demand: false,
+            })
+        );
+    }
+
+    /// A stream's mode, made `ON_DEMAND` at its creation or later and switched back, is kept
+    /// through a restore; without the journal it was lost, and every stream came back
+    /// `PROVISIONED`.
+    #[test]
+    fn a_restore_keeps_each_stream_mode() {
+        let journal = std::sync::Arc::new(Failing::default());
+        let kinesis = super::super::EmbeddedKinesis::builder()
+            .journal(journal.clone())
+            .build();
+        kinesis.create_on_demand_stream("born", 4).unwrap();
+        kinesis.create_stream("switched", 1).unwrap();
+        kinesis.set_on_demand("switched", true).unwrap();
+        kinesis.create_stream("back", 1).unwrap();
+        kinesis.set_on_demand("back", true).unwrap();
+        kinesis.set_on_demand("back", false).unwrap();
+        kinesis.create_stream("plain", 1).unwrap();
+        // Asking for the mode a stream has already changes nothing and keeps nothing.
+        let kept_before = journal.kept.lock().unwrap().len();
+        kinesis.set_on_demand("born", true).unwrap();
+        assert_eq!(journal.kept.lock().unwrap().len(), kept_before);
+
+        let replayed = super::super::EmbeddedKinesis::new();
+        let kept = journal.kept.lock().unwrap().clone();
+        replayed.restore(kept.iter().map(Vec::as_slice)).unwrap();
+        let modes: Vec<(&str, bool)> = ["born", "switched", "back", "plain"]
+            .into_iter()
+            .map(|name| (name, replayed.is_on_demand(name).unwrap()))
+            .collect();
+        assert_eq!(
+            modes,
+            [
+                ("born", true),
+                ("switched", true),
+                ("back", false),
+                ("plain", false)
+            ]
+        );
+        assert_eq!(replayed.list_shards("born").unwrap().len(), 4);
+    }
+
+    #[test]
+    fn unknown_kinds_and_trailing_bytes_are_refused() {
+        assert_eq!(
+            Change::decode(&[99]),
+            Err("unknown change kind 99".to_owned())
+        );
+        let mut encoded = Change::DeleteStream {
+            name: "s".into(),
+            generation: 0,
+        }
+        .encode();
+        encoded.push(0);
+        assert_eq!(
+            Change::decode(&encoded),
+            Err("1 bytes left over after the change".to_owned())
+        );
+    }
+}

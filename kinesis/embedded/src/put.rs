@@ -1,0 +1,197 @@
+//! The write path: `PutRecord` and `PutRecords`, each record routed to its shard, admitted by
+//! its shard's write limit under `--throttle` ([`super::throughput`]), and counted toward
+//! splitting a hot shard of an `ON_DEMAND` stream.
+
+use super::stream::shard_id;
+use super::throughput::{PutRecordsResult, ThroughputExceeded, key_of};
+use super::{
+    EmbeddedKinesis, MAX_PARTITION_KEY_CHARS, MAX_PUT_RECORDS_BYTES, MAX_PUT_RECORDS_ENTRIES,
+    MAX_RECORD_BYTES, Needs, PutRecordOutput, PutRecordsEntry, hash_key,
+};
+use kinesis_source::SourceError;
+
+/// A record's size as the write limit counts it: its data and partition key.
+fn size_of(record: &PutRecordsEntry) -> u64 {
+    (record.data.len() + record.partition_key.len()) as u64
+}
+
+impl EmbeddedKinesis {
+    /// `PutRecord`: one record, routed to the open shard whose hash key range holds the MD5
+    /// hash of its partition key (or its explicit hash key). Under `--throttle`, a record past
+    /// its shard's write limit is refused (`Throttled`).
+    pub fn put_record(
+        &self,
+        stream: &str,
+        record: PutRecordsEntry,
+    ) -> Result<PutRecordOutput, SourceError> {
+        let mut results = self.put(stream, vec![record], "PutRecord", true)?;
+        Ok(results
+            .pop()
+            .expect("one result per record")
+            .expect("admitted"))
+    }
+
+    /// `PutRecords`: up to 500 records (5 MiB in all), each routed as by
+    /// [`put_record`](Self::put_record). The results follow the order of the records. A record
+    /// that breaks a limit fails the whole call (`InvalidArgument`) and nothing is written;
+    /// under `--throttle`, so does one past its shard's write limit (`Throttled`): use
+    /// [`put_records_each`](Self::put_records_each) for AWS's record-by-record answer.
+    pub fn put_records(
+        &self,
+        stream: &str,
+        records: Vec<PutRecordsEntry>,
+    ) -> Result<Vec<PutRecordOutput>, SourceError> {
+        self.check_put_records(stream, &records)?;
+        let results = self.put(stream, records, "PutRecords", true)?;
+        Ok(results
+            .into_iter()
+            .map(|put| put.expect("admitted"))
+            .collect())
+    }
+
+    /// The limits of one `PutRecords` call: 1 to 500 records, 5 MiB.
+    fn check_put_records(
+        &self,
+        stream: &str,
+        records: &[PutRecordsEntry],
+    ) -> Result<(), SourceError> {
+        if records.is_empty() || records.len() > MAX_PUT_RECORDS_ENTRIES {
+            return Err(SourceError::InvalidArgument {
+                message: format!(
+                    "PutRecords on stream {stream} carries {} records; it must carry 1 to \
+                     {MAX_PUT_RECORDS_ENTRIES}",
+                    records.len()
+                ),
+            });
+        }
+        let total: usize = records
+            .iter()
+            .map(|record| record.data.len() + record.partition_key.len())
+            .sum();
+        if total > MAX_PUT_RECORDS_BYTES {
+            return Err(SourceError::InvalidArgument {
+                message: format!(
+                    "PutRecords on stream {stream} carries {total} bytes of data and partition \
+                     keys; the limit is {MAX_PUT_RECORDS_BYTES}"
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// `PutRecords` as AWS answers it: under `--throttle`, each record past its shard's write
+    /// limit (1 MiB or 1,000 records a second) fails on its own with
+    /// `ProvisionedThroughputExceededException` and the others are written; without it, every
+    /// record is written. Breaking another rule fails the whole call, as in
+    /// [`put_records`](Self::put_records).
+    pub fn put_records_each(
+        &self,
+        stream: &str,
+        records: Vec<PutRecordsEntry>,
+    ) -> Result<Vec<PutRecordsResult>, SourceError> {
+        self.check_put_records(stream, &records)?;
+        self.put(stream, records, "PutRecords", false)
+    }
+
+    /// Writes records: each routed to its shard, each admitted by its shard's write limit
+    /// under `--throttle` (all or none with `all_or_nothing`), then counted toward splitting
+    /// the shards of an `ON_DEMAND` stream.
+    fn put(
+        &self,
+        stream: &str,
+        records: Vec<PutRecordsEntry>,
+        operation: &str,
+        all_or_nothing: bool,
+    ) -> Result<Vec<PutRecordsResult>, SourceError> {
+        let stream = self.stream_for(stream, Needs::Writable)?;
+        // Hashing happens before the stream's lock is taken, to keep the lock short.
+        let hash_keys = records
+            .iter()
+            .enumerate()
+            .map(|(position, record)| hash_key_of(record, position, operation, &stream.name))
+            .collect::<Result<Vec<u128>, SourceError>>()?;
+        let (_, now_ms) = self.now();
+        let journal = &*self.inner.journal;
+        let throughput = &self.inner.throughput;
+        let key = key_of(&stream);
+        if !throughput.throttle && !throughput.is_on_demand(&key) {
+            let written = stream.append(records, &hash_keys, now_ms, journal)?;
+            return Ok(written.into_iter().map(Ok).collect());
+        }
+        let shards = stream.route(&hash_keys);
+        let sizes: Vec<u64> = records.iter().map(size_of).collect();
+        let admitted = if throughput.throttle {
+            throughput.admit_writes(&key, &shards, &sizes, now_ms, all_or_nothing)
+        } else {
+            vec![true; records.len()]
+        };
+        if all_or_nothing && let Some(refused) = admitted.iter().position(|&admitted| !admitted) {
+            return Err(SourceError::Throttled {
+                message: throughput.shard_rate_message(&stream.name, shards[refused]),
+            });
+        }
+        let (mut kept, mut kept_keys, mut kept_shards, mut kept_sizes) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for (position, record) in records.into_iter().enumerate() {
+            if admitted[position] {
+                kept.push(record);
+                kept_keys.push(hash_keys[position]);
+                kept_shards.push(shards[position]);
+                kept_sizes.push(sizes[position]);
+            }
+        }
+        let mut written = if kept.is_empty() {
+            Vec::new()
+        } else {
+            stream.append(kept, &kept_keys, now_ms, journal)?
+        }
+        .into_iter();
+        let results = admitted
+            .iter()
+            .zip(&shards)
+            .map(|(&admitted, &shard)| match admitted {
+                true => Ok(written.next().expect("one result per written record")),
+                false => Err(ThroughputExceeded {
+                    shard_id: shard_id(shard),
+                    message: throughput.shard_rate_message(&stream.name, shard),
+                }),
+            })
+            .collect();
+        for shard in throughput.note_writes(&key, &kept_shards, &kept_sizes, now_ms) {
+            self.split_hot_shard(&stream, shard);
+        }
+        Ok(results)
+    }
+}
+
+/// The hash key that routes `record`, after checking its partition key and size.
+fn hash_key_of(
+    record: &PutRecordsEntry,
+    position: usize,
+    operation: &str,
+    stream: &str,
+) -> Result<u128, SourceError> {
+    let key_chars = record.partition_key.chars().count();
+    if !(1..=MAX_PARTITION_KEY_CHARS).contains(&key_chars) {
+        return Err(SourceError::InvalidArgument {
+            message: format!(
+                "{operation} on stream {stream}: the partition key of record {position} has \
+                 {key_chars} characters; it must have 1 to {MAX_PARTITION_KEY_CHARS}"
+            ),
+        });
+    }
+    let size = record.data.len() + record.partition_key.len();
+    if size > MAX_RECORD_BYTES {
+        return Err(SourceError::InvalidArgument {
+            message: format!(
+                "{operation} on stream {stream}: record {position} (partition key `{}`) holds \
+                 {size} bytes of data and partition key; the limit is {MAX_RECORD_BYTES}",
+                record.partition_key
+            ),
+        });
+    }
+    match &record.explicit_hash_key {
+        Some(explicit) => hash_key::parse(explicit, "ExplicitHashKey"),
+        None => Ok(hash_key::of_partition_key(&record.partition_key)),
+    }
+}
