@@ -18,8 +18,7 @@ use kinesis_esm::invoke::{InProcess, Invoker};
 use kinesis_esm::kinesis::EmbeddedKinesis;
 use kinesis_esm::kinesis::http::{ServerHandle, serve};
 use kinesis_esm::source::{IteratorPosition, Record, ShardSource};
-use lambda_kinesis::retry::Envelope;
-use shipping::RetryStreams;
+use lambda_kinesis::retry::{Envelope, RetryPlan};
 
 const PUT_RECORDS: &str = "Kinesis_20131202.PutRecords";
 
@@ -67,12 +66,15 @@ impl Streams {
 /// The shipping function with the template's retry streams (3 retries), publishing to
 /// `endpoint`, in process.
 fn function(endpoint: &str) -> Arc<dyn Invoker> {
-    let streams =
-        RetryStreams::from_values(Some("shipments-retry"), Some("3"), Some("shipments-dlq"))
-            .expect("the template's values")
-            .expect("streams named");
-    let adapter = streams
-        .apply(shipping::function())
+    let template = |name: &str| match name {
+        "RETRY_STREAM" => Some("shipments-retry".to_owned()),
+        "MAX_RETRIES" => Some("3".to_owned()),
+        "DEAD_LETTER_STREAM" => Some("shipments-dlq".to_owned()),
+        _ => None,
+    };
+    let plan = RetryPlan::from_lookup(template).expect("the template's values");
+    let adapter = shipping::function()
+        .retry_plan(plan)
         .retry_client(client(endpoint));
     Arc::new(InProcess::service(adapter))
 }

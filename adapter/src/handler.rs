@@ -26,16 +26,17 @@
 //! [`KinesisAdapter::new`]: crate::KinesisAdapter::new
 //! [`KinesisAdapter::with_state`]: crate::KinesisAdapter::with_state
 
+use std::any::Any;
 use std::fmt;
 use std::future::Future;
 
-use serde::de::DeserializeOwned;
-
 use crate::batch::{KinesisBatch, RecordMeta};
+use crate::guard::DynGuard;
 use crate::outcome::HandlerOutcome;
 use crate::settle::{self, CallBatch, CallRecord, Deadline, Options};
 use crate::settlement::RecordOutcome;
 
+pub use crate::data::{FromRecordData, RawData};
 pub use crate::outcome::{BatchOutcome, HandlerError, IntoBatchOutcome, IntoOutcome};
 
 mod sealed {
@@ -44,50 +45,6 @@ mod sealed {
     pub trait Shape<Shape> {}
     /// The seal of [`Handler`](super::Handler), for the same reason.
     pub trait Runnable<Args> {}
-}
-
-/// What a record's data becomes before the handler sees it.
-///
-/// Implemented for every `T: DeserializeOwned` (the data is read as JSON) and for
-/// [`RawData`] (the bytes as they are). Data that does not decode becomes an
-/// [`UndecodableRecord`](crate::settlement::UndecodableRecord).
-pub trait FromRecordData: Sized {
-    /// Decodes one record's data (already base64-decoded); the error says what is wrong.
-    fn from_record_data(data: &[u8]) -> Result<Self, String>;
-}
-
-impl<T: DeserializeOwned> FromRecordData for T {
-    fn from_record_data(data: &[u8]) -> Result<Self, String> {
-        serde_json::from_slice(data).map_err(|error| format!("not valid JSON: {error}"))
-    }
-}
-
-/// A record's data as raw bytes, for handlers of data that is not JSON.
-///
-/// ```
-/// use lambda_kinesis::{HandlerOutcome, RawData};
-///
-/// async fn count_lines(data: &RawData) -> HandlerOutcome {
-///     let lines = data.split(|byte| *byte == b'\n').count();
-///     lambda_kinesis::tracing::info!(lines, "a text record");
-///     HandlerOutcome::ack()
-/// }
-/// # let _ = lambda_kinesis::KinesisAdapter::new(count_lines);
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct RawData(pub Vec<u8>);
-
-impl FromRecordData for RawData {
-    fn from_record_data(data: &[u8]) -> Result<Self, String> {
-        Ok(RawData(data.to_vec()))
-    }
-}
-
-impl std::ops::Deref for RawData {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        &self.0
-    }
 }
 
 /// Defines a handler trait and its one blanket implementation for async functions of `$args`.
@@ -321,8 +278,15 @@ pub trait Handler<T, Kind>: sealed::Runnable<(Kind, T)> + Send + Sync + Sized + 
         &'a self,
         batch: &'a KinesisBatch,
         options: &'a Options,
+        guard: Option<&'a dyn DynGuard<T>>,
         deadline: Deadline,
     ) -> impl Future<Output = Vec<RecordOutcome>> + Send + 'a;
+
+    /// The state the handler borrows, if it has one.
+    #[doc(hidden)]
+    fn state(&self) -> Option<&(dyn Any + Send + Sync)> {
+        None
+    }
 }
 
 // One `Handler` implementation per shape. Each turns the handler into the engine's view of it
@@ -339,9 +303,10 @@ where
         &'a self,
         batch: &'a KinesisBatch,
         options: &'a Options,
+        guard: Option<&'a dyn DynGuard<T>>,
         deadline: Deadline,
     ) -> impl Future<Output = Vec<RecordOutcome>> + Send + 'a {
-        settle::records(Plain(self), batch, options, deadline)
+        settle::records(Plain(self), batch, options, guard, deadline)
     }
 }
 
@@ -359,9 +324,10 @@ where
         &'a self,
         batch: &'a KinesisBatch,
         options: &'a Options,
+        guard: Option<&'a dyn DynGuard<T>>,
         deadline: Deadline,
     ) -> impl Future<Output = Vec<RecordOutcome>> + Send + 'a {
-        settle::records(WithMeta(self), batch, options, deadline)
+        settle::records(WithMeta(self), batch, options, guard, deadline)
     }
 }
 
@@ -376,9 +342,10 @@ where
         &'a self,
         batch: &'a KinesisBatch,
         options: &'a Options,
+        guard: Option<&'a dyn DynGuard<T>>,
         deadline: Deadline,
     ) -> impl Future<Output = Vec<RecordOutcome>> + Send + 'a {
-        settle::whole_batch(WholeBatch(self), batch, options, deadline)
+        settle::whole_batch(WholeBatch(self), batch, options, guard, deadline)
     }
 }
 
@@ -397,9 +364,14 @@ where
         &'a self,
         batch: &'a KinesisBatch,
         options: &'a Options,
+        guard: Option<&'a dyn DynGuard<T>>,
         deadline: Deadline,
     ) -> impl Future<Output = Vec<RecordOutcome>> + Send + 'a {
-        settle::records(StatefulPlain(self), batch, options, deadline)
+        settle::records(StatefulPlain(self), batch, options, guard, deadline)
+    }
+
+    fn state(&self) -> Option<&(dyn Any + Send + Sync)> {
+        Some(&self.state)
     }
 }
 
@@ -418,9 +390,14 @@ where
         &'a self,
         batch: &'a KinesisBatch,
         options: &'a Options,
+        guard: Option<&'a dyn DynGuard<T>>,
         deadline: Deadline,
     ) -> impl Future<Output = Vec<RecordOutcome>> + Send + 'a {
-        settle::records(StatefulWithMeta(self), batch, options, deadline)
+        settle::records(StatefulWithMeta(self), batch, options, guard, deadline)
+    }
+
+    fn state(&self) -> Option<&(dyn Any + Send + Sync)> {
+        Some(&self.state)
     }
 }
 
@@ -439,9 +416,14 @@ where
         &'a self,
         batch: &'a KinesisBatch,
         options: &'a Options,
+        guard: Option<&'a dyn DynGuard<T>>,
         deadline: Deadline,
     ) -> impl Future<Output = Vec<RecordOutcome>> + Send + 'a {
-        settle::whole_batch(StatefulWholeBatch(self), batch, options, deadline)
+        settle::whole_batch(StatefulWholeBatch(self), batch, options, guard, deadline)
+    }
+
+    fn state(&self) -> Option<&(dyn Any + Send + Sync)> {
+        Some(&self.state)
     }
 }
 

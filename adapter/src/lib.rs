@@ -73,6 +73,9 @@
 //!
 //! # Modules
 //!
+//! - [`env`](mod@env): options read from the environment ([`retry::RetryPlan::from_env`]), and their errors.
+//! - [`guard`]: the extension point around each record ([`KinesisAdapter::guard`]), which
+//!   `lambda-kinesis-idempotency` plugs into.
 //! - [`handler`]: the traits behind the handler shapes (sealed; you never implement them).
 //! - [`invocation`]: the deadline of the invocation calling the handler.
 //! - `publish` (cargo feature `publish`): `Publisher<T>`, a typed Kinesis producer.
@@ -86,6 +89,9 @@
 
 pub mod aggregate;
 mod batch;
+mod data;
+pub mod env;
+pub mod guard;
 pub mod handler;
 mod init;
 pub mod invocation;
@@ -101,7 +107,7 @@ pub mod window;
 pub mod wire;
 
 pub use batch::RecordMeta;
-pub use handler::RawData;
+pub use data::RawData;
 pub use init::init;
 pub use lambda_runtime::{self, Error};
 pub use outcome::HandlerOutcome;

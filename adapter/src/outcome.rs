@@ -35,7 +35,11 @@ impl HandlerOutcome {
     }
 
     /// The record is held: the shard's checkpoint stops in front of it and Lambda delivers it
-    /// (and every record behind it) again.
+    /// (and every record behind it) again. Other Kinesis libraries call this `retry`
+    /// (`docs/coming-from-ruststream.md`); with a retry stream
+    /// ([`KinesisAdapter::retry_plan`](crate::KinesisAdapter)) a held record is published there
+    /// instead, and its shard moves on.
+    #[doc(alias = "retry")]
     pub const fn hold() -> Self {
         Self::Hold
     }

@@ -27,6 +27,8 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
+use crate::env::EnvError;
+
 /// The envelope format's version, written in `lambdaKinesisEnvelope`. A reader refuses any other.
 pub const ENVELOPE_VERSION: u32 = 1;
 
@@ -144,7 +146,89 @@ pub struct RetryPlan {
     pub delay: Duration,
 }
 
+/// The variable that names the retry stream ([`RetryPlan::from_env`]).
+pub const RETRY_STREAM_VARIABLE: &str = "RETRY_STREAM";
+/// The variable that caps the retries ([`RetryPlan::from_env`]); 3 when unset.
+pub const MAX_RETRIES_VARIABLE: &str = "MAX_RETRIES";
+/// The variable that names the dead-letter stream ([`RetryPlan::from_env`]).
+pub const DEAD_LETTER_STREAM_VARIABLE: &str = "DEAD_LETTER_STREAM";
+/// The variable that delays retries, in whole seconds ([`RetryPlan::from_env`]); 0 when unset.
+pub const RETRY_DELAY_SECONDS_VARIABLE: &str = "RETRY_DELAY_SECONDS";
+/// The cap of retries when [`MAX_RETRIES_VARIABLE`] is unset.
+pub const DEFAULT_MAX_RETRIES: u32 = 3;
+
 impl RetryPlan {
+    /// The plan the process' environment names: the retry stream in `RETRY_STREAM` (at most
+    /// `MAX_RETRIES` times, 3 when unset), the dead-letter stream in `DEAD_LETTER_STREAM`, and
+    /// the delay in `RETRY_DELAY_SECONDS` (0 when unset). An unset or empty variable names no
+    /// stream; with neither stream named, the plan routes nothing and
+    /// [`KinesisAdapter::retry_plan`](crate::KinesisAdapter::retry_plan) leaves the adapter as
+    /// without it. A number that does not read is an [`EnvError`] naming the variable.
+    ///
+    /// ```no_run
+    /// use lambda_kinesis::retry::RetryPlan;
+    ///
+    /// # fn main() -> Result<(), lambda_kinesis::env::EnvError> {
+    /// let plan = RetryPlan::from_env()?; // then `adapter.retry_plan(plan)`, feature `publish`
+    /// if !plan.routes() {
+    ///     println!("no retry or dead-letter stream: held records hold their shard");
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn from_env() -> Result<Self, EnvError> {
+        Self::from_lookup(crate::env::process)
+    }
+
+    /// The plan the variables `lookup` gives name, read as [`from_env`](Self::from_env) reads
+    /// the process' environment.
+    ///
+    /// ```
+    /// use lambda_kinesis::retry::RetryPlan;
+    ///
+    /// let plan = RetryPlan::from_lookup(|name| match name {
+    ///     "RETRY_STREAM" => Some("shipments-retry".to_owned()),
+    ///     "DEAD_LETTER_STREAM" => Some("shipments-dlq".to_owned()),
+    ///     _ => None,
+    /// })
+    /// .unwrap();
+    /// assert_eq!(plan.retry, Some(("shipments-retry".to_owned(), 3)));
+    /// assert_eq!(plan.dead_letter.as_deref(), Some("shipments-dlq"));
+    /// ```
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, EnvError> {
+        let value = |variable| crate::env::value(&lookup, variable);
+        let max_retries = match value(MAX_RETRIES_VARIABLE) {
+            None => DEFAULT_MAX_RETRIES,
+            Some(text) => text.parse::<u32>().map_err(|_| {
+                EnvError::new(
+                    MAX_RETRIES_VARIABLE,
+                    &text,
+                    format!("a number of retries (0 to {})", u32::MAX),
+                )
+            })?,
+        };
+        let delay = match value(RETRY_DELAY_SECONDS_VARIABLE) {
+            None => Duration::ZERO,
+            Some(text) => text.parse::<u64>().map(Duration::from_secs).map_err(|_| {
+                EnvError::new(
+                    RETRY_DELAY_SECONDS_VARIABLE,
+                    &text,
+                    "a whole number of seconds",
+                )
+            })?,
+        };
+        Ok(Self {
+            retry: value(RETRY_STREAM_VARIABLE).map(|stream| (stream, max_retries)),
+            dead_letter: value(DEAD_LETTER_STREAM_VARIABLE),
+            delay,
+        })
+    }
+
+    /// Whether the plan names a stream: without one, it routes nothing.
+    pub fn routes(&self) -> bool {
+        self.retry.is_some() || self.dead_letter.is_some()
+    }
+
     /// Where a record held after `retries_so_far` retries goes: to the retry stream while under
     /// the cap, then to the dead-letter stream; `None` (it stays held, as without a plan) when
     /// neither is left.

@@ -16,7 +16,8 @@ use futures_util::{FutureExt as _, StreamExt as _};
 use tracing::Instrument as _;
 
 use crate::batch::{KinesisBatch, RecordData, RecordMeta};
-use crate::handler::FromRecordData;
+use crate::data::FromRecordData;
+use crate::guard::{DynGuard, Entry};
 use crate::outcome::{BatchOutcome, HandlerError, HandlerOutcome};
 use crate::retry::route::RetryRoute;
 use crate::retry::{Envelope, Hop, Origin, wait_before_retry};
@@ -105,12 +106,14 @@ pub(crate) async fn records<T, C>(
     handler: C,
     batch: &KinesisBatch,
     options: &Options,
+    guard: Option<&dyn DynGuard<T>>,
     deadline: Deadline,
 ) -> Vec<RecordOutcome>
 where
     T: FromRecordData + Send + Sync,
     C: CallRecord<T>,
 {
+    let handler = Guarded { handler, guard };
     let Some(max_concurrent) = options.lanes else {
         return lane(&handler, batch.records(), options, deadline).await;
     };
@@ -153,7 +156,7 @@ where
 
 /// Handles `records` one after the other until one is held; the rest are skipped.
 async fn lane<'b, T, C>(
-    handler: &C,
+    handler: &Guarded<'_, T, C>,
     records: impl ExactSizeIterator<Item = RecordMeta<'b>>,
     options: &Options,
     deadline: Deadline,
@@ -177,7 +180,7 @@ where
         }
         let outcome = match options.retry.as_ref() {
             None => match decode::<T>(&record, &mut data) {
-                Ok(value) => call(handler, &value, &record).await,
+                Ok(value) => handler.handle(&value, &record).await,
                 Err(rejection) => undecodable(rejection, options),
             },
             Some(route) => {
@@ -206,7 +209,7 @@ where
 /// next stream of the plan, which settles it. `None` when the record's retry time falls past
 /// the deadline margin: it is not started, like a record the deadline stops.
 async fn with_retry_route<T, C>(
-    handler: &C,
+    handler: &Guarded<'_, T, C>,
     record: &RecordMeta<'_>,
     data: &mut Vec<u8>,
     route: &RetryRoute,
@@ -245,7 +248,7 @@ where
         }
     };
     let meta = record.with_retry(unwrapped.as_ref());
-    let outcome = call(handler, &value, &meta).await;
+    let outcome = handler.handle(&value, &meta).await;
     let reason = match &outcome {
         RecordOutcome::Held(HoldReason::Handler) => "the handler held it".to_owned(),
         RecordOutcome::Held(HoldReason::Error(error)) => format!("the handler failed: {error}"),
@@ -341,13 +344,77 @@ fn plain_bytes<'d>(record: &RecordMeta<'d>, data: &'d [u8]) -> &'d [u8] {
     }
 }
 
-/// Calls the handler for one record, turning an error or a panic into a held record.
-async fn call<T: Sync, C: CallRecord<T>>(
+/// A record handler and the guard around each record, if the adapter has one.
+struct Guarded<'g, T, C> {
+    handler: C,
+    guard: Option<&'g dyn DynGuard<T>>,
+}
+
+impl<T: Sync, C: CallRecord<T>> Guarded<'_, T, C> {
+    /// Handles one record: through the guard when there is one, else straight to the handler
+    /// (an adapter without a guard pays one branch for it).
+    async fn handle(&self, value: &T, record: &RecordMeta<'_>) -> RecordOutcome {
+        match self.guard {
+            None => call(&self.handler, value, record, record_span(record)).await,
+            Some(guard) => guarded(guard, &self.handler, value, record).await,
+        }
+    }
+}
+
+/// Handles one record inside its guard: the guard decides whether the handler runs, and hears
+/// what it came to. A guard that panics holds the record, as a handler that panics does.
+async fn guarded<T: Sync, C: CallRecord<T>>(
+    guard: &dyn DynGuard<T>,
     handler: &C,
     value: &T,
     record: &RecordMeta<'_>,
 ) -> RecordOutcome {
     let span = record_span(record);
+    let entered = AssertUnwindSafe(guard.enter_dyn(value, record))
+        .catch_unwind()
+        .instrument(span.clone())
+        .await;
+    let pass = match entered {
+        Ok(Entry::Run(pass)) => pass,
+        Ok(Entry::Settle(outcome)) => return record_outcome(outcome),
+        Ok(Entry::Refuse(error)) => {
+            let _entered = span.enter();
+            tracing::error!(error = %error, "the record's guard refused it; the record is held");
+            return RecordOutcome::Held(HoldReason::Error(error));
+        }
+        Err(panic) => {
+            let message = panic_message(panic.as_ref());
+            let _entered = span.enter();
+            tracing::error!(panic = %message, "the record's guard panicked; the record is held");
+            return RecordOutcome::Held(HoldReason::Panicked(message));
+        }
+    };
+    let outcome = call(handler, value, record, span.clone()).await;
+    guard
+        .leave_dyn(pass, handler_outcome(&outcome))
+        .instrument(span)
+        .await;
+    outcome
+}
+
+/// What the handler returned, as a guard hears it: `None` when it failed or panicked, or when
+/// it was not called (a batch handler's records the deadline stopped).
+fn handler_outcome(outcome: &RecordOutcome) -> Option<HandlerOutcome> {
+    match outcome {
+        RecordOutcome::Acked => Some(HandlerOutcome::Ack),
+        RecordOutcome::Dropped(DropReason::Handler) => Some(HandlerOutcome::Drop),
+        RecordOutcome::Held(HoldReason::Handler) => Some(HandlerOutcome::Hold),
+        _ => None,
+    }
+}
+
+/// Calls the handler for one record in `span`, turning an error or a panic into a held record.
+async fn call<T: Sync, C: CallRecord<T>>(
+    handler: &C,
+    value: &T,
+    record: &RecordMeta<'_>,
+    span: tracing::Span,
+) -> RecordOutcome {
     let started = std::panic::catch_unwind(AssertUnwindSafe(|| handler.call_record(value, record)));
     let result = match started {
         Ok(future) => {
@@ -470,11 +537,13 @@ fn undecodable(rejection: UndecodableRecord, options: &Options) -> RecordOutcome
     }
 }
 
-/// Settles a batch with a batch handler: one call with every decoded record.
+/// Settles a batch with a batch handler: one call with every decoded record (every record the
+/// guard let through, when the adapter has one).
 pub(crate) async fn whole_batch<T, C>(
     handler: C,
     batch: &KinesisBatch,
     options: &Options,
+    guard: Option<&dyn DynGuard<T>>,
     deadline: Deadline,
 ) -> Vec<RecordOutcome>
 where
@@ -502,7 +571,22 @@ where
         }
     }
     if !values.is_empty() {
-        let given = batch_outcomes(&handler, &values, options, deadline, batch, positions[0]).await;
+        let span = batch_span(batch, positions[0], values.len());
+        let given = if deadline.too_close(options.deadline_margin) {
+            let _entered = span.enter();
+            tracing::warn!("the invocation's deadline is near: the batch handler is not called");
+            vec![RecordOutcome::Skipped(SkipReason::Deadline); values.len()]
+        } else {
+            match guard {
+                None => match call_batch(&handler, &values, span).await {
+                    Ok(given) => given,
+                    Err(reason) => hold_all(reason, values.len()),
+                },
+                Some(guard) => {
+                    guarded_batch(guard, &handler, values, &positions, batch, span).await
+                }
+            }
+        };
         for (position, outcome) in positions.into_iter().zip(given) {
             outcomes[position] = Some(outcome);
         }
@@ -513,39 +597,160 @@ where
         .collect()
 }
 
-/// Calls a batch handler and matches what it returned with the `values` it was given.
-async fn batch_outcomes<T, C>(
+/// The outcomes of `count` records a batch handler failed on: the first held for `reason`, the
+/// others behind it.
+fn hold_all(reason: HoldReason, count: usize) -> Vec<RecordOutcome> {
+    let mut outcomes = vec![RecordOutcome::Skipped(SkipReason::BehindHeldRecord); count];
+    outcomes[0] = RecordOutcome::Held(reason);
+    outcomes
+}
+
+/// The span of a batch handler's call: its first record's shard and sequence number.
+fn batch_span(batch: &KinesisBatch, first: usize, records: usize) -> tracing::Span {
+    let first = batch
+        .record(first)
+        .expect("the first decoded record is in the batch");
+    tracing::info_span!(
+        "batch",
+        shard_id = first.shard_id(),
+        first_sequence_number = first.sequence_number(),
+        records,
+    )
+}
+
+/// Settles the decoded `values` of a batch (at `positions`) through the guard and the batch
+/// handler, as one call of the handler would have settled them with the guard inside it: the
+/// records the guard settles keep its outcomes, the first one it holds is held with every
+/// record behind it (which the guard does not enter), and the handler is given the records it
+/// let through. When the handler fails, panics or miscounts, the guard hears `None` for each of
+/// its records and the whole batch is held, the records the guard settled included.
+async fn guarded_batch<T, C>(
+    guard: &dyn DynGuard<T>,
     handler: &C,
-    values: &[T],
-    options: &Options,
-    deadline: Deadline,
+    values: Vec<T>,
+    positions: &[usize],
     batch: &KinesisBatch,
-    first: usize,
+    span: tracing::Span,
 ) -> Vec<RecordOutcome>
 where
     T: Send + Sync,
     C: CallBatch<T>,
 {
-    let first = batch
-        .record(first)
-        .expect("the first decoded record is in the batch");
-    let span = tracing::info_span!(
-        "batch",
-        shard_id = first.shard_id(),
-        first_sequence_number = first.sequence_number(),
-        records = values.len(),
-    );
-    let _entered = span.enter();
-    let hold_all = |reason: HoldReason| {
-        let mut outcomes = vec![RecordOutcome::Skipped(SkipReason::BehindHeldRecord); values.len()];
-        outcomes[0] = RecordOutcome::Held(reason);
-        outcomes
-    };
-    if deadline.too_close(options.deadline_margin) {
-        tracing::warn!("the invocation's deadline is near: the batch handler is not called");
-        return vec![RecordOutcome::Skipped(SkipReason::Deadline); values.len()];
+    let count = values.len();
+    let entered = enter_batch(guard, values, positions, batch).await;
+    let mut outcomes = entered.outcomes;
+    if entered.values.is_empty() {
+        return outcomes;
     }
-    drop(_entered);
+    let result = call_batch(handler, &entered.values, span).await;
+    let heard: Vec<Option<HandlerOutcome>> = match &result {
+        Ok(given) => given.iter().map(handler_outcome).collect(),
+        Err(_) => vec![None; entered.passes.len()],
+    };
+    let left = entered
+        .passes
+        .into_iter()
+        .zip(heard)
+        .map(|(pass, outcome)| guard.leave_dyn(pass, outcome));
+    futures_util::future::join_all(left).await;
+    match result {
+        Ok(given) => {
+            for (place, outcome) in entered.places.into_iter().zip(given) {
+                outcomes[place] = outcome;
+            }
+            outcomes
+        }
+        Err(HoldReason::OutcomeCountMismatch {
+            records,
+            outcomes: returned,
+        }) => hold_all(
+            HoldReason::Error(HandlerError::new(format!(
+                "the batch handler returned {returned} outcomes for the {records} records it \
+                 was given (those its guard let through); the batch is held"
+            ))),
+            count,
+        ),
+        Err(reason) => hold_all(reason, count),
+    }
+}
+
+/// A batch's decoded records once the guard entered them.
+struct Entered<T> {
+    /// The outcome of each decoded record: the guard's, or a hold, for the records it did not
+    /// let through; a placeholder for those it did.
+    outcomes: Vec<RecordOutcome>,
+    /// The records it let through, in shard order, their places among the decoded records, and
+    /// their passes.
+    values: Vec<T>,
+    places: Vec<usize>,
+    passes: Vec<Box<dyn std::any::Any + Send>>,
+}
+
+/// Enters the decoded records of a batch into the guard in shard order, up to the first it
+/// holds: the records it settles get its outcomes, the ones it lets through are returned, and
+/// the first one it holds is held with every record behind it, which are not entered (they
+/// come again).
+async fn enter_batch<T: Sync>(
+    guard: &dyn DynGuard<T>,
+    values: Vec<T>,
+    positions: &[usize],
+    batch: &KinesisBatch,
+) -> Entered<T> {
+    let count = values.len();
+    let mut entered = Entered {
+        outcomes: vec![RecordOutcome::Held(HoldReason::Handler); count],
+        values: Vec::with_capacity(count),
+        places: Vec::with_capacity(count),
+        passes: Vec::with_capacity(count),
+    };
+    for (place, (value, index)) in values.into_iter().zip(positions).enumerate() {
+        let record = batch.record(*index).expect("positions are of the batch");
+        let span = record_span(&record);
+        let decided = AssertUnwindSafe(guard.enter_dyn(&value, &record))
+            .catch_unwind()
+            .instrument(span.clone())
+            .await;
+        let _entered = span.enter();
+        let held = match decided {
+            Ok(Entry::Run(pass)) => {
+                entered.values.push(value);
+                entered.places.push(place);
+                entered.passes.push(pass);
+                continue;
+            }
+            Ok(Entry::Settle(HandlerOutcome::Hold)) => RecordOutcome::Held(HoldReason::Handler),
+            Ok(Entry::Settle(outcome)) => {
+                entered.outcomes[place] = record_outcome(outcome);
+                continue;
+            }
+            Ok(Entry::Refuse(error)) => {
+                tracing::error!(error = %error, "the record's guard refused it; the record is held, with the records behind it");
+                RecordOutcome::Held(HoldReason::Error(error))
+            }
+            Err(panic) => {
+                let message = panic_message(panic.as_ref());
+                tracing::error!(panic = %message, "the record's guard panicked; the record is held, with the records behind it");
+                RecordOutcome::Held(HoldReason::Panicked(message))
+            }
+        };
+        // This record and every one behind it keep the hold they start with.
+        entered.outcomes[place] = held;
+        break;
+    }
+    entered
+}
+
+/// Calls a batch handler in `span` and matches what it returned with the `values` it was
+/// given: their outcomes, or why the batch is held (an error, a panic, a miscount).
+async fn call_batch<T, C>(
+    handler: &C,
+    values: &[T],
+    span: tracing::Span,
+) -> Result<Vec<RecordOutcome>, HoldReason>
+where
+    T: Send + Sync,
+    C: CallBatch<T>,
+{
     let started = std::panic::catch_unwind(AssertUnwindSafe(|| handler.call_batch(values)));
     let result = match started {
         Ok(future) => {
@@ -562,13 +767,13 @@ where
         Err(panic) => {
             let message = panic_message(panic.as_ref());
             tracing::error!(panic = %message, "the batch handler panicked; the batch is held");
-            return hold_all(HoldReason::Panicked(message));
+            return Err(HoldReason::Panicked(message));
         }
     };
     match outcome {
-        Ok(BatchOutcome::All(outcome)) => vec![record_outcome(outcome); values.len()],
+        Ok(BatchOutcome::All(outcome)) => Ok(vec![record_outcome(outcome); values.len()]),
         Ok(BatchOutcome::Each(each)) if each.len() == values.len() => {
-            each.into_iter().map(record_outcome).collect()
+            Ok(each.into_iter().map(record_outcome).collect())
         }
         Ok(BatchOutcome::Each(each)) => {
             tracing::error!(
@@ -576,14 +781,14 @@ where
                 outcomes = each.len(),
                 "the batch handler returned a number of outcomes unlike the number of records; the batch is held"
             );
-            hold_all(HoldReason::OutcomeCountMismatch {
+            Err(HoldReason::OutcomeCountMismatch {
                 records: values.len(),
                 outcomes: each.len(),
             })
         }
         Err(error) => {
             tracing::error!(error = %error, "the batch handler failed; the batch is held");
-            hold_all(HoldReason::Error(error))
+            Err(HoldReason::Error(error))
         }
     }
 }

@@ -1,18 +1,20 @@
-//! The wrapper: a record handler that takes its record's key before it runs, and settles a
-//! duplicate with the stored outcome (see `docs/idempotency.md`).
+//! The guard: it takes a record's key before the handler runs, and settles a duplicate with the
+//! stored outcome (see `docs/idempotency.md`); the adapter runs it around each record through
+//! its `RecordGuard` extension point. `Idempotent`, the older builder that names the handler
+//! too, makes the same adapter.
 
 use std::fmt;
 use std::marker::PhantomData;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use futures_util::FutureExt as _;
-use lambda_kinesis::handler::{FromRecordData, Handler, HandlerError, kind};
+use lambda_kinesis::env::EnvError;
+use lambda_kinesis::guard::{Entry, RecordGuard};
+use lambda_kinesis::handler::{Handler, HandlerError, WithState};
 use lambda_kinesis::{HandlerOutcome, KinesisAdapter, RecordMeta};
 use serde::Serialize;
 
-use crate::inner::{Batch, BatchInner, Inner, Stateful};
+use crate::dynamodb::DynamoDbStore;
 use crate::key::{self, KeyError, KeySource};
 use crate::record::{Found, IdempotencyRecord, StoredOutcome, judge};
 use crate::store::{Store, StoreError, Take};
@@ -52,10 +54,16 @@ pub enum IdempotencyError {
     Take(StoreError),
 }
 
-/// Idempotency settings shared by the handlers that use one store.
+/// The variable that names the idempotency table ([`Idempotency::from_env`]): the template's
+/// `IdempotencyTable`.
+pub const IDEMPOTENCY_TABLE_VARIABLE: &str = "IDEMPOTENCY_TABLE";
+
+/// Idempotency settings shared by the handlers that use one store: make a guard of them with
+/// [`key`](Self::key) (or [`key_by_position`](Self::key_by_position)) and give it to the
+/// adapter with `KinesisAdapter::guard`.
 ///
 /// ```
-/// use lambda_kinesis::HandlerOutcome;
+/// use lambda_kinesis::{HandlerOutcome, KinesisAdapter};
 /// use lambda_kinesis_idempotency::{Idempotency, MemoryStore};
 ///
 /// #[derive(serde::Deserialize, serde::Serialize)]
@@ -63,17 +71,79 @@ pub enum IdempotencyError {
 ///
 /// async fn book(shipment: &Shipment) -> HandlerOutcome { HandlerOutcome::ack() }
 ///
-/// let adapter = Idempotency::new(MemoryStore::new())
+/// let once_per_id = Idempotency::new(MemoryStore::new())
 ///     .function_name("shipping")
-///     .wrap(book)
-///     .key(|shipment: &Shipment| shipment.id)
-///     .into_adapter();
+///     .key(|shipment: &Shipment| shipment.id);
+/// let adapter = KinesisAdapter::new(book).guard(once_per_id);
 /// # let _ = adapter;
 /// ```
 pub struct Idempotency<St> {
     store: St,
     function_name: Option<String>,
     expires_after: Duration,
+}
+
+impl<St: fmt::Debug> fmt::Debug for Idempotency<St> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Idempotency")
+            .field("store", &self.store)
+            .field("function_name", &self.function_name)
+            .field("expires_after", &self.expires_after)
+            .finish()
+    }
+}
+
+impl Idempotency<DynamoDbStore> {
+    /// Idempotency in the DynamoDB table that `IDEMPOTENCY_TABLE` names, with a client
+    /// configured the usual AWS way; `None` (idempotency off, logged as a warning) when the
+    /// variable is unset or empty, as a template writes it for a function without a table. A
+    /// name DynamoDB would refuse is an [`EnvError`] naming the variable and the value.
+    ///
+    /// ```no_run
+    /// use lambda_kinesis::{HandlerOutcome, KinesisAdapter};
+    /// use lambda_kinesis_idempotency::Idempotency;
+    ///
+    /// #[derive(serde::Deserialize, serde::Serialize)]
+    /// struct Shipment { id: u64 }
+    /// async fn book(shipment: &Shipment) -> HandlerOutcome { HandlerOutcome::ack() }
+    ///
+    /// #[tokio::main]
+    /// async fn main() -> Result<(), lambda_kinesis::Error> {
+    ///     let idempotency = Idempotency::from_env().await?;
+    ///     KinesisAdapter::new(book)
+    ///         .optional_guard(idempotency.map(|on| on.key(|shipment: &Shipment| shipment.id)))
+    ///         .run()
+    ///         .await
+    /// }
+    /// ```
+    pub async fn from_env() -> Result<Option<Self>, EnvError> {
+        let Some(table) = table_of(lambda_kinesis::env::process)? else {
+            tracing::warn!(
+                "{IDEMPOTENCY_TABLE_VARIABLE} is not set: idempotency is off, and a record \
+                 delivered twice is handled twice"
+            );
+            return Ok(None);
+        };
+        Ok(Some(Self::new(DynamoDbStore::from_env(table).await)))
+    }
+}
+
+/// The table `IDEMPOTENCY_TABLE` names as `lookup` gives it: `None` when it is unset or empty,
+/// an error when DynamoDB would refuse the name (3 to 255 letters, digits, `_`, `-` and `.`).
+pub fn table_of(lookup: impl Fn(&str) -> Option<String>) -> Result<Option<String>, EnvError> {
+    let Some(table) = lambda_kinesis::env::value(lookup, IDEMPOTENCY_TABLE_VARIABLE) else {
+        return Ok(None);
+    };
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+    if (3..=255).contains(&table.len()) && table.chars().all(allowed) {
+        Ok(Some(table))
+    } else {
+        Err(EnvError::new(
+            IDEMPOTENCY_TABLE_VARIABLE,
+            table,
+            "a DynamoDB table name (3 to 255 letters, digits, `_`, `-` and `.`)",
+        ))
+    }
 }
 
 impl<St: Store> Idempotency<St> {
@@ -99,36 +169,81 @@ impl<St: Store> Idempotency<St> {
         self
     }
 
-    /// Makes `handler` (`async fn(&T)` or `async fn(&T, &RecordMeta<'_>)`) idempotent, keyed by
-    /// its whole payload until [`key`](Idempotent::key) says otherwise.
-    pub fn wrap<H, T, K>(self, handler: H) -> Idempotent<H, T, K, St>
+    /// The guard that keys each record by a value of the decoded record, such as an id.
+    ///
+    /// ```
+    /// use lambda_kinesis_idempotency::{Idempotency, MemoryStore};
+    ///
+    /// #[derive(serde::Deserialize, serde::Serialize)]
+    /// struct Shipment { id: u64 }
+    ///
+    /// let guard = Idempotency::new(MemoryStore::new())
+    ///     .function_name("shipping")
+    ///     .key(|shipment: &Shipment| shipment.id);
+    /// assert_eq!(guard.namespace(), "shipping");
+    /// ```
+    pub fn key<T, F, D>(self, key: F) -> IdempotencyGuard<T, St>
     where
-        H: Inner<T, K>,
+        F: Fn(&T) -> D + Send + Sync + 'static,
+        D: fmt::Display,
     {
-        Idempotent::new(self, handler)
+        IdempotencyGuard::new(self).key(key)
     }
 
-    /// Makes `handler` (`async fn(&S, &T)` or `async fn(&S, &T, &RecordMeta<'_>)`) idempotent,
-    /// with the state it borrows.
+    /// The guard that keys each record by its place in the stream (shard, sequence number, and
+    /// a KPL user record's sub-sequence number): only redeliveries count as duplicates.
+    pub fn key_by_position<T>(self) -> IdempotencyGuard<T, St> {
+        IdempotencyGuard::new(self).key_by_position()
+    }
+
+    /// The guard that keys each record by its whole payload.
+    pub fn key_by_payload<T>(self) -> IdempotencyGuard<T, St> {
+        IdempotencyGuard::new(self)
+    }
+
+    /// Makes `handler` (any shape, `async fn(&T)`, `async fn(&T, &RecordMeta<'_>)` or
+    /// `async fn(&[T])`) idempotent, keyed by its whole payload until
+    /// [`key`](Idempotent::key) says otherwise. The same as giving the adapter of `handler` the
+    /// guard [`key`](Self::key) makes.
+    pub fn wrap<H, T, K>(self, handler: H) -> Idempotent<H, T, K, St>
+    where
+        H: Handler<T, K>,
+        T: Serialize + Send + Sync + 'static,
+        K: 'static,
+    {
+        Idempotent::new(
+            self,
+            Box::new(move |guard| KinesisAdapter::new(handler).guard(guard)),
+        )
+    }
+
+    /// Makes `handler` (`async fn(&S, &T)`, `async fn(&S, &T, &RecordMeta<'_>)` or
+    /// `async fn(&S, &[T])`) idempotent, with the state it borrows.
     pub fn wrap_with_state<S, H, T, K>(
         self,
         state: S,
         handler: H,
-    ) -> Idempotent<Stateful<S, H>, T, K, St>
+    ) -> Idempotent<WithState<S, H>, T, K, St>
     where
-        Stateful<S, H>: Inner<T, K>,
+        WithState<S, H>: Handler<T, K>,
+        T: Serialize + Send + Sync + 'static,
+        K: 'static,
     {
-        Idempotent::new(self, Stateful { state, handler })
+        Idempotent::new(
+            self,
+            Box::new(move |guard| KinesisAdapter::with_state(state, handler).guard(guard)),
+        )
     }
 
     /// Makes the batch handler `handler` (`async fn(&[T])`) idempotent, each record keyed on its
     /// own: the handler is given only the records not yet completed (see `docs/idempotency.md`).
+    /// The same as [`wrap`](Self::wrap).
     ///
     /// ```
     /// use lambda_kinesis::HandlerOutcome;
     /// use lambda_kinesis_idempotency::{Idempotency, MemoryStore};
     ///
-    /// #[derive(Clone, serde::Deserialize, serde::Serialize)]
+    /// #[derive(serde::Deserialize, serde::Serialize)]
     /// struct Shipment { id: u64 }
     ///
     /// async fn book_all(shipments: &[Shipment]) -> Vec<HandlerOutcome> {
@@ -142,31 +257,36 @@ impl<St: Store> Idempotency<St> {
     ///     .into_batch_adapter();
     /// # let _ = adapter;
     /// ```
-    pub fn wrap_batch<H, T, K>(self, handler: H) -> Idempotent<Batch<H>, T, K, St>
+    pub fn wrap_batch<H, T, K>(self, handler: H) -> Idempotent<H, T, K, St>
     where
-        Batch<H>: BatchInner<T, K>,
+        H: Handler<T, K>,
+        T: Serialize + Send + Sync + 'static,
+        K: 'static,
     {
-        Idempotent::new(self, Batch(handler))
+        self.wrap(handler)
     }
 
     /// Makes the batch handler `handler` (`async fn(&S, &[T])`) idempotent, with the state it
-    /// borrows.
+    /// borrows. The same as [`wrap_with_state`](Self::wrap_with_state).
     pub fn wrap_batch_with_state<S, H, T, K>(
         self,
         state: S,
         handler: H,
-    ) -> Idempotent<Batch<Stateful<S, H>>, T, K, St>
+    ) -> Idempotent<WithState<S, H>, T, K, St>
     where
-        Batch<Stateful<S, H>>: BatchInner<T, K>,
+        WithState<S, H>: Handler<T, K>,
+        T: Serialize + Send + Sync + 'static,
+        K: 'static,
     {
-        Idempotent::new(self, Batch(Stateful { state, handler }))
+        self.wrap_with_state(state, handler)
     }
 }
 
-/// A record handler made idempotent: run it as the adapter's handler with
-/// [`into_adapter`](Self::into_adapter).
-pub struct Idempotent<I, T, K, St> {
-    pub(crate) inner: I,
+/// Idempotency around each record, as the adapter's [`RecordGuard`]: before the handler runs,
+/// the record's key is taken in the store; a key already completed settles the record with its
+/// stored outcome, one in progress elsewhere holds it, and the handler's outcome is stored
+/// afterwards (a hold, an error or a panic releases the key). See `docs/idempotency.md`.
+pub struct IdempotencyGuard<T, St> {
     store: St,
     function_name: Option<String>,
     handler_name: Option<String>,
@@ -174,12 +294,11 @@ pub struct Idempotent<I, T, K, St> {
     key: KeySource<T>,
     expires_after: Duration,
     clock: Arc<dyn Fn() -> SystemTime + Send + Sync>,
-    kind: PhantomData<fn() -> K>,
 }
 
-impl<I, T, K, St> fmt::Debug for Idempotent<I, T, K, St> {
+impl<T, St> fmt::Debug for IdempotencyGuard<T, St> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Idempotent")
+        f.debug_struct("IdempotencyGuard")
             .field("namespace", &self.namespace)
             .field("key", &self.key)
             .field("expires_after", &self.expires_after)
@@ -187,10 +306,9 @@ impl<I, T, K, St> fmt::Debug for Idempotent<I, T, K, St> {
     }
 }
 
-impl<I, T, K, St> Idempotent<I, T, K, St> {
-    fn new(settings: Idempotency<St>, inner: I) -> Self {
-        let mut idempotent = Self {
-            inner,
+impl<T, St> IdempotencyGuard<T, St> {
+    fn new(settings: Idempotency<St>) -> Self {
+        let mut guard = Self {
             store: settings.store,
             function_name: settings.function_name,
             handler_name: None,
@@ -198,10 +316,9 @@ impl<I, T, K, St> Idempotent<I, T, K, St> {
             key: KeySource::Data,
             expires_after: settings.expires_after,
             clock: Arc::new(SystemTime::now),
-            kind: PhantomData,
         };
-        idempotent.namespace = idempotent.make_namespace();
-        idempotent
+        guard.namespace = guard.make_namespace();
+        guard
     }
 
     fn make_namespace(&self) -> String {
@@ -229,6 +346,13 @@ impl<I, T, K, St> Idempotent<I, T, K, St> {
         self
     }
 
+    /// Keys each record by its place in the stream (shard, sequence number, and a KPL user
+    /// record's sub-sequence number): only redeliveries count as duplicates.
+    pub fn key_by_position(mut self) -> Self {
+        self.key = KeySource::Position;
+        self
+    }
+
     /// Reads the time from `clock` rather than the system's: for tests of the expiries.
     pub fn clock(mut self, clock: impl Fn() -> SystemTime + Send + Sync + 'static) -> Self {
         self.clock = Arc::new(clock);
@@ -247,7 +371,7 @@ impl<I, T, K, St> Idempotent<I, T, K, St> {
 }
 
 /// What trying to take a record's key came to.
-pub(crate) enum Tried {
+enum Tried {
     /// The key is this invocation's: run the handler, then finish the item.
     Taken(IdempotencyRecord),
     /// The key is held: settle the record with this outcome (a duplicate's stored outcome, or a
@@ -255,17 +379,16 @@ pub(crate) enum Tried {
     Found(HandlerOutcome),
 }
 
-impl<I: Sync, T: Serialize + Sync, K, St: Store> Idempotent<I, T, K, St> {
-    /// Tries to take the key of `record` (at `meta`'s position, for a record handler) at `now`.
-    /// An error holds the record: its key could not be made or taken, or is used for another
-    /// payload.
-    pub(crate) async fn try_take(
+impl<T: Serialize + Sync, St: Store> IdempotencyGuard<T, St> {
+    /// Tries to take the key of `record` (at `meta`'s position) at `now`. An error holds the
+    /// record: its key could not be made or taken, or is used for another payload.
+    async fn try_take(
         &self,
         record: &T,
-        meta: Option<&RecordMeta<'_>>,
+        meta: &RecordMeta<'_>,
         now: SystemTime,
     ) -> Result<Tried, IdempotencyError> {
-        let keyed = key::key(&self.namespace, &self.key, record, meta)?;
+        let keyed = key::key(&self.namespace, &self.key, record, Some(meta))?;
         let taking = IdempotencyRecord::in_progress(
             keyed.id,
             keyed.payload_hash,
@@ -285,7 +408,7 @@ impl<I: Sync, T: Serialize + Sync, K, St: Store> Idempotent<I, T, K, St> {
     /// Finishes the item `taken` once the handler ran: stores the outcome that `settled` it, or,
     /// when it did not (`None`: a hold, an error, a panic), deletes the item so that the next
     /// delivery runs the handler again.
-    pub(crate) async fn finish(&self, taken: &IdempotencyRecord, settled: Option<StoredOutcome>) {
+    async fn finish(&self, taken: &IdempotencyRecord, settled: Option<StoredOutcome>) {
         match settled {
             Some(outcome) => {
                 let completed = taken.completed(outcome);
@@ -311,74 +434,104 @@ impl<I: Sync, T: Serialize + Sync, K, St: Store> Idempotent<I, T, K, St> {
             }
         }
     }
+}
 
-    /// The time now, by the wrapper's clock.
-    pub(crate) fn now(&self) -> SystemTime {
-        (self.clock)()
+impl<T, St> RecordGuard<T> for IdempotencyGuard<T, St>
+where
+    T: Serialize + Send + Sync + 'static,
+    St: Store,
+{
+    /// The item of the key taken for the record.
+    type Pass = IdempotencyRecord;
+
+    async fn enter(&self, record: &T, meta: &RecordMeta<'_>) -> Entry<IdempotencyRecord> {
+        match self.try_take(record, meta, (self.clock)()).await {
+            Err(error) => Entry::Refuse(HandlerError::new(error)),
+            Ok(Tried::Found(outcome)) => Entry::Settle(outcome),
+            Ok(Tried::Taken(taken)) => Entry::Run(taken),
+        }
+    }
+
+    async fn leave(&self, taken: IdempotencyRecord, outcome: Option<HandlerOutcome>) {
+        self.finish(&taken, outcome.and_then(StoredOutcome::of))
+            .await;
     }
 }
 
-impl<I, T, K, St> Idempotent<I, T, K, St>
-where
-    I: Inner<T, K>,
-    St: Store,
-    T: Serialize + FromRecordData + Send + Sync + 'static,
-    K: 'static,
-{
-    /// Keys each record by its place in the stream (shard, sequence number, and a KPL user
-    /// record's sub-sequence number): only redeliveries count as duplicates. Record handlers
-    /// only: a batch handler is not given its records' places.
-    pub fn key_by_position(mut self) -> Self {
-        self.key = KeySource::Position;
+/// A handler made idempotent, the older way: run it with [`into_adapter`](Self::into_adapter),
+/// which gives the handler's adapter the [`IdempotencyGuard`] configured here.
+pub struct Idempotent<I, T, K, St> {
+    make: Box<dyn FnOnce(IdempotencyGuard<T, St>) -> KinesisAdapter<T>>,
+    guard: IdempotencyGuard<T, St>,
+    kind: PhantomData<fn() -> (I, K)>,
+}
+
+impl<I, T, K, St> fmt::Debug for Idempotent<I, T, K, St> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Idempotent")
+            .field("guard", &self.guard)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<I, T, K, St> Idempotent<I, T, K, St> {
+    fn new(
+        settings: Idempotency<St>,
+        make: Box<dyn FnOnce(IdempotencyGuard<T, St>) -> KinesisAdapter<T>>,
+    ) -> Self {
+        Self {
+            make,
+            guard: IdempotencyGuard::new(settings),
+            kind: PhantomData,
+        }
+    }
+
+    /// See [`IdempotencyGuard::name`].
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.guard = self.guard.name(name);
         self
     }
 
-    /// Handles one record: takes its key, runs the handler if the key was free, and stores the
-    /// outcome; a duplicate settles with the stored outcome. See `docs/idempotency.md`.
-    pub async fn handle(
-        &self,
-        record: &T,
-        meta: &RecordMeta<'_>,
-    ) -> Result<HandlerOutcome, HandlerError> {
-        match self.try_take(record, Some(meta), self.now()).await {
-            Err(error) => Err(HandlerError::new(error)),
-            Ok(Tried::Found(outcome)) => Ok(outcome),
-            Ok(Tried::Taken(taken)) => self.run(&taken, record, meta).await,
-        }
+    /// See [`IdempotencyGuard::key`].
+    pub fn key<F, D>(mut self, key: F) -> Self
+    where
+        F: Fn(&T) -> D + Send + Sync + 'static,
+        D: fmt::Display,
+    {
+        self.guard = self.guard.key(key);
+        self
     }
 
-    /// Runs the handler under the key `taken`, then stores its outcome or releases the key.
-    async fn run(
-        &self,
-        taken: &IdempotencyRecord,
-        record: &T,
-        meta: &RecordMeta<'_>,
-    ) -> Result<HandlerOutcome, HandlerError> {
-        let result = AssertUnwindSafe(self.inner.call_inner(record, meta))
-            .catch_unwind()
-            .await;
-        let settled = match &result {
-            Ok(Ok(outcome)) => StoredOutcome::of(*outcome),
-            Ok(Err(_)) | Err(_) => None,
-        };
-        self.finish(taken, settled).await;
-        match result {
-            Ok(outcome) => outcome,
-            // The adapter catches it again, logs it and holds the record, as for any handler.
-            Err(panic) => std::panic::resume_unwind(panic),
-        }
+    /// See [`IdempotencyGuard::key_by_position`].
+    pub fn key_by_position(mut self) -> Self {
+        self.guard = self.guard.key_by_position();
+        self
     }
 
-    /// The adapter that runs this handler, with its default rules.
-    #[allow(clippy::type_complexity)]
-    pub fn into_adapter(
-        self,
-    ) -> KinesisAdapter<
-        impl Handler<T, kind::Stateful<kind::RecordWithMeta>>,
-        T,
-        kind::Stateful<kind::RecordWithMeta>,
-    > {
-        KinesisAdapter::with_state(self, Self::handle)
+    /// See [`IdempotencyGuard::clock`].
+    pub fn clock(mut self, clock: impl Fn() -> SystemTime + Send + Sync + 'static) -> Self {
+        self.guard = self.guard.clock(clock);
+        self
+    }
+
+    /// The namespace of the keys, such as `shipping` or `shipping.book`.
+    pub fn namespace(&self) -> &str {
+        self.guard.namespace()
+    }
+
+    /// The store.
+    pub fn store(&self) -> &St {
+        self.guard.store()
+    }
+
+    /// The adapter that runs the handler with this idempotency, with its default rules.
+    pub fn into_adapter(self) -> KinesisAdapter<T> {
+        (self.make)(self.guard)
+    }
+
+    /// The same as [`into_adapter`](Self::into_adapter), for a batch handler.
+    pub fn into_batch_adapter(self) -> KinesisAdapter<T> {
+        self.into_adapter()
     }
 }
 

@@ -44,14 +44,7 @@ fn adapter(
     store: Arc<MemoryStore>,
     ledger: Arc<Ledger>,
     clock: &Clock,
-) -> lambda_kinesis::KinesisAdapter<
-    impl lambda_kinesis::handler::Handler<
-        Shipment,
-        lambda_kinesis::handler::kind::Stateful<lambda_kinesis::handler::kind::RecordWithMeta>,
-    >,
-    Shipment,
-    lambda_kinesis::handler::kind::Stateful<lambda_kinesis::handler::kind::RecordWithMeta>,
-> {
+) -> lambda_kinesis::KinesisAdapter<Shipment> {
     let clock = clock.clone();
     Idempotency::new(store)
         .function_name("shipping")

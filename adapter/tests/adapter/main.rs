@@ -8,6 +8,7 @@ mod aggregated;
 mod deadline;
 mod errors;
 mod events;
+mod guard;
 mod lanes;
 mod panics;
 mod response;

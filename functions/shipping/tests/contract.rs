@@ -180,5 +180,6 @@ async fn ship_books_through_the_client_it_is_given() {
     let settlement = adapter.settle(&event, &Context::default()).await;
 
     assert_eq!(settlement.summary(), "ack ack drop hold");
-    assert_eq!(*adapter.state().booked.lock().unwrap(), [1, 2]);
+    let client = adapter.state::<Recording>().expect("the adapter's state");
+    assert_eq!(*client.booked.lock().unwrap(), [1, 2]);
 }

@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use lambda_kinesis::lambda_runtime::Context;
 use lambda_kinesis::testing::TestEvent;
+use lambda_kinesis_idempotency::table_of;
 use lambda_kinesis_idempotency::{MemoryStore, Status, StoredOutcome};
-use shipping::{Shipment, idempotency_table, idempotent_function};
+use shipping::{Shipment, idempotent_function};
 
 fn shipment(id: u64, carrier: &str) -> Shipment {
     Shipment {
@@ -41,10 +42,16 @@ async fn a_redelivered_shipment_settles_from_its_stored_outcome() {
 
 #[test]
 fn an_unset_or_empty_table_name_means_no_idempotency() {
-    assert_eq!(idempotency_table(None), None);
-    assert_eq!(idempotency_table(Some("")), None);
+    let table = |value: Option<&'static str>| table_of(|_| value.map(str::to_owned));
+    assert_eq!(table(None), Ok(None));
+    assert_eq!(table(Some("")), Ok(None));
     assert_eq!(
-        idempotency_table(Some("shipping-idempotency")),
-        Some("shipping-idempotency")
+        table(Some(" shipping-idempotency ")),
+        Ok(Some("shipping-idempotency".to_owned()))
+    );
+    assert_eq!(
+        table(Some("no spaces")).unwrap_err().to_string(),
+        "IDEMPOTENCY_TABLE is \"no spaces\": expected a DynamoDB table name (3 to 255 letters, \
+         digits, `_`, `-` and `.`)"
     );
 }
