@@ -119,8 +119,7 @@ impl Idempotency<DynamoDbStore> {
     pub async fn from_env() -> Result<Option<Self>, EnvError> {
         let Some(table) = table_of(lambda_kinesis::env::process)? else {
             tracing::warn!(
-                "{IDEMPOTENCY_TABLE_VARIABLE} is not set: idempotency is off, and a record \
-                 delivered twice is handled twice"
+                "{IDEMPOTENCY_TABLE_VARIABLE} is not set: a record delivered twice is handled twice"
             );
             return Ok(None);
         };
