@@ -707,7 +707,7 @@ impl FunctionLines {
         metadata.is_event()
             && metadata
                 .target()
-                .starts_with("kinesis_esm::invoke::runtime_api")
+                .starts_with("esm_engine::invoke::runtime_api")
     }
 }
 

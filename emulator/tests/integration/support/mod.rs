@@ -32,7 +32,7 @@ pub(crate) fn init_logging() {
         });
         let kept = KeptEvents.with_filter(
             tracing_subscriber::filter::Targets::new()
-                .with_target("kinesis_esm::invoke::runtime_api", tracing::Level::INFO),
+                .with_target("esm_engine::invoke::runtime_api", tracing::Level::INFO),
         );
         let _ = tracing_subscriber::registry()
             .with(to_test_output)
