@@ -4,9 +4,10 @@
 //! that reads through a stream consumer.
 
 mod fan_out;
+mod start;
+mod stop;
 mod streams;
 
-use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -27,17 +28,13 @@ use crate::endpoint::{SideDocument, serve_with_page};
 use crate::metrics_report::{METRICS_PATH, PROMETHEUS_CONTENT_TYPE, prometheus};
 use crate::page::LivePage;
 use crate::state::StateDir;
-use crate::summary;
 use crate::template::{FunctionResource, LOCAL_DYNAMODB_VARIABLE, Template, TemplateOptions};
 use embedded_kinesis::http::{DEFAULT_ADDR, ServerHandle};
 use esm_engine::aws::{AwsConnection, DynamoLeaseStore};
-use esm_engine::invoke::Invoker;
 use esm_engine::invoke::invoke_api::{InvokeApi, InvokeApiOptions};
 use esm_engine::invoke::runtime_api::RuntimeApi;
 use esm_engine::lease::{LeaseStore, MemoryLeaseStore};
-use esm_engine::mapping::{
-    EventSourceMapping, MappingOptions, MappingStatus, RunningMapping, stable_mapping_uuid,
-};
+use esm_engine::mapping::{MappingOptions, MappingStatus};
 
 /// `kinesis-esm run`.
 #[derive(Debug, Args)]
@@ -181,6 +178,17 @@ pub struct RunArgs {
     failover_time: Duration,
 }
 
+/// The mappings' statuses as they change, for the status document, the metrics and the
+/// progress lines.
+type Statuses = Arc<Mutex<Vec<watch::Receiver<MappingStatus>>>>;
+
+impl RunArgs {
+    /// Whether the run reads the embedded Kinesis (no `--kinesis-endpoint`, no `--aws`).
+    fn reads_embedded_kinesis(&self) -> bool {
+        self.kinesis_endpoint.is_none() && !self.aws
+    }
+}
+
 /// Reads `KEY=VALUE`.
 fn parse_variable(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
@@ -196,64 +204,19 @@ pub(super) async fn run(
 ) -> anyhow::Result<Exit> {
     // Listened to from the start: a signal's default action would end the run with its function
     // processes left behind. One that comes while the run starts stops it as soon as it runs.
-    let mut stop_signals = StopSignals::listen().context("listening for Ctrl-C and SIGTERM")?;
-    let options = TemplateOptions {
-        region: args.region.clone(),
-        account_id: args.account_id.clone(),
-        parameter_overrides: super::sam_options::parameter_overrides(&args.parameter_overrides)
-            .map_err(anyhow::Error::msg)?,
-        local_dynamodb: std::env::var(LOCAL_DYNAMODB_VARIABLE).ok(),
-        ..TemplateOptions::default()
-    };
-    let template = Template::load_with(&args.template, &options)?;
-    if let Some(unknown) = args.functions.iter().find(|name| {
-        !template
-            .functions
-            .iter()
-            .any(|function| **name == function.logical_id || **name == function.function_name)
-    }) {
-        bail!(
-            "--function {unknown}: {} has no function of that logical id or name with a Kinesis \
-             event; it has {}",
-            args.template.display(),
-            known_functions(&template)
-        );
-    }
+    let stop_signals = StopSignals::listen().context("listening for Ctrl-C and SIGTERM")?;
+    let template = Template::load_with(&args.template, &template_options(&args)?)?;
+    let functions = start::chosen_functions(&args, &template)?;
+    start::check_streams(&args, &template, &functions)?;
     let env_vars = args
         .env_vars
         .as_deref()
         .map(|path| read_env_vars(path, &template))
         .transpose()
         .map_err(anyhow::Error::msg)?;
-    let functions: Vec<&FunctionResource> = template
-        .functions
-        .iter()
-        .filter(|function| {
-            args.functions.is_empty()
-                || args
-                    .functions
-                    .iter()
-                    .any(|name| *name == function.logical_id || *name == function.function_name)
-        })
-        .collect();
-    if functions.is_empty() {
-        bail!(
-            "{}: no function with a Kinesis event{}",
-            args.template.display(),
-            if args.functions.is_empty() {
-                ""
-            } else {
-                " among those named by --function"
-            }
-        );
-    }
-
-    let state = match &args.state_dir {
-        Some(dir) => Some(StateDir::open(dir)?),
-        None => None,
-    };
+    let state = args.state_dir.as_deref().map(StateDir::open).transpose()?;
     let streams = Streams::set_up(&args, &template, state.as_ref()).await?;
-    let statuses: Arc<Mutex<Vec<watch::Receiver<MappingStatus>>>> = Arc::default();
+    let statuses = Statuses::default();
     let actions = Arc::new(RunActions::default());
     let page = LivePage::new(streams.source(), Arc::clone(&actions) as _);
     let control = Control::new();
@@ -265,19 +228,60 @@ pub(super) async fn run(
         actions.connect(streams.client(&served, &args.region).await?);
         Some(served)
     };
-    let function_kinesis = function_kinesis_endpoint(&args, &streams, server.as_ref());
     let leases = open_lease_store(&args, state.as_ref()).await?;
-    if let (Streams::Embedded(..), None, Some(table)) = (&streams, &state, &args.lease_table) {
-        tracing::warn!(
-            lease_table = %table,
-            "the embedded Kinesis lives in memory: its streams and records end with this run, \
-             but the checkpoints in the lease table stay; the next run starts fresh streams \
-             and reports each checkpoint it cannot resume at (pass --state-dir DIR to keep \
-             the streams too)"
-        );
-    }
+    warn_of_streams_that_end(&args, &streams, state.as_ref());
+    let function_kinesis = function_kinesis_endpoint(&args, &streams, server.as_ref());
+    let start = start::Start {
+        args: &args,
+        template: &template,
+        streams: &streams,
+        env_vars: env_vars.as_ref(),
+        logs,
+        function_kinesis: function_kinesis.as_deref(),
+        leases,
+        options: mapping_options(&args, &streams),
+        page: &page,
+        control: &control,
+        statuses: &statuses,
+    };
+    let started = start.functions(functions).await?;
+    control.set_phase(ControlPhase::Running);
+    let progress = progress.map(|progress| {
+        let (stop_progress, progress_stopped) = watch::channel(false);
+        let shown = tokio::spawn(progress.show(Arc::clone(&statuses), progress_stopped));
+        (shown, stop_progress)
+    });
+    let running = stop::Running {
+        started,
+        server,
+        progress,
+    };
+    running
+        .until_stopped(
+            args.until_idle,
+            args.fail_on_discard,
+            &control,
+            stop_signals,
+        )
+        .await
+}
 
-    let mut mapping_options = MappingOptions {
+/// The template's reading: the run's region and account, SAM's parameter overrides, and the
+/// local DynamoDB the template's tables are named for.
+fn template_options(args: &RunArgs) -> anyhow::Result<TemplateOptions> {
+    Ok(TemplateOptions {
+        region: args.region.clone(),
+        account_id: args.account_id.clone(),
+        parameter_overrides: super::sam_options::parameter_overrides(&args.parameter_overrides)
+            .map_err(anyhow::Error::msg)?,
+        local_dynamodb: std::env::var(LOCAL_DYNAMODB_VARIABLE).ok(),
+        ..TemplateOptions::default()
+    })
+}
+
+/// The mappings' options that the command line sets.
+fn mapping_options(args: &RunArgs, streams: &Streams) -> MappingOptions {
+    let mut options = MappingOptions {
         failover_time: args.failover_time,
         retry_backoff_initial: args.retry_pause,
         retry_backoff_max: args.max_retry_pause.max(args.retry_pause),
@@ -286,158 +290,26 @@ pub(super) async fn run(
     };
     if matches!(streams, Streams::Embedded(..)) {
         // Listing the embedded Kinesis' shards costs nothing: new shards show up within a second.
-        mapping_options.shard_sync_interval = Duration::from_secs(1);
+        options.shard_sync_interval = Duration::from_secs(1);
     }
     if let Some(worker_id) = &args.worker_id {
-        mapping_options.worker_id.clone_from(worker_id);
+        options.worker_id.clone_from(worker_id);
     }
+    options
+}
 
-    let mut invokers: Vec<Arc<dyn Invoker>> = Vec::new();
-    let mut invoke_apis: Vec<Arc<InvokeApi>> = Vec::new();
-    let mut mappings: Vec<RunningMapping> = Vec::new();
-    let source = streams.source();
-    for function in functions {
-        let environments = concurrent_batches(function, &template);
-        let invoker = invoker_for(
-            &args,
-            function,
-            env_vars.as_ref(),
-            environments,
-            logs,
-            function_kinesis.as_deref(),
-        )
-        .await
-        .with_context(|| {
-            format!(
-                "{}: resource {}",
-                args.template.display(),
-                function.logical_id
-            )
-        })?;
-        let invoker: Arc<dyn Invoker> = match invoker {
-            FunctionInvoker::RuntimeApi(invoker) => invoker,
-            FunctionInvoker::InvokeApi(invoker) => {
-                invoke_apis.push(Arc::clone(&invoker));
-                invoker
-            }
-        };
-        invokers.push(Arc::clone(&invoker));
-        for config in &function.mappings {
-            if !config.enabled {
-                tracing::info!(function = %function.function_name, stream = %config.stream_name, "mapping disabled (Enabled: false)");
-                continue;
-            }
-            if matches!(streams, Streams::Embedded(..))
-                && template.stream(&config.stream_name).is_none()
-            {
-                bail!(
-                    "{}: resource {}: stream {} is not defined in the template; the embedded Kinesis only holds the template's streams",
-                    args.template.display(),
-                    function.logical_id,
-                    config.stream_name
-                );
-            }
-            let source = streams
-                .mapping_source(config, &source)
-                .await
-                .with_context(|| {
-                    format!(
-                        "{}: resource {}: stream {}",
-                        args.template.display(),
-                        function.logical_id,
-                        config.stream_name
-                    )
-                })?;
-            let mut mapping = EventSourceMapping::new(config.clone(), source, Arc::clone(&invoker))
-                .lease_store(Arc::clone(&leases))
-                .options(MappingOptions {
-                    mapping_uuid: stable_mapping_uuid(&config.function_name, &config.stream_name),
-                    ..mapping_options.clone()
-                });
-            let destination = super::destinations::destination_for(
-                config,
-                args.destination_endpoint.as_deref(),
-                args.state_dir.as_deref(),
-            );
-            if let Some(destination) = destination.await? {
-                mapping = mapping.on_failure_destination(destination);
-            }
-            let mapping = mapping.start();
-            page.show(config, mapping.status_receiver());
-            control.add(mapping.control());
-            statuses
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(mapping.status_receiver());
-            mappings.push(mapping);
-        }
-    }
-
-    control.set_phase(ControlPhase::Running);
-    let (stop_progress, progress_stopped) = watch::channel(false);
-    let progress = progress
-        .map(|progress| tokio::spawn(progress.show(Arc::clone(&statuses), progress_stopped)));
-    let wait_for_idle = async {
-        if args.until_idle {
-            wait_until_idle(&mappings).await;
-        } else {
-            std::future::pending::<()>().await;
-        }
-    };
-    let mut misconfigured = None;
-    let interrupted = tokio::select! {
-        () = wait_for_idle => None,
-        signal = stop_signals.next() => Some(signal),
-        message = missing_function(&invoke_apis) => {
-            misconfigured = Some(message);
-            None
-        }
-    };
-    if let Some(signal) = interrupted {
-        say!(
-            "kinesis-esm: {signal}: stopping after the batches in flight (send it again to stop at once)"
+/// Warns when the checkpoints outlive the streams: a lease table over an embedded Kinesis that
+/// keeps nothing.
+fn warn_of_streams_that_end(args: &RunArgs, streams: &Streams, state: Option<&StateDir>) {
+    if let (Streams::Embedded(..), None, Some(table)) = (streams, state, &args.lease_table) {
+        tracing::warn!(
+            lease_table = %table,
+            "the embedded Kinesis lives in memory: its streams and records end with this run, \
+             but the checkpoints in the lease table stay; the next run starts fresh streams \
+             and reports each checkpoint it cannot resume at (pass --state-dir DIR to keep \
+             the streams too)"
         );
     }
-    control.set_phase(ControlPhase::Stopping);
-    let stopping = async {
-        let mut finals: Vec<MappingStatus> = Vec::new();
-        for mapping in mappings {
-            finals.push(mapping.stop().await);
-        }
-        stop_progress.send_replace(true);
-        if let Some(progress) = progress {
-            let _ = progress.await;
-        }
-        for invoker in &invokers {
-            invoker.shutdown().await;
-        }
-        if let Some(server) = server {
-            server.stop().await;
-        }
-        finals
-    };
-    let finals = tokio::select! {
-        finals = stopping => finals,
-        signal = stop_signals.next() => {
-            // Returning drops the mappings and invokers: the runtime's end kills the function
-            // processes (they are killed on drop), and no checkpoint is written past this point.
-            say!("kinesis-esm: {signal} again: stopping at once, without the batches in flight");
-            return Ok(Exit::Interrupted);
-        }
-    };
-    if let Some(message) = misconfigured {
-        let _ = finals;
-        bail!(
-            "{message}\n  the invoke target does not know the function by that name: pass \
-             --invoke-name binary for cargo lambda watch (it names functions by their binary), \
-             --invoke-name logical-id for sam local start-lambda, --invoke-name function-name \
-             for Lambda"
-        );
-    }
-    for status in &finals {
-        let _ = write!(std::io::stdout(), "{}", summary::render(status));
-    }
-    Ok(Exit::of_run(&finals, args.fail_on_discard))
 }
 
 /// Reads `--env-vars`, warning of each key that names none of the template's functions (SAM
@@ -629,7 +501,7 @@ fn function_kinesis_endpoint(
 async fn serve(
     streams: &Streams,
     listen: Option<SocketAddr>,
-    statuses: &Arc<Mutex<Vec<watch::Receiver<MappingStatus>>>>,
+    statuses: &Statuses,
     routes: axum::Router,
     quiet: bool,
 ) -> anyhow::Result<ServerHandle> {
@@ -700,12 +572,6 @@ pub(super) fn listen_failure(
         "pass another --listen address (127.0.0.1:0 for any free port), or --no-listen"
     };
     format!("{message}\n  {option}")
-}
-
-async fn wait_until_idle(mappings: &[RunningMapping]) {
-    for mapping in mappings {
-        mapping.wait_until_idle().await;
-    }
 }
 
 async fn open_lease_store(
