@@ -2,10 +2,10 @@
 //! run over kinesis-local discards the fedex batch after its 5 retries, and its invocation
 //! record lands in the queue, in the topic (read through a subscribed queue) and in the bucket,
 //! in the shape Lambda sends (`docs/event-source-mapping.md` §5); `kinesis-esm failures replay`
-//! then reads the batch's records from the stream again; the README's SQS main run (the
-//! repository's `template.yaml` as it is, over the embedded Kinesis, `--destination-endpoint`
-//! moto) fills the queue `Queue`, which `kinesis-esm failures --queue-url` lists. Needs
-//! `scripts/local-stack run`.
+//! then reads the batch's records from the stream again; the SQS main run of
+//! `docs/running-locally.md` (the repository's `template.yaml` as it is, over the embedded
+//! Kinesis, `--destination-endpoint` moto) fills the queue `Queue`, which `kinesis-esm failures
+//! --queue-url` lists. Needs `scripts/local-stack run`.
 
 use std::path::{Path, PathBuf};
 
@@ -406,15 +406,15 @@ async fn aws_a_discarded_batch_is_an_object_in_the_bucket_with_its_payload() {
     check_replay(&record).await;
 }
 
-/// The README's main run with an SQS destination, as written there: the queue `Queue` made at
-/// moto, `run --template template.yaml --put functions/shipping/events --until-idle
+/// The main run with an SQS destination, as `docs/running-locally.md` writes it: the queue
+/// `Queue` made at moto, `run --template template.yaml --put functions/shipping/events --until-idle
 /// --destination-endpoint $MOTO_ENDPOINT` from the repository's root, the record received from
 /// the queue, and `kinesis-esm failures --queue-url` listing it.
 #[tokio::test]
 async fn aws_the_readmes_main_run_sends_the_fedex_batch_to_the_templates_queue() {
     shipping_bootstrap().await;
     let (sqs, _, _) = moto_clients().await;
-    // The README's queue: created again by each run (SQS answers with the same URL), emptied
+    // That page's queue: created again by each run (SQS answers with the same URL), emptied
     // of what an earlier run left.
     let queue_url = create_queue(&sqs, "Queue").await;
     sqs.purge_queue()

@@ -103,7 +103,7 @@ async fn over_the_emulator_a_restart_redelivers_yet_each_shipment_is_booked_once
     for run in ["first", "second"] {
         let log = run_shipping(&template, run).await;
         if run == "second" {
-            // The duplicate's line as the README shows it.
+            // The duplicate's line as `docs/writing-functions.md` shows it.
             let duplicate = log
                 .lines()
                 .find(|line| line.contains("duplicate record"))

@@ -1,7 +1,7 @@
-//! The everyday commands against a running `kinesis-esm run`, as the README's local loop uses
-//! them: `put` publishes shipments to its Kinesis endpoint, `status` shows a held shipment
-//! blocking its shard, `reshard split` closes the shard and its children wait for it; and
-//! `events` writes event files shaped as Lambda's.
+//! The everyday commands against a running `kinesis-esm run`, as the local loop of
+//! `docs/running-locally.md` uses them: `put` publishes shipments to its Kinesis endpoint,
+//! `status` shows a held shipment blocking its shard, `reshard split` closes the shard and its
+//! children wait for it; and `events` writes event files shaped as Lambda's.
 
 use std::path::Path;
 use std::process::Stdio;

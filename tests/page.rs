@@ -3,7 +3,7 @@
 //! both (`scripts/test` runs it first); without them this test fails, saying what to install.
 //!
 //! `KINESIS_ESM_SCREENSHOT=docs/live-page.png` makes the test save its screenshot of the page
-//! there: the README's picture is taken so.
+//! there: the picture in `docs/running-locally.md` is taken so.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

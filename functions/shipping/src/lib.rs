@@ -122,3 +122,13 @@ pub fn idempotent_function<St: Store>(store: St) -> KinesisAdapter<Shipment> {
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 struct ReadmeExamples;
+
+/// `docs/writing-functions.md`'s examples, compiled as doctests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/writing-functions.md")]
+struct WritingFunctionsExamples;
+
+/// `docs/testing-functions.md`'s examples, compiled as doctests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/testing-functions.md")]
+struct TestingFunctionsExamples;
