@@ -176,29 +176,65 @@ fn read_merged(
 ) -> Result<FunctionResource, Fault> {
     let resolver = around.resolver;
     fields.check_names(PROPERTIES)?;
+    refuse_what_is_not_reproduced(fields, resolver)?;
+    let runtime = runtime(fields, resolver)?;
+    let handler = fields
+        .text(resolver, "Handler")?
+        .ok_or_else(|| fields.missing("Handler", " (bootstrap, for a provided runtime)"))?;
+    let (code_uri, code_dir) = code_dir(fields, resolver, around.template_dir)?;
+    let architecture = architecture(fields, resolver)?;
+    let timeout = fields.integer(resolver, "Timeout", 1..=900)?.unwrap_or(3);
+    let memory_size = fields
+        .integer(resolver, "MemorySize", 128..=10_240)?
+        .unwrap_or(128);
+    let environment = environment(fields, resolver)?;
+    let logging = logging_config(fields, resolver)?;
+    let function_name = function_name(fields, resolver, logical_id)?;
+    let (build_method, binary) = build_metadata(logical_id, resource)?;
+    let timeout = Duration::from_secs(timeout as u64);
+    let target = Target {
+        logical_id,
+        function_name: &function_name,
+        timeout,
+    };
+    let mappings = read_mappings(&target, events, around)?;
+    Ok(FunctionResource {
+        logical_id: logical_id.to_owned(),
+        function_name,
+        code_uri,
+        code_dir,
+        binary,
+        build_method,
+        handler,
+        runtime,
+        architecture,
+        timeout,
+        memory_size: memory_size as u32,
+        environment,
+        logging,
+        mappings,
+    })
+}
+
+/// Refuses the properties of a function the emulator does not run as Lambda would: inline code,
+/// images, durable functions, other execution environments, and a function that may never run.
+fn refuse_what_is_not_reproduced(
+    fields: &Fields<'_>,
+    resolver: &Resolver<'_>,
+) -> Result<(), Fault> {
+    const LOCAL_ZIP: &str = "only .zip functions built from a local folder";
+    const STANDARD: &str = "only the standard Lambda execution environment";
     for (name, supported) in [
         (
             "InlineCode",
             "only CodeUri: a local folder with the function's crate",
         ),
-        ("ImageUri", "only .zip functions built from a local folder"),
-        (
-            "ImageConfig",
-            "only .zip functions built from a local folder",
-        ),
+        ("ImageUri", LOCAL_ZIP),
+        ("ImageConfig", LOCAL_ZIP),
         ("DurableConfig", "only standard functions"),
-        (
-            "CapacityProviderConfig",
-            "only the standard Lambda execution environment",
-        ),
-        (
-            "FunctionScalingConfig",
-            "only the standard Lambda execution environment",
-        ),
-        (
-            "TenancyConfig",
-            "only the standard Lambda execution environment",
-        ),
+        ("CapacityProviderConfig", STANDARD),
+        ("FunctionScalingConfig", STANDARD),
+        ("TenancyConfig", STANDARD),
     ] {
         fields.refuse(name, supported)?;
     }
@@ -213,21 +249,21 @@ fn read_merged(
             },
         ));
     }
-    if fields.integer(
-        resolver,
-        "ReservedConcurrentExecutions",
-        0..=i64::from(u32::MAX),
-    )? == Some(0)
-    {
+    let reserved = "ReservedConcurrentExecutions";
+    if fields.integer(resolver, reserved, 0..=i64::from(u32::MAX))? == Some(0) {
         return Err(fields.fault(
-            "ReservedConcurrentExecutions",
+            reserved,
             Problem::NotReproduced {
                 value: "0".to_owned(),
                 supported: "a function that may run: with 0 Lambda never invokes it".to_owned(),
             },
         ));
     }
+    Ok(())
+}
 
+/// The function's `Runtime`: one of the OS-only runtimes a Rust binary runs on.
+fn runtime(fields: &Fields<'_>, resolver: &Resolver<'_>) -> Result<String, Fault> {
     let runtime = fields
         .text(resolver, "Runtime")?
         .ok_or_else(|| fields.missing("Runtime", &format!(" ({RUNTIMES})")))?;
@@ -243,45 +279,48 @@ fn read_merged(
             },
         ));
     }
-    let handler = fields
-        .text(resolver, "Handler")?
-        .ok_or_else(|| fields.missing("Handler", " (bootstrap, for a provided runtime)"))?;
-    let (code_uri, code_dir) = code_dir(fields, resolver, around.template_dir)?;
-    let architecture = architecture(fields, resolver)?;
-    let timeout = fields.integer(resolver, "Timeout", 1..=900)?.unwrap_or(3);
-    let memory_size = fields
-        .integer(resolver, "MemorySize", 128..=10_240)?
-        .unwrap_or(128);
-    let environment = environment(fields, resolver)?;
-    let logging = logging_config(fields, resolver)?;
-    let function_name = match fields.text(resolver, "FunctionName")? {
-        Some(name) if is_function_name(&name) => name,
-        Some(_) => {
-            return Err(fields.not_allowed(
-                "FunctionName",
-                "1 to 64 characters among a-z, A-Z, 0-9, _ -",
-            ));
-        }
-        None => logical_id.to_owned(),
-    };
-    let (build_method, binary) = build_metadata(logical_id, resource)?;
+    Ok(runtime)
+}
 
-    let timeout = Duration::from_secs(timeout as u64);
-    let target = Target {
-        logical_id,
-        function_name: &function_name,
-        timeout,
-    };
+/// The function's `FunctionName`, or its logical id as SAM names it locally.
+fn function_name(
+    fields: &Fields<'_>,
+    resolver: &Resolver<'_>,
+    logical_id: &str,
+) -> Result<String, Fault> {
+    match fields.text(resolver, "FunctionName")? {
+        Some(name) if is_function_name(&name) => Ok(name),
+        Some(_) => Err(fields.not_allowed(
+            "FunctionName",
+            "1 to 64 characters among a-z, A-Z, 0-9, _ -",
+        )),
+        None => Ok(logical_id.to_owned()),
+    }
+}
+
+/// The function's mappings, one per Kinesis event, refusing a second mapping of one stream as
+/// Lambda does.
+fn read_mappings(
+    target: &Target<'_>,
+    events: &[(String, &Mapping)],
+    around: &Surroundings<'_>,
+) -> Result<Vec<esm_engine::config::MappingConfig>, Fault> {
     let mut mappings: Vec<(&str, esm_engine::config::MappingConfig)> = Vec::new();
     for (event_name, properties) in events {
-        let mapping = event::read(&target, event_name, properties, resolver, around.streams)?;
+        let mapping = event::read(
+            target,
+            event_name,
+            properties,
+            around.resolver,
+            around.streams,
+        )?;
         if let Some((first, _)) = mappings
             .iter()
             .find(|(_, other)| other.stream_name == mapping.stream_name)
         {
             let event_fields = Fields::new(
                 properties,
-                Section::Resource(logical_id.to_owned()),
+                Section::Resource(target.logical_id.to_owned()),
                 Some(event_name.clone()),
             );
             let value = event_fields.get("Stream").map_or_else(String::new, render);
@@ -297,23 +336,7 @@ fn read_merged(
         }
         mappings.push((event_name, mapping));
     }
-
-    Ok(FunctionResource {
-        logical_id: logical_id.to_owned(),
-        function_name,
-        code_uri,
-        code_dir,
-        binary,
-        build_method,
-        handler,
-        runtime,
-        architecture,
-        timeout,
-        memory_size: memory_size as u32,
-        environment,
-        logging,
-        mappings: mappings.into_iter().map(|(_, mapping)| mapping).collect(),
-    })
+    Ok(mappings.into_iter().map(|(_, mapping)| mapping).collect())
 }
 
 /// The function's `Type: Kinesis` events, by name, in the template's order. Other event types
