@@ -195,7 +195,6 @@ async fn a_function_that_does_not_compile_is_reported_with_its_crate() {
 /// acked or discarded, the checkpoint does not move, and the run ends held (exit code 1).
 #[track_caller]
 fn check_held_with_nothing_lost(run: &Run, reason: &str) {
-    assert_eq!(run.code, Some(1), "{run:#?}");
     check_row(
         run,
         &[
@@ -222,14 +221,27 @@ fn check_held_with_nothing_lost(run: &Run, reason: &str) {
 async fn a_function_that_exits_at_once_is_retried_and_loses_nothing() {
     canned_answer_bootstrap().await;
     let run = kinesis_esm(&cli_template("exits-at-once.yaml"), &records()).await;
+    assert_eq!(
+        run.code,
+        Some(4),
+        "a function that never initialised: {run:#?}"
+    );
     check_held_with_nothing_lost(&run, "Runtime.ExitError");
     assert!(run.stdout.contains("exit status 3"), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("CrashingFunction never initialised: all ")
+            && run.stdout.contains("the last failure: Runtime.ExitError"),
+        "the summary names the function that never initialised:\n{}",
+        run.stdout
+    );
 }
 
 #[tokio::test]
 async fn a_function_that_answers_garbage_is_retried_and_loses_nothing() {
     canned_answer_bootstrap().await;
     let run = kinesis_esm(&cli_template("answers-garbage.yaml"), &records()).await;
+    assert_eq!(run.code, Some(1), "{run:#?}");
     check_held_with_nothing_lost(&run, "bad response: the response is not JSON");
 }
 
@@ -612,6 +624,7 @@ async fn run_help_lists_the_exit_codes_and_how_to_stop() {
         "0    every record read was settled",
         "1    a shard is blocked on a held record",
         "2    an error",
+        "4    a function never initialised",
         "130  a second Ctrl-C or SIGTERM",
     ] {
         assert!(help.contains(line), "{line:?} is not in:\n{help}");

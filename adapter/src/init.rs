@@ -57,10 +57,11 @@ async fn init_with<S, E>(
 where
     E: Into<Diagnostic>,
 {
-    let diagnostic = match state.await {
+    let mut diagnostic: Diagnostic = match state.await {
         Ok(state) => return Ok(state),
         Err(error) => error.into(),
     };
+    diagnostic.error_type = error_type_name(&diagnostic.error_type);
     tracing::error!(
         error_type = %diagnostic.error_type,
         error = %diagnostic.error_message,
@@ -99,6 +100,26 @@ async fn report(runtime_api: &str, diagnostic: &Diagnostic) -> Result<(), Error>
         .into());
     }
     Ok(())
+}
+
+/// The error type an init error reports. `lambda_runtime` names a converted error by its Rust type
+/// path (`&alloc::string::String`, `my_crate::config::ConfigError`): an error type then reads as
+/// its own name (`ConfigError`), and a plain message, which has none, as `Runtime.InitError`, the
+/// type the init error's header gives. A name that is no type path stays as it is.
+fn error_type_name(reported: &str) -> String {
+    let path = reported.trim_start_matches('&');
+    if !reported.starts_with('&') && !path.contains("::") {
+        return reported.to_owned();
+    }
+    let without_generics = path.split('<').next().unwrap_or(path);
+    let name = without_generics
+        .rsplit("::")
+        .next()
+        .unwrap_or(without_generics);
+    match name {
+        "String" | "str" | "Box" | "Error" | "" => "Runtime.InitError".to_owned(),
+        name => name.to_owned(),
+    }
 }
 
 /// The error `init` returns: what failed, in words (`main` prints it with `Debug`).
@@ -161,6 +182,42 @@ mod tests {
             String::from_utf8(request).unwrap()
         });
         (address, served)
+    }
+
+    #[test]
+    fn rust_type_paths_become_the_errors_own_name() {
+        for (reported, named) in [
+            ("Shipping.MissingCarrier", "Shipping.MissingCarrier"),
+            ("&alloc::string::String", "Runtime.InitError"),
+            ("alloc::string::String", "Runtime.InitError"),
+            ("&str", "Runtime.InitError"),
+            (
+                "alloc::boxed::Box<dyn core::error::Error + Send + Sync>",
+                "Runtime.InitError",
+            ),
+            ("shipping::config::ConfigError", "ConfigError"),
+            ("lambda_kinesis::env::EnvError", "EnvError"),
+        ] {
+            assert_eq!(error_type_name(reported), named, "{reported}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_plain_message_is_posted_as_a_runtime_init_error() {
+        let (address, served) = runtime_api("202 Accepted").await;
+        let failing = async { Err::<(), _>("CARRIER_URL is not set".to_owned()) };
+
+        let error = init_with(Some(&address), failing).await.unwrap_err();
+
+        assert_eq!(
+            format!("{error:?}"),
+            "the function's initialisation failed (Runtime.InitError): CARRIER_URL is not set"
+        );
+        let request = served.await.unwrap();
+        assert!(
+            request.contains(r#""errorType":"Runtime.InitError""#),
+            "{request}"
+        );
     }
 
     #[tokio::test]

@@ -266,6 +266,9 @@ Exit codes:
   2    an error: the template, a function's build, an endpoint, the options
   3    with --fail-on-discard: records were discarded (retries used up, or too old); this wins
        over 1
+  4    a function never initialised: every execution environment started for it failed before
+       it took an invocation (the summary names the function and the error); this wins over 1
+       and 3
   130  a second Ctrl-C or SIGTERM stopped the run before the batches in flight finished";
 
 /// How logs are written.
@@ -288,6 +291,9 @@ pub enum Exit {
     Error,
     /// `run --fail-on-discard`: the run discarded records.
     Discarded,
+    /// A function never initialised: its records were retried and discarded without one
+    /// invocation reaching its handler.
+    NeverInitialised,
     /// A second Ctrl-C or SIGTERM stopped the run at once, without waiting for the batches in
     /// flight (130, as a shell reports a command stopped by Ctrl-C).
     Interrupted,
@@ -300,18 +306,24 @@ impl From<Exit> for ExitCode {
             Exit::Held => ExitCode::from(1),
             Exit::Error => ExitCode::from(2),
             Exit::Discarded => ExitCode::from(3),
+            Exit::NeverInitialised => ExitCode::from(4),
             Exit::Interrupted => ExitCode::from(130),
         }
     }
 }
 
 impl Exit {
-    /// How a run whose mappings ended as `finals` exits. Discarded records (with
-    /// `fail_on_discard`) win over a held shard: they will not come again, a held record will.
+    /// How a run whose mappings ended as `finals` exits. A function that never initialised wins:
+    /// nothing of its records reached it. Discarded records (with `fail_on_discard`) win over a
+    /// held shard: they will not come again, a held record will.
     pub(crate) fn of_run(
         finals: &[esm_engine::mapping::MappingStatus],
         fail_on_discard: bool,
+        never_initialised: bool,
     ) -> Self {
+        if never_initialised {
+            return Self::NeverInitialised;
+        }
         let discarded = finals.iter().any(|status| status.totals().discarded > 0);
         let held = finals
             .iter()
@@ -580,11 +592,26 @@ mod tests {
         ];
         for (discarded, held, fail_on_discard, expected) in cases {
             assert_eq!(
-                Exit::of_run(&[ended(0, false), ended(discarded, held)], fail_on_discard),
+                Exit::of_run(
+                    &[ended(0, false), ended(discarded, held)],
+                    fail_on_discard,
+                    false
+                ),
                 expected,
                 "discarded {discarded}, held {held}, --fail-on-discard {fail_on_discard}"
             );
         }
         assert_eq!(ExitCode::from(Exit::Discarded), ExitCode::from(3));
+    }
+
+    #[test]
+    fn a_function_that_never_initialised_exits_4_over_held_and_discarded() {
+        for fail_on_discard in [false, true] {
+            assert_eq!(
+                Exit::of_run(&[ended(6, true)], fail_on_discard, true),
+                Exit::NeverInitialised
+            );
+        }
+        assert_eq!(ExitCode::from(Exit::NeverInitialised), ExitCode::from(4));
     }
 }

@@ -11,6 +11,7 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::time::SystemTime;
 
+use esm_engine::invoke::NeverInitialised;
 use esm_engine::lease::Checkpoint;
 use esm_engine::mapping::{MappingStatus, NextRetry, ShardPhase, ShardStatus};
 use kinesis_source::time::millis_since_epoch;
@@ -194,6 +195,20 @@ pub fn totals_line(status: &MappingStatus) -> String {
         counted(total.invocations, "invocation", "invocations"),
         counted(total.retries, "retry", "retries"),
         counted(total.splits, "split", "splits"),
+    )
+}
+
+/// The summary's line for a function that never initialised: the mapping's counts only say that
+/// its records were discarded, not that no invocation ever reached the handler.
+pub fn never_initialised_line(function: &str, failures: &NeverInitialised) -> String {
+    let environments = match failures.environments {
+        1 => "its 1 execution environment".to_owned(),
+        n => format!("all {n} of its execution environments"),
+    };
+    format!(
+        "{function} never initialised: {environments} failed before taking an invocation, \
+         so none of its records reached the handler; the last failure: {}",
+        failures.last_failure
     )
 }
 
@@ -472,6 +487,24 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    #[test]
+    fn a_function_that_never_initialised_is_named_with_its_count_and_last_failure() {
+        let failures = |environments| NeverInitialised {
+            environments,
+            last_failure: "Shipping.MissingCarrier: CARRIER_URL is not set".to_owned(),
+        };
+        assert_eq!(
+            never_initialised_line("ShippingFunction", &failures(11)),
+            "ShippingFunction never initialised: all 11 of its execution environments failed \
+             before taking an invocation, so none of its records reached the handler; the last \
+             failure: Shipping.MissingCarrier: CARRIER_URL is not set"
+        );
+        assert!(
+            never_initialised_line("F", &failures(1))
+                .contains("its 1 execution environment failed")
+        );
+    }
     use esm_engine::mapping::{DiscardedRange, HeldRecord, InvocationVerdict, RecentInvocation};
     use kinesis_source::sequence::SequenceNumber;
 

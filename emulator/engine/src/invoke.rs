@@ -102,6 +102,22 @@ pub trait Invoker: Send + Sync {
 
     /// Stops whatever the invoker started (processes, servers). Invocations after it fail.
     async fn shutdown(&self) {}
+
+    /// Whether the function never initialised: every execution environment started for it
+    /// failed before it took an invocation. Only invokers that start the function know.
+    fn never_initialised(&self) -> Option<NeverInitialised> {
+        None
+    }
+}
+
+/// A function none of whose execution environments initialised: each failed before it took an
+/// invocation (an init error, an exit, or no request for an invocation in time).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NeverInitialised {
+    /// How many execution environments failed to initialise.
+    pub environments: u64,
+    /// The last of their failures, in words (`ErrorType: message`).
+    pub last_failure: String,
 }
 
 type BoxedCall = Box<

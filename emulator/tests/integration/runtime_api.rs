@@ -11,7 +11,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use kinesis_esm::function::build_function;
 use kinesis_esm::invoke::runtime_api::{FunctionDefinition, RuntimeApi};
-use kinesis_esm::invoke::{InProcess, Invocation, InvokeError, InvokeOutcome, Invoker as _};
+use kinesis_esm::invoke::{
+    InProcess, Invocation, InvokeError, InvokeOutcome, Invoker as _, NeverInitialised,
+};
 use lambda_kinesis::testing::TestEvent;
 use serde_json::Value;
 use shipping::Shipment;
@@ -504,6 +506,13 @@ async fn an_init_error_is_the_invocations_function_error() {
             message: "could not initialise, as asked".to_owned(),
         }
     );
+    assert_eq!(
+        api.never_initialised(),
+        Some(NeverInitialised {
+            environments: 1,
+            last_failure: "Misbehaving.InitFailed: could not initialise, as asked".to_owned(),
+        })
+    );
     api.shutdown().await;
 }
 
@@ -521,6 +530,11 @@ async fn a_response_over_6_mb_is_a_function_error_and_the_runtime_gets_a_413() {
     let after = echo(&api).await;
     assert_eq!(after["earlier_statuses"], serde_json::json!([413]));
     assert_eq!(after["invocations"], 2, "the environment is kept");
+    assert_eq!(
+        api.never_initialised(),
+        None,
+        "its environment took invocations"
+    );
     api.shutdown().await;
 }
 

@@ -37,6 +37,7 @@
 
 mod definition;
 mod function_log;
+mod init_record;
 mod log_tap;
 mod process;
 mod server;
@@ -46,7 +47,7 @@ use std::ffi::OsString;
 use std::fmt;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
@@ -57,11 +58,12 @@ use tokio::task::JoinHandle;
 
 pub use self::definition::FunctionDefinition;
 use self::definition::{base_environment, log_stream_name};
+use self::init_record::InitRecord;
 pub use self::log_tap::{TappedLine, function_lines};
 pub use self::process::FUNCTION_LOG_TARGET;
 use self::process::{ExitReport, Label, Process};
 use self::server::{Delivery, Exchange};
-use super::{Invocation, InvokeError, InvokeOutcome, Invoker};
+use super::{Invocation, InvokeError, InvokeOutcome, Invoker, NeverInitialised};
 
 /// How long an answer posted just as the process ended is still waited for: the process may
 /// exit right after posting, before its post is read.
@@ -132,6 +134,7 @@ pub struct RuntimeApi {
     live: Mutex<Vec<watch::Receiver<Option<Arc<ExitReport>>>>>,
     numbers: AtomicU64,
     started: AtomicU64,
+    inits: InitRecord,
     line_style: process::LineStyle,
     /// Turns true at shutdown; dropping it (dropping the invoker) also stops every process.
     shutdown: watch::Sender<bool>,
@@ -182,6 +185,7 @@ impl RuntimeApi {
             live: Mutex::new(Vec::new()),
             numbers: AtomicU64::new(0),
             started: AtomicU64::new(0),
+            inits: InitRecord::default(),
             line_style: process::LineStyle {
                 detail: function_log::Detail::Compact,
                 json: false,
@@ -327,6 +331,7 @@ impl RuntimeApi {
             process,
             exchange,
             deliveries,
+            took_an_invocation: AtomicBool::new(false),
         })
     }
 
@@ -350,16 +355,22 @@ impl Invoker for RuntimeApi {
             .acquire()
             .await
             .map_err(|_closed| self.shut_down())?;
-        let environment = match self.take_idle() {
-            Some(environment) => environment,
+        let (environment, new) = match self.take_idle() {
+            Some(environment) => (environment, false),
             None => match self.start_environment().await {
-                Ok(environment) => environment,
+                Ok(environment) => (environment, true),
                 Err(ended) => return ended,
             },
         };
         let (outcome, fate) = environment
             .run(invocation, budget, self.init_timeout, &self.function)
             .await;
+        if new {
+            self.inits.record(
+                environment.took_an_invocation.load(Ordering::Relaxed),
+                &outcome,
+            );
+        }
         if fate == Fate::Keep && !self.permits.is_closed() {
             self.idle().push(environment);
         }
@@ -375,6 +386,10 @@ impl Invoker for RuntimeApi {
             // An error means the process's supervisor is gone, and with it the process.
             let _ = exited.wait_for(Option::is_some).await;
         }
+    }
+
+    fn never_initialised(&self) -> Option<NeverInitialised> {
+        self.inits.never_initialised()
     }
 }
 
@@ -394,6 +409,8 @@ struct Environment {
     process: Process,
     exchange: Arc<Exchange>,
     deliveries: mpsc::Sender<Delivery>,
+    /// Whether its runtime ever took an invocation: initialisation is over.
+    took_an_invocation: AtomicBool,
 }
 
 impl Environment {
@@ -458,6 +475,7 @@ impl Environment {
                 Fate::Discard,
             );
         };
+        self.took_an_invocation.store(true, Ordering::Relaxed);
 
         let deadline = tokio::time::Instant::from_std(picked_at) + budget;
         tokio::select! {

@@ -110,7 +110,8 @@ pub(super) struct Start<'r> {
 /// The functions' invokers and mappings, running.
 #[derive(Default)]
 pub(super) struct Started {
-    pub(super) invokers: Vec<Arc<dyn Invoker>>,
+    /// Each function's invoker, with the function's logical id.
+    pub(super) invokers: Vec<(String, Arc<dyn Invoker>)>,
     /// The Invoke API invokers apart: the run watches them for a function the target lacks.
     pub(super) invoke_apis: Vec<Arc<InvokeApi>>,
     pub(super) mappings: Vec<RunningMapping>,
@@ -132,7 +133,9 @@ impl Start<'_> {
                     invoker
                 }
             };
-            started.invokers.push(Arc::clone(&invoker));
+            started
+                .invokers
+                .push((function.logical_id.clone(), Arc::clone(&invoker)));
             for config in &function.mappings {
                 if !config.enabled {
                     tracing::info!(function = %function.function_name, stream = %config.stream_name, "mapping disabled (Enabled: false)");

@@ -6,6 +6,7 @@ use std::io::Write as _;
 
 use anyhow::bail;
 use embedded_kinesis::http::ServerHandle;
+use esm_engine::invoke::NeverInitialised;
 use esm_engine::mapping::{MappingStatus, RunningMapping};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -48,8 +49,8 @@ impl Running {
             );
         }
         control.set_phase(ControlPhase::Stopping);
-        let finals = tokio::select! {
-            finals = self.stop() => finals,
+        let (finals, never_initialised) = tokio::select! {
+            ended = self.stop() => ended,
             signal = stop_signals.next() => {
                 // Returning drops the mappings and invokers: the runtime's end kills the function
                 // processes (they are killed on drop), and no checkpoint is written past this point.
@@ -68,7 +69,15 @@ impl Running {
         for status in &finals {
             let _ = write!(std::io::stdout(), "{}", summary::render(status));
         }
-        Ok(Exit::of_run(&finals, fail_on_discard))
+        for (function, failures) in &never_initialised {
+            let _ = writeln!(
+                std::io::stdout(),
+                "{}",
+                summary::never_initialised_line(function, failures)
+            );
+        }
+        let never = !never_initialised.is_empty();
+        Ok(Exit::of_run(&finals, fail_on_discard, never))
     }
 
     async fn end(&self, until_idle: bool, stop_signals: &mut StopSignals) -> End {
@@ -87,8 +96,9 @@ impl Running {
     }
 
     /// Stops the mappings (each lands its checkpoints), then the progress lines, the functions
-    /// and the endpoint; the mappings' final statuses are the summary's.
-    async fn stop(self) -> Vec<MappingStatus> {
+    /// and the endpoint. The mappings' final statuses and the functions that never initialised
+    /// are the summary's.
+    async fn stop(self) -> (Vec<MappingStatus>, Vec<(String, NeverInitialised)>) {
         let mut finals: Vec<MappingStatus> = Vec::new();
         for mapping in self.started.mappings {
             finals.push(mapping.stop().await);
@@ -97,13 +107,17 @@ impl Running {
             stop_progress.send_replace(true);
             let _ = progress.await;
         }
-        for invoker in &self.started.invokers {
+        let mut never_initialised = Vec::new();
+        for (function, invoker) in &self.started.invokers {
             invoker.shutdown().await;
+            if let Some(failures) = invoker.never_initialised() {
+                never_initialised.push((function.clone(), failures));
+            }
         }
         if let Some(server) = self.server {
             server.stop().await;
         }
-        finals
+        (finals, never_initialised)
     }
 }
 
