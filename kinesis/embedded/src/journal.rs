@@ -145,6 +145,35 @@ pub(crate) fn encode_put(
 }
 
 impl Change {
+    /// The name of the stream the change is made to, and which of the streams of that name
+    /// (its generation).
+    pub(crate) fn stream_and_generation(&self) -> (&str, u64) {
+        match self {
+            Self::CreateStream {
+                name, generation, ..
+            }
+            | Self::DeleteStream { name, generation } => (name, *generation),
+            Self::Put {
+                stream, generation, ..
+            }
+            | Self::Split {
+                stream, generation, ..
+            }
+            | Self::Merge {
+                stream, generation, ..
+            }
+            | Self::Scale {
+                stream, generation, ..
+            }
+            | Self::Retention {
+                stream, generation, ..
+            }
+            | Self::StreamMode {
+                stream, generation, ..
+            } => (stream, *generation),
+        }
+    }
+
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
         match self {
