@@ -93,6 +93,7 @@ mod policies;
 mod records;
 mod server;
 mod service;
+mod settings;
 mod shards;
 mod streams;
 mod subscribe;

@@ -1,7 +1,7 @@
 //! The seam through which the embedded Kinesis is kept on disk: a journal of its changes.
 //!
 //! Every change (a stream created or deleted, a `PutRecords`, a split, a merge, a scaling, a
-//! retention change) is written to the [`Journal`] as one [`Change`] while the stream's lock is
+//! retention change, a change of its mode or settings) is written to the [`Journal`] as one [`Change`] while the stream's lock is
 //! held, after the change has been checked and before it is applied, so the journal holds the
 //! changes of each stream in the order they were applied and never one that failed. Each change
 //! carries the time it was made at, so replaying the journal through the same code
@@ -16,6 +16,7 @@ use std::fmt;
 use std::time::{Duration, SystemTime};
 
 use crate::entries::PutRecordsEntry;
+use crate::settings::{MetricSet, StreamSettings};
 
 /// Where the embedded Kinesis writes its changes before applying them.
 pub trait Journal: Send + Sync + fmt::Debug {
@@ -103,6 +104,13 @@ pub(crate) enum Change {
         generation: u64,
         on_demand: bool,
     },
+    /// A change of the stream's settings (`UpdateMaxRecordSize`, enhanced monitoring,
+    /// encryption, warm throughput): the settings it left, whole.
+    Settings {
+        stream: String,
+        generation: u64,
+        settings: StreamSettings,
+    },
 }
 
 const CREATE: u8 = 1;
@@ -117,6 +125,7 @@ const RETENTION: u8 = 7;
 /// journals read as they always did, and a cut record is still refused, never misread).
 const CREATE_ON_DEMAND: u8 = 8;
 const STREAM_MODE: u8 = 9;
+const SETTINGS: u8 = 10;
 
 /// Encodes a put without copying its records into a [`Change`] first: puts are the hot path.
 pub(crate) fn encode_put(
@@ -170,6 +179,9 @@ impl Change {
             }
             | Self::StreamMode {
                 stream, generation, ..
+            }
+            | Self::Settings {
+                stream, generation, ..
             } => (stream, *generation),
         }
     }
@@ -186,21 +198,17 @@ impl Change {
                 on_demand,
             } => {
                 out.push(if *on_demand { CREATE_ON_DEMAND } else { CREATE });
-                put_str(&mut out, name);
-                let since = created
-                    .duration_since(SystemTime::UNIX_EPOCH)
-                    .unwrap_or_default();
-                out.extend_from_slice(&since.as_secs().to_le_bytes());
-                out.extend_from_slice(&since.subsec_nanos().to_le_bytes());
-                out.extend_from_slice(&generation.to_le_bytes());
-                out.extend_from_slice(&shard_count.to_le_bytes());
-                out.extend_from_slice(&retention.as_secs().to_le_bytes());
-                out.extend_from_slice(&retention.subsec_nanos().to_le_bytes());
+                put_creation(
+                    &mut out,
+                    name,
+                    *created,
+                    *generation,
+                    *shard_count,
+                    *retention,
+                );
             }
             Self::DeleteStream { name, generation } => {
-                out.push(DELETE);
-                put_str(&mut out, name);
-                out.extend_from_slice(&generation.to_le_bytes());
+                put_stream(&mut out, DELETE, name, *generation)
             }
             Self::Put {
                 stream,
@@ -252,9 +260,7 @@ impl Change {
                 hours,
                 increase,
             } => {
-                out.push(RETENTION);
-                put_str(&mut out, stream);
-                out.extend_from_slice(&generation.to_le_bytes());
+                put_stream(&mut out, RETENTION, stream, *generation);
                 out.extend_from_slice(&hours.to_le_bytes());
                 out.push(u8::from(*increase));
             }
@@ -263,10 +269,16 @@ impl Change {
                 generation,
                 on_demand,
             } => {
-                out.push(STREAM_MODE);
-                put_str(&mut out, stream);
-                out.extend_from_slice(&generation.to_le_bytes());
+                put_stream(&mut out, STREAM_MODE, stream, *generation);
                 out.push(u8::from(*on_demand));
+            }
+            Self::Settings {
+                stream,
+                generation,
+                settings,
+            } => {
+                put_stream(&mut out, SETTINGS, stream, *generation);
+                put_settings(&mut out, settings);
             }
         }
         out
@@ -353,6 +365,11 @@ impl Change {
                     other => return Err(format!("stream mode {other} is neither 0 nor 1")),
                 },
             },
+            SETTINGS => Self::Settings {
+                stream: reader.string()?,
+                generation: reader.u64()?,
+                settings: reader.settings()?,
+            },
             tag => return Err(format!("unknown change kind {tag}")),
         };
         if reader.at != bytes.len() {
@@ -377,6 +394,55 @@ fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
 
 fn put_str(out: &mut Vec<u8>, text: &str) {
     put_bytes(out, text.as_bytes());
+}
+
+/// A change's kind, then the stream it is made to: its name and generation.
+fn put_stream(out: &mut Vec<u8>, kind: u8, stream: &str, generation: u64) {
+    out.push(kind);
+    put_str(out, stream);
+    out.extend_from_slice(&generation.to_le_bytes());
+}
+
+/// The fields of a `CreateStream`, after its kind.
+fn put_creation(
+    out: &mut Vec<u8>,
+    name: &str,
+    created: SystemTime,
+    generation: u64,
+    shard_count: u32,
+    retention: Duration,
+) {
+    put_str(out, name);
+    let since = created
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default();
+    out.extend_from_slice(&since.as_secs().to_le_bytes());
+    out.extend_from_slice(&since.subsec_nanos().to_le_bytes());
+    out.extend_from_slice(&generation.to_le_bytes());
+    out.extend_from_slice(&shard_count.to_le_bytes());
+    out.extend_from_slice(&retention.as_secs().to_le_bytes());
+    out.extend_from_slice(&retention.subsec_nanos().to_le_bytes());
+}
+
+/// A stream's settings: the maximum record size, the metrics' bits, the KMS key (a flag, then
+/// the key) and the warm throughput (a flag, then MiB/s).
+fn put_settings(out: &mut Vec<u8>, settings: &StreamSettings) {
+    out.extend_from_slice(&settings.max_record_size_kib.to_le_bytes());
+    out.push(settings.enhanced_metrics.bits());
+    match &settings.encryption_key_id {
+        Some(key_id) => {
+            out.push(1);
+            put_str(out, key_id);
+        }
+        None => out.push(0),
+    }
+    match settings.warm_throughput_mibps {
+        Some(mibps) => {
+            out.push(1);
+            out.extend_from_slice(&mibps.to_le_bytes());
+        }
+        None => out.push(0),
+    }
 }
 
 fn put_stream_at(out: &mut Vec<u8>, stream: &str, generation: u64, now_ms: u64) {
@@ -434,6 +500,37 @@ impl<'a> Reader<'a> {
     fn string(&mut self) -> Result<String, String> {
         let bytes = self.bytes()?;
         String::from_utf8(bytes.to_vec()).map_err(|_| "a name is not UTF-8".to_owned())
+    }
+
+    fn flag(&mut self) -> Result<bool, String> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            other => Err(format!("flag {other} is neither 0 nor 1")),
+        }
+    }
+
+    fn settings(&mut self) -> Result<StreamSettings, String> {
+        let max_record_size_kib = self.u32_value()?;
+        let bits = self.u8()?;
+        let enhanced_metrics = MetricSet::from_bits(bits)
+            .ok_or_else(|| format!("metrics {bits:#x} name no metric"))?;
+        let encryption_key_id = if self.flag()? {
+            Some(self.string()?)
+        } else {
+            None
+        };
+        let warm_throughput_mibps = if self.flag()? {
+            Some(self.u32_value()?)
+        } else {
+            None
+        };
+        Ok(StreamSettings {
+            max_record_size_kib,
+            enhanced_metrics,
+            encryption_key_id,
+            warm_throughput_mibps,
+        })
     }
 
     fn stream_at(&mut self) -> Result<(String, u64, u64), String> {
@@ -514,6 +611,23 @@ mod tests {
             generation: 3,
             now_ms: 5,
             target_shard_count: 8,
+        });
+        check_round_trip(Change::Settings {
+            stream: stream.clone(),
+            generation: 3,
+            settings: StreamSettings::default(),
+        });
+        let mut settings = StreamSettings {
+            max_record_size_kib: 10240,
+            encryption_key_id: Some("alias/aws/kinesis".into()),
+            warm_throughput_mibps: Some(0),
+            ..StreamSettings::default()
+        };
+        settings.enhanced_metrics = MetricSet::of(crate::settings::ShardMetric::EVERY);
+        check_round_trip(Change::Settings {
+            stream: stream.clone(),
+            generation: 3,
+            settings,
         });
         check_round_trip(Change::Retention {
             stream,

@@ -64,9 +64,11 @@ mod put;
 mod read;
 mod reshard;
 mod restore;
+mod settings;
 mod shard_changes;
 mod status;
 mod stream;
+mod stream_settings;
 mod throttle;
 mod throughput;
 pub use self::clock::{Clock, ManualClock, SystemClock};
@@ -83,5 +85,9 @@ pub use self::limits::{
 
 pub use self::reshard::{ScalingType, UpdateShardCountOutput};
 pub use self::restore::RestoreError;
+pub use self::settings::{
+    DEFAULT_MAX_RECORD_SIZE_KIB, MAX_LARGE_PUT_RECORDS_BYTES, MAX_MAX_RECORD_SIZE_KIB,
+    StreamSettings,
+};
 pub use self::status::StreamStatus;
 pub use self::throughput::{ApiCall, PutRecordsResult, ThroughputExceeded};

@@ -101,6 +101,10 @@ impl EmbeddedKinesis {
             Change::Retention {
                 hours, increase, ..
             } => stream.change_retention(hours, increase, no_journal),
+            Change::Settings { settings, .. } => {
+                *stream.settings() = settings;
+                Ok(())
+            }
         }
     }
 

@@ -2,7 +2,7 @@
 
 use super::codec::Request;
 use super::error::{ApiError, ErrorKind};
-use super::{consumers, policies, records, shards, streams};
+use super::{consumers, policies, records, settings, shards, streams};
 use crate::embedded::EmbeddedKinesis;
 
 /// The operations served, by their `X-Amz-Target` names.
@@ -16,6 +16,8 @@ pub(super) const OPERATIONS: &[&str] = &[
     "DescribeStream",
     "DescribeStreamConsumer",
     "DescribeStreamSummary",
+    "DisableEnhancedMonitoring",
+    "EnableEnhancedMonitoring",
     "GetRecords",
     "GetResourcePolicy",
     "GetShardIterator",
@@ -31,9 +33,13 @@ pub(super) const OPERATIONS: &[&str] = &[
     "RegisterStreamConsumer",
     "RemoveTagsFromStream",
     "SplitShard",
+    "StartStreamEncryption",
+    "StopStreamEncryption",
     "SubscribeToShard",
+    "UpdateMaxRecordSize",
     "UpdateShardCount",
     "UpdateStreamMode",
+    "UpdateStreamWarmThroughput",
 ];
 
 /// Runs `operation` on a request; the answer body, in the request's encoding, empty for
@@ -70,6 +76,14 @@ pub(super) fn call(
         "DescribeStreamConsumer" => consumers::describe(kinesis, request),
         "ListStreamConsumers" => consumers::list(kinesis, request),
         "DeregisterStreamConsumer" => consumers::deregister(kinesis, request),
+        "UpdateMaxRecordSize" => settings::update_max_record_size(kinesis, request),
+        "EnableEnhancedMonitoring" => settings::change_enhanced_monitoring(kinesis, request, true),
+        "DisableEnhancedMonitoring" => {
+            settings::change_enhanced_monitoring(kinesis, request, false)
+        }
+        "StartStreamEncryption" => settings::change_stream_encryption(kinesis, request, true),
+        "StopStreamEncryption" => settings::change_stream_encryption(kinesis, request, false),
+        "UpdateStreamWarmThroughput" => settings::update_warm_throughput(kinesis, request),
         _ => Err(ApiError::new(
             ErrorKind::UnknownOperation,
             format!(

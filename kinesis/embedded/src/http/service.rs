@@ -24,8 +24,9 @@ use super::server::Stopping;
 use super::{event_stream, subscribe};
 use crate::embedded::EmbeddedKinesis;
 
-/// The largest request body read. `PutRecords` carries at most 5 MiB of data, which is
-/// 6.7 MiB as base64, plus partition keys and JSON around them.
+/// The largest request body read. `PutRecords` carries at most 10 MiB of data and partition
+/// keys (to a stream whose `MaxRecordSizeInKiB` is above 1024), which is 13.4 MiB as base64,
+/// plus the JSON around them.
 pub(crate) const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
 
 /// The prefix of `X-Amz-Target` values: the service and its API version.

@@ -8,11 +8,15 @@ use serde::{Deserialize, Serialize};
 
 use super::codec::{Request, WireTime};
 use super::error::{ApiError, ErrorKind};
+use super::settings::WireWarmThroughput;
 use super::validation::{STREAM_ARN, STREAM_NAME, Violations};
 use super::wire::{WireShard, check_name, count_in, normalized_shard_id, required, stream_of};
 use crate::attachments::StreamKey;
 use crate::descriptions::StreamSummary;
 use crate::embedded::EmbeddedKinesis;
+use crate::settings::{
+    DEFAULT_MAX_RECORD_SIZE_KIB, MAX_MAX_RECORD_SIZE_KIB, SettingChange, StreamSettings,
+};
 use crate::throughput::ApiCall;
 
 /// The most tags a stream may carry.
@@ -50,16 +54,28 @@ impl StreamModeDetails {
     }
 }
 
-/// `EnhancedMetrics`: shard-level metrics are never enabled here.
+/// `EnhancedMetrics`: the shard-level metrics enabled (named only: nothing is measured).
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "PascalCase")]
 struct EnhancedMetrics {
-    shard_level_metrics: [&'static str; 0],
+    shard_level_metrics: Vec<&'static str>,
 }
 
-const NO_ENHANCED_MONITORING: [EnhancedMetrics; 1] = [EnhancedMetrics {
-    shard_level_metrics: [],
-}];
+/// `EnhancedMonitoring`, a list of one entry, as Kinesis answers it.
+fn enhanced_monitoring(settings: &StreamSettings) -> [EnhancedMetrics; 1] {
+    [EnhancedMetrics {
+        shard_level_metrics: settings.shard_level_metrics(),
+    }]
+}
+
+/// `EncryptionType`: `KMS` once a key is set, else `NONE`.
+fn encryption_type(settings: &StreamSettings) -> &'static str {
+    if settings.encryption_key_id.is_some() {
+        "KMS"
+    } else {
+        "NONE"
+    }
+}
 
 #[derive(Deserialize)]
 #[serde(rename_all = "PascalCase")]
@@ -83,6 +99,18 @@ pub(super) fn create_stream(
     let name = violations.required(input.stream_name, "StreamName");
     violations.text("StreamName", name.as_deref(), STREAM_NAME);
     violations.number("ShardCount", input.shard_count, 1, i64::from(u32::MAX));
+    violations.number(
+        "MaxRecordSizeInKiB",
+        input.max_record_size_in_ki_b,
+        i64::from(DEFAULT_MAX_RECORD_SIZE_KIB),
+        i64::from(MAX_MAX_RECORD_SIZE_KIB),
+    );
+    violations.number(
+        "WarmThroughputMiBps",
+        input.warm_throughput_mi_bps,
+        0,
+        i64::from(u32::MAX),
+    );
     let mode = input
         .stream_mode_details
         .and_then(|details| details.stream_mode);
@@ -93,32 +121,12 @@ pub(super) fn create_stream(
     );
     violations.finish()?;
     let name = name.unwrap_or_default();
-    let on_demand = match (mode.as_deref(), input.shard_count) {
-        (Some("ON_DEMAND"), Some(_)) => {
-            return Err(ApiError::invalid_argument(format!(
-                "Stream {name} is ON_DEMAND: its shards are Kinesis' to choose, so it takes no \
-                 ShardCount"
-            )));
-        }
-        (Some("PROVISIONED"), None) => {
-            return Err(ApiError::invalid_argument(format!(
-                "Stream {name} is PROVISIONED: give its ShardCount"
-            )));
-        }
-        (Some("ON_DEMAND"), None) | (None, None) => true,
-        _ => false,
-    };
-    if !on_demand && input.warm_throughput_mi_bps.is_some_and(|warm| warm != 0) {
-        return Err(ApiError::invalid_argument(format!(
-            "WarmThroughputMiBps applies to ON_DEMAND streams; stream {name} is PROVISIONED"
-        )));
-    }
-    if input.max_record_size_in_ki_b.is_some_and(|kib| kib != 1024) {
-        return Err(ApiError::invalid_argument(format!(
-            "MaxRecordSizeInKiB of stream {name}: the embedded Kinesis keeps records of up to \
-             1024 KiB only"
-        )));
-    }
+    let on_demand = is_on_demand(
+        &name,
+        mode.as_deref(),
+        input.shard_count,
+        input.warm_throughput_mi_bps,
+    )?;
     let tags = input.tags.unwrap_or_default();
     check_tags(&name, &BTreeMap::new(), &tags)?;
 
@@ -135,7 +143,46 @@ pub(super) fn create_stream(
     if !tags.is_empty() {
         kinesis.attachments().tags().insert(key, tags);
     }
+    let kib = input.max_record_size_in_ki_b.map(|kib| kib as u32);
+    if let Some(kib) = kib.filter(|&kib| kib != DEFAULT_MAX_RECORD_SIZE_KIB) {
+        kinesis.set_at_creation(&name, &SettingChange::MaxRecordSize(kib))?;
+    }
+    let warm = input.warm_throughput_mi_bps.map(|mibps| mibps as u32);
+    if let Some(mibps) = warm.filter(|_| on_demand) {
+        kinesis.set_at_creation(&name, &SettingChange::WarmThroughput(mibps))?;
+    }
     Ok(Vec::new())
+}
+
+/// Whether `CreateStream` makes an `ON_DEMAND` stream: asked so, or given no `ShardCount`. A
+/// `ShardCount` must come with `PROVISIONED` only, and a warm throughput with `ON_DEMAND` only.
+fn is_on_demand(
+    name: &str,
+    mode: Option<&str>,
+    shard_count: Option<i64>,
+    warm_throughput: Option<i64>,
+) -> Result<bool, ApiError> {
+    let on_demand = match (mode, shard_count) {
+        (Some("ON_DEMAND"), Some(_)) => {
+            return Err(ApiError::invalid_argument(format!(
+                "Stream {name} is ON_DEMAND: its shards are Kinesis' to choose, so it takes no \
+                 ShardCount"
+            )));
+        }
+        (Some("PROVISIONED"), None) => {
+            return Err(ApiError::invalid_argument(format!(
+                "Stream {name} is PROVISIONED: give its ShardCount"
+            )));
+        }
+        (Some("ON_DEMAND"), None) | (None, None) => true,
+        _ => false,
+    };
+    if !on_demand && warm_throughput.is_some_and(|warm| warm != 0) {
+        return Err(ApiError::invalid_argument(format!(
+            "WarmThroughputMiBps applies to ON_DEMAND streams; stream {name} is PROVISIONED"
+        )));
+    }
+    Ok(on_demand)
 }
 
 #[derive(Deserialize)]
@@ -216,8 +263,14 @@ struct WireStreamSummary {
     stream_creation_timestamp: WireTime,
     enhanced_monitoring: [EnhancedMetrics; 1],
     encryption_type: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key_id: Option<String>,
     open_shard_count: usize,
     consumer_count: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    warm_throughput: Option<WireWarmThroughput>,
+    #[serde(rename = "MaxRecordSizeInKiB")]
+    max_record_size_in_kib: u32,
 }
 
 /// `DescribeStreamSummary`.
@@ -233,16 +286,20 @@ pub(super) fn describe_stream_summary(
     )?;
     kinesis.admit_api_call(ApiCall::DescribeStreamSummary, stream)?;
     let summary = kinesis.describe_stream_summary(stream)?;
+    let settings = kinesis.stream_settings(stream)?;
     Ok(request.reply(&DescribeStreamSummaryOutput {
         stream_description_summary: WireStreamSummary {
             stream_status: summary.status.as_str(),
             stream_mode_details: StreamModeDetails::of(kinesis, &summary.name),
             retention_period_hours: retention_hours(&summary),
             stream_creation_timestamp: WireTime(summary.created),
-            enhanced_monitoring: NO_ENHANCED_MONITORING,
-            encryption_type: "NONE",
+            enhanced_monitoring: enhanced_monitoring(&settings),
+            encryption_type: encryption_type(&settings),
+            key_id: settings.encryption_key_id.clone(),
             open_shard_count: summary.open_shard_count,
             consumer_count: 0,
+            warm_throughput: settings.warm_throughput_mibps.map(WireWarmThroughput::of),
+            max_record_size_in_kib: settings.max_record_size_kib,
             stream_name: summary.name,
             stream_arn: summary.arn,
         },
@@ -285,6 +342,8 @@ struct WireStreamDescription<'a> {
     stream_creation_timestamp: WireTime,
     enhanced_monitoring: [EnhancedMetrics; 1],
     encryption_type: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key_id: Option<String>,
 }
 
 /// `DescribeStream`: the stream and a page of its shards (at most 100), in order of creation.
@@ -308,6 +367,7 @@ pub(super) fn describe_stream(
     kinesis.admit_api_call(ApiCall::DescribeStream, stream)?;
     let summary = kinesis.describe_stream_summary(stream)?;
     let shards = kinesis.list_shards(stream)?;
+    let settings = kinesis.stream_settings(stream)?;
     // Read by its number, as `GetShardIterator` reads a shard id.
     let start = input
         .exclusive_start_shard_id
@@ -335,8 +395,9 @@ pub(super) fn describe_stream(
             has_more_shards,
             retention_period_hours: retention_hours(&summary),
             stream_creation_timestamp: WireTime(summary.created),
-            enhanced_monitoring: NO_ENHANCED_MONITORING,
-            encryption_type: "NONE",
+            enhanced_monitoring: enhanced_monitoring(&settings),
+            encryption_type: encryption_type(&settings),
+            key_id: settings.encryption_key_id,
             stream_name: summary.name,
             stream_arn: summary.arn,
         },
