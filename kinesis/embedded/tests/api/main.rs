@@ -6,4 +6,5 @@
 //! a free loopback port; nothing else needs to run.
 
 mod large_records;
+mod settings;
 mod support;
