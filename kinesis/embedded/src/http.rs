@@ -82,6 +82,7 @@
 //! - `ListShards`' time filters count a time before the trim horizon as the trim horizon, for
 //!   `AT_TIMESTAMP` as Kinesis does for `FROM_TIMESTAMP`.
 
+mod account;
 mod codec;
 mod consumers;
 mod error;

@@ -15,6 +15,7 @@
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
+use crate::account::Commitment;
 use crate::entries::PutRecordsEntry;
 use crate::settings::{MetricSet, StreamSettings};
 
@@ -111,6 +112,10 @@ pub(crate) enum Change {
         generation: u64,
         settings: StreamSettings,
     },
+    /// `UpdateAccountSettings`: the account's commitment it left.
+    Account {
+        commitment: Commitment,
+    },
 }
 
 const CREATE: u8 = 1;
@@ -126,6 +131,7 @@ const RETENTION: u8 = 7;
 const CREATE_ON_DEMAND: u8 = 8;
 const STREAM_MODE: u8 = 9;
 const SETTINGS: u8 = 10;
+const ACCOUNT: u8 = 11;
 
 /// Encodes a put without copying its records into a [`Change`] first: puts are the hot path.
 pub(crate) fn encode_put(
@@ -155,13 +161,13 @@ pub(crate) fn encode_put(
 
 impl Change {
     /// The name of the stream the change is made to, and which of the streams of that name
-    /// (its generation).
-    pub(crate) fn stream_and_generation(&self) -> (&str, u64) {
+    /// (its generation); `None` for a change of the account.
+    pub(crate) fn stream_and_generation(&self) -> Option<(&str, u64)> {
         match self {
             Self::CreateStream {
                 name, generation, ..
             }
-            | Self::DeleteStream { name, generation } => (name, *generation),
+            | Self::DeleteStream { name, generation } => Some((name, *generation)),
             Self::Put {
                 stream, generation, ..
             }
@@ -182,7 +188,8 @@ impl Change {
             }
             | Self::Settings {
                 stream, generation, ..
-            } => (stream, *generation),
+            } => Some((stream, *generation)),
+            Self::Account { .. } => None,
         }
     }
 
@@ -280,6 +287,7 @@ impl Change {
                 put_stream(&mut out, SETTINGS, stream, *generation);
                 put_settings(&mut out, settings);
             }
+            Self::Account { commitment } => put_commitment(&mut out, *commitment),
         }
         out
     }
@@ -370,6 +378,9 @@ impl Change {
                 generation: reader.u64()?,
                 settings: reader.settings()?,
             },
+            ACCOUNT => Self::Account {
+                commitment: reader.commitment()?,
+            },
             tag => return Err(format!("unknown change kind {tag}")),
         };
         if reader.at != bytes.len() {
@@ -401,6 +412,24 @@ fn put_stream(out: &mut Vec<u8>, kind: u8, stream: &str, generation: u64) {
     out.push(kind);
     put_str(out, stream);
     out.extend_from_slice(&generation.to_le_bytes());
+}
+
+/// The account's commitment: its kind, then when it started and ended (0 where it has no
+/// such time).
+fn put_commitment(out: &mut Vec<u8>, commitment: Commitment) {
+    out.push(ACCOUNT);
+    let (kind, started_ms, ended_ms) = match commitment {
+        Commitment::Never => (0_u8, 0, 0),
+        Commitment::Enabled { started_ms } => (1, started_ms, 0),
+        Commitment::EndingAtEarliest { started_ms } => (2, started_ms, 0),
+        Commitment::Ended {
+            started_ms,
+            ended_ms,
+        } => (3, started_ms, ended_ms),
+    };
+    out.push(kind);
+    out.extend_from_slice(&started_ms.to_le_bytes());
+    out.extend_from_slice(&ended_ms.to_le_bytes());
 }
 
 /// The fields of a `CreateStream`, after its kind.
@@ -533,6 +562,21 @@ impl<'a> Reader<'a> {
         })
     }
 
+    fn commitment(&mut self) -> Result<Commitment, String> {
+        let kind = self.u8()?;
+        let (started_ms, ended_ms) = (self.u64()?, self.u64()?);
+        Ok(match kind {
+            0 => Commitment::Never,
+            1 => Commitment::Enabled { started_ms },
+            2 => Commitment::EndingAtEarliest { started_ms },
+            3 => Commitment::Ended {
+                started_ms,
+                ended_ms,
+            },
+            other => return Err(format!("commitment kind {other} is not 0 to 3")),
+        })
+    }
+
     fn stream_at(&mut self) -> Result<(String, u64, u64), String> {
         Ok((self.string()?, self.u64()?, self.u64()?))
     }
@@ -629,6 +673,17 @@ mod tests {
             generation: 3,
             settings,
         });
+        for commitment in [
+            Commitment::Never,
+            Commitment::Enabled { started_ms: 5 },
+            Commitment::EndingAtEarliest { started_ms: 6 },
+            Commitment::Ended {
+                started_ms: 7,
+                ended_ms: 8,
+            },
+        ] {
+            check_round_trip(Change::Account { commitment });
+        }
         check_round_trip(Change::Retention {
             stream,
             generation: 3,

@@ -47,6 +47,7 @@
 //!
 //! [`http`] serves it over the Kinesis API, for SDKs, the aws CLI and boto3.
 
+mod account;
 mod attachments;
 mod clock;
 mod consumer_registry;
@@ -71,6 +72,7 @@ mod stream;
 mod stream_settings;
 mod throttle;
 mod throughput;
+pub use self::account::{AccountLimits, Commitment};
 pub use self::clock::{Clock, ManualClock, SystemClock};
 pub use self::descriptions::{ShardLifetime, StreamSummary};
 pub use self::embedded::{EmbeddedKinesis, EmbeddedKinesisBuilder};
@@ -80,7 +82,7 @@ pub use self::limits::{
     DEFAULT_ITERATOR_TTL, DEFAULT_RETENTION, DEFAULT_SHARD_LIMIT, DEFAULT_SUBSCRIPTION_LIFETIME,
     MAX_GET_RECORDS_BYTES, MAX_GET_RECORDS_LIMIT, MAX_PARTITION_KEY_CHARS, MAX_PUT_RECORDS_BYTES,
     MAX_PUT_RECORDS_ENTRIES, MAX_RECORD_BYTES, MAX_RETENTION_HOURS, MAX_SHARDS_PER_STREAM,
-    MIN_RETENTION_HOURS,
+    MIN_RETENTION_HOURS, ON_DEMAND_STREAM_LIMIT,
 };
 
 pub use self::reshard::{ScalingType, UpdateShardCountOutput};

@@ -33,3 +33,6 @@ pub const DEFAULT_ITERATOR_TTL: Duration = Duration::from_secs(5 * 60);
 pub const DEFAULT_SUBSCRIPTION_LIFETIME: Duration = Duration::from_secs(5 * 60);
 /// How many open shards the account may hold across all streams unless configured otherwise.
 pub const DEFAULT_SHARD_LIMIT: usize = 500;
+/// How many `ON_DEMAND` streams an account may hold, as `DescribeLimits` tells it (the
+/// developer guide's quotas: 50 by default). Shown, not enforced.
+pub const ON_DEMAND_STREAM_LIMIT: usize = 50;

@@ -39,7 +39,12 @@ impl EmbeddedKinesis {
     /// deleted (or created again) meanwhile was made on a stream nobody can read any more: it
     /// is skipped, as the deletion dropped it.
     fn replay(&self, change: Change) -> Result<(), SourceError> {
-        let (name, generation) = change.stream_and_generation();
+        let Some((name, generation)) = change.stream_and_generation() else {
+            if let Change::Account { commitment } = change {
+                *self.commitment() = commitment;
+            }
+            return Ok(());
+        };
         match (self.current(name, generation), change) {
             (Some(stream), change) => self.replay_on(&stream, change),
             (
@@ -105,6 +110,7 @@ impl EmbeddedKinesis {
                 *stream.settings() = settings;
                 Ok(())
             }
+            Change::Account { .. } => Ok(()),
         }
     }
 

@@ -67,6 +67,16 @@ impl ShardBudget {
             })
     }
 
+    /// How many shards are open.
+    pub(crate) fn open(&self) -> usize {
+        self.open.load(Ordering::SeqCst)
+    }
+
+    /// How many shards may be open.
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
+    }
+
     /// Gives `fewer` open shards back.
     pub(crate) fn release(&self, fewer: usize) {
         self.open.fetch_sub(fewer, Ordering::SeqCst);

@@ -2,7 +2,7 @@
 
 use super::codec::Request;
 use super::error::{ApiError, ErrorKind};
-use super::{consumers, policies, records, settings, shards, streams};
+use super::{account, consumers, policies, records, settings, shards, streams};
 use crate::embedded::EmbeddedKinesis;
 
 /// The operations served, by their `X-Amz-Target` names.
@@ -13,6 +13,8 @@ pub(super) const OPERATIONS: &[&str] = &[
     "DeleteResourcePolicy",
     "DeleteStream",
     "DeregisterStreamConsumer",
+    "DescribeAccountSettings",
+    "DescribeLimits",
     "DescribeStream",
     "DescribeStreamConsumer",
     "DescribeStreamSummary",
@@ -36,6 +38,7 @@ pub(super) const OPERATIONS: &[&str] = &[
     "StartStreamEncryption",
     "StopStreamEncryption",
     "SubscribeToShard",
+    "UpdateAccountSettings",
     "UpdateMaxRecordSize",
     "UpdateShardCount",
     "UpdateStreamMode",
@@ -84,6 +87,9 @@ pub(super) fn call(
         "StartStreamEncryption" => settings::change_stream_encryption(kinesis, request, true),
         "StopStreamEncryption" => settings::change_stream_encryption(kinesis, request, false),
         "UpdateStreamWarmThroughput" => settings::update_warm_throughput(kinesis, request),
+        "DescribeLimits" => account::describe_limits(kinesis, request),
+        "DescribeAccountSettings" => account::describe_account_settings(kinesis, request),
+        "UpdateAccountSettings" => account::update_account_settings(kinesis, request),
         _ => Err(ApiError::new(
             ErrorKind::UnknownOperation,
             format!(

@@ -5,6 +5,7 @@
 //! Run with `cargo test -p embedded-kinesis --test api`. Each test starts its own endpoint on
 //! a free loopback port; nothing else needs to run.
 
+mod account;
 mod large_records;
 mod settings;
 mod support;
