@@ -98,6 +98,7 @@ mod settings;
 mod shards;
 mod streams;
 mod subscribe;
+mod tags;
 mod validation;
 mod wire;
 

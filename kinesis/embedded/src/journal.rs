@@ -367,11 +367,7 @@ impl Change {
             STREAM_MODE => Self::StreamMode {
                 stream: reader.string()?,
                 generation: reader.u64()?,
-                on_demand: match reader.u8()? {
-                    0 => false,
-                    1 => true,
-                    other => return Err(format!("stream mode {other} is neither 0 nor 1")),
-                },
+                on_demand: reader.flag("stream mode")?,
             },
             SETTINGS => Self::Settings {
                 stream: reader.string()?,
@@ -531,11 +527,12 @@ impl<'a> Reader<'a> {
         String::from_utf8(bytes.to_vec()).map_err(|_| "a name is not UTF-8".to_owned())
     }
 
-    fn flag(&mut self) -> Result<bool, String> {
+    /// A yes or no, `what` named in the error of a byte that is neither.
+    fn flag(&mut self, what: &str) -> Result<bool, String> {
         match self.u8()? {
             0 => Ok(false),
             1 => Ok(true),
-            other => Err(format!("flag {other} is neither 0 nor 1")),
+            other => Err(format!("{what} {other} is neither 0 nor 1")),
         }
     }
 
@@ -544,12 +541,12 @@ impl<'a> Reader<'a> {
         let bits = self.u8()?;
         let enhanced_metrics = MetricSet::from_bits(bits)
             .ok_or_else(|| format!("metrics {bits:#x} name no metric"))?;
-        let encryption_key_id = if self.flag()? {
+        let encryption_key_id = if self.flag("encryption key flag")? {
             Some(self.string()?)
         } else {
             None
         };
-        let warm_throughput_mibps = if self.flag()? {
+        let warm_throughput_mibps = if self.flag("warm throughput flag")? {
             Some(self.u32_value()?)
         } else {
             None

@@ -2,7 +2,7 @@
 
 use super::codec::Request;
 use super::error::{ApiError, ErrorKind};
-use super::{account, consumers, policies, records, settings, shards, streams};
+use super::{account, consumers, policies, records, settings, shards, streams, tags};
 use crate::embedded::EmbeddedKinesis;
 
 /// The operations served, by their `X-Amz-Target` names.
@@ -27,6 +27,7 @@ pub(super) const OPERATIONS: &[&str] = &[
     "ListShards",
     "ListStreamConsumers",
     "ListStreams",
+    "ListTagsForResource",
     "ListTagsForStream",
     "MergeShards",
     "PutRecord",
@@ -38,6 +39,8 @@ pub(super) const OPERATIONS: &[&str] = &[
     "StartStreamEncryption",
     "StopStreamEncryption",
     "SubscribeToShard",
+    "TagResource",
+    "UntagResource",
     "UpdateAccountSettings",
     "UpdateMaxRecordSize",
     "UpdateShardCount",
@@ -87,6 +90,9 @@ pub(super) fn call(
         "StartStreamEncryption" => settings::change_stream_encryption(kinesis, request, true),
         "StopStreamEncryption" => settings::change_stream_encryption(kinesis, request, false),
         "UpdateStreamWarmThroughput" => settings::update_warm_throughput(kinesis, request),
+        "TagResource" => tags::tag_resource(kinesis, request),
+        "UntagResource" => tags::untag_resource(kinesis, request),
+        "ListTagsForResource" => tags::list_tags_for_resource(kinesis, request),
         "DescribeLimits" => account::describe_limits(kinesis, request),
         "DescribeAccountSettings" => account::describe_account_settings(kinesis, request),
         "UpdateAccountSettings" => account::update_account_settings(kinesis, request),

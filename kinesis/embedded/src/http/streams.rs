@@ -7,8 +7,9 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 
 use super::codec::{Request, WireTime};
-use super::error::{ApiError, ErrorKind};
+use super::error::ApiError;
 use super::settings::WireWarmThroughput;
+use super::tags::{MAX_TAGS_PER_RESOURCE as MAX_TAGS_PER_STREAM, STREAM_TAG_SYMBOLS, check_tags};
 use super::validation::{STREAM_ARN, STREAM_NAME, Violations};
 use super::wire::{WireShard, check_name, count_in, normalized_shard_id, required, stream_of};
 use crate::attachments::StreamKey;
@@ -19,8 +20,6 @@ use crate::settings::{
 };
 use crate::throughput::ApiCall;
 
-/// The most tags a stream may carry.
-const MAX_TAGS_PER_STREAM: usize = 50;
 /// The most tags one `AddTagsToStream` call may add.
 const MAX_TAGS_PER_CALL: usize = 10;
 /// How many shards `DescribeStream` returns at most, and by default.
@@ -128,7 +127,12 @@ pub(super) fn create_stream(
         input.warm_throughput_mi_bps,
     )?;
     let tags = input.tags.unwrap_or_default();
-    check_tags(&name, &BTreeMap::new(), &tags)?;
+    check_tags(
+        &format!("stream {name}"),
+        STREAM_TAG_SYMBOLS,
+        &BTreeMap::new(),
+        &tags,
+    )?;
 
     let shard_count = match input.shard_count {
         Some(count) => u32::try_from(count).expect("checked against u32::MAX"),
@@ -532,51 +536,6 @@ fn tag_key(kinesis: &EmbeddedKinesis, stream: &str) -> Result<StreamKey, ApiErro
     Ok(kinesis.stream_key(stream)?)
 }
 
-/// Whether a tag key or value may hold `c`: Unicode letters and digits, spaces (not tabs or
-/// line breaks) and `_ . / = + - @` (docs/kinesis.md, "Tags").
-fn tag_character(c: char) -> bool {
-    c.is_alphanumeric() || (c.is_whitespace() && !c.is_control()) || "_./=+-@".contains(c)
-}
-
-/// Checks tags about to be added to a stream that has `existing` ones.
-fn check_tags(
-    stream: &str,
-    existing: &BTreeMap<String, String>,
-    added: &BTreeMap<String, String>,
-) -> Result<(), ApiError> {
-    for (key, value) in added {
-        if !(1..=128).contains(&key.chars().count()) || value.chars().count() > 256 {
-            return Err(ApiError::invalid_argument(format!(
-                "Tag `{key}` of stream {stream}: keys have 1 to 128 characters, values at most \
-                 256"
-            )));
-        }
-        for (what, text) in [("key", key), ("value", value)] {
-            if let Some(bad) = text.chars().find(|&c| !tag_character(c)) {
-                return Err(ApiError::invalid_argument(format!(
-                    "Tag {what} {text:?} of stream {stream} holds the character {bad:?}: tag \
-                     keys and values may hold only letters, digits, spaces and _ . / = + - @"
-                )));
-            }
-        }
-    }
-    let total = existing.len()
-        + added
-            .keys()
-            .filter(|key| !existing.contains_key(*key))
-            .count();
-    if total > MAX_TAGS_PER_STREAM {
-        return Err(ApiError::new(
-            ErrorKind::LimitExceeded,
-            format!(
-                "Stream {stream} would have {total} tags; a stream has at most \
-                 {MAX_TAGS_PER_STREAM}"
-            ),
-        ));
-    }
-    Ok(())
-}
-
 #[derive(Deserialize)]
 #[serde(rename_all = "PascalCase")]
 struct AddTagsInput {
@@ -608,7 +567,12 @@ pub(super) fn add_tags(
     let key = tag_key(kinesis, stream)?;
     let mut tags = kinesis.attachments().tags();
     let existing = tags.entry(key).or_default();
-    check_tags(stream, existing, &added)?;
+    check_tags(
+        &format!("stream {stream}"),
+        STREAM_TAG_SYMBOLS,
+        existing,
+        &added,
+    )?;
     existing.extend(added);
     Ok(Vec::new())
 }

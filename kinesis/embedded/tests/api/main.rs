@@ -9,3 +9,4 @@ mod account;
 mod large_records;
 mod settings;
 mod support;
+mod tags;
