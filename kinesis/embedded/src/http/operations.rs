@@ -48,6 +48,31 @@ pub(super) const OPERATIONS: &[&str] = &[
     "UpdateStreamWarmThroughput",
 ];
 
+/// Operations of the Kinesis API that the embedded Kinesis does not emulate on purpose:
+/// channels deliver a stream to S3, which a local stream has nowhere to do.
+const NOT_EMULATED: &[&str] = &[
+    "CreateChannel",
+    "DeleteChannel",
+    "DescribeChannel",
+    "ListChannels",
+    "UpdateChannel",
+];
+
+/// The `UnknownOperationException` of an operation not served, saying whether it is one of
+/// Kinesis' that the embedded Kinesis leaves out.
+fn unknown_operation(operation: &str) -> ApiError {
+    let served = OPERATIONS.join(", ");
+    let message = if NOT_EMULATED.contains(&operation) {
+        format!(
+            "Operation `{operation}` is a Kinesis channel operation, which the embedded Kinesis \
+             does not emulate (nor queues): it serves {served}"
+        )
+    } else {
+        format!("Operation `{operation}` is not served by the embedded Kinesis; it serves {served}")
+    };
+    ApiError::new(ErrorKind::UnknownOperation, message)
+}
+
 /// Runs `operation` on a request; the answer body, in the request's encoding, empty for
 /// operations that answer with nothing.
 pub(super) fn call(
@@ -96,12 +121,35 @@ pub(super) fn call(
         "DescribeLimits" => account::describe_limits(kinesis, request),
         "DescribeAccountSettings" => account::describe_account_settings(kinesis, request),
         "UpdateAccountSettings" => account::update_account_settings(kinesis, request),
-        _ => Err(ApiError::new(
-            ErrorKind::UnknownOperation,
-            format!(
-                "Operation `{operation}` is not served by the embedded Kinesis; it serves {}",
-                OPERATIONS.join(", ")
-            ),
-        )),
+        _ => Err(unknown_operation(operation)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn channels_are_named_as_not_emulated_and_other_names_as_unknown() {
+        let channel = unknown_operation("CreateChannel");
+        assert_eq!(channel.kind, ErrorKind::UnknownOperation);
+        assert!(
+            channel
+                .message
+                .contains("channel operation, which the embedded Kinesis does not emulate"),
+            "{}",
+            channel.message
+        );
+        let other = unknown_operation("Frobnicate");
+        assert!(
+            other.message.contains("`Frobnicate` is not served"),
+            "{}",
+            other.message
+        );
+        assert!(
+            other.message.contains("UpdateMaxRecordSize"),
+            "{}",
+            other.message
+        );
     }
 }
