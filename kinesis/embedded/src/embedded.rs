@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, SystemTime};
 
-use crate::account::Commitment;
 use crate::attachments::{Attachments, StreamKey};
 use crate::clock::{Clock, SystemClock};
 use crate::clock::{duration_millis, millis_floor};
+use crate::commitment::Commitment;
 use crate::descriptions::{ShardLifetime, StreamSummary};
 use crate::journal::Change;
 use crate::journal::{Journal, JournalError, NoJournal};
@@ -49,7 +49,7 @@ pub(crate) struct Inner {
     pub(crate) creations: std::sync::Mutex<BTreeMap<String, SystemTime>>,
     /// Each stream's tags, resource policy and consumers.
     pub(crate) attachments: Attachments,
-    /// The account's minimum throughput billing commitment (account.rs).
+    /// The account's minimum throughput billing commitment (commitment.rs).
     pub(crate) commitment: std::sync::Mutex<Commitment>,
 }
 

@@ -89,8 +89,9 @@
 //! - `ListShards`' time filters count a time before the trim horizon as the trim horizon, for
 //!   `AT_TIMESTAMP` as Kinesis does for `FROM_TIMESTAMP`.
 
-mod account;
+mod account_settings;
 mod codec;
+mod configuration;
 mod consumers;
 mod error;
 mod event_stream;
@@ -101,7 +102,6 @@ mod policies;
 mod records;
 mod server;
 mod service;
-mod settings;
 mod shards;
 mod streams;
 mod subscribe;

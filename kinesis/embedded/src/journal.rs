@@ -15,7 +15,7 @@
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
-use crate::account::Commitment;
+use crate::commitment::Commitment;
 use crate::entries::PutRecordsEntry;
 use crate::settings::{MetricSet, StreamSettings};
 

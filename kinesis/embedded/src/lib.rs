@@ -50,6 +50,7 @@
 mod account;
 mod attachments;
 mod clock;
+mod commitment;
 mod consumer_registry;
 mod descriptions;
 mod embedded;
@@ -72,8 +73,9 @@ mod stream;
 mod stream_settings;
 mod throttle;
 mod throughput;
-pub use self::account::{AccountLimits, Commitment};
+pub use self::account::AccountLimits;
 pub use self::clock::{Clock, ManualClock, SystemClock};
+pub use self::commitment::Commitment;
 pub use self::descriptions::{ShardLifetime, StreamSummary};
 pub use self::embedded::{EmbeddedKinesis, EmbeddedKinesisBuilder};
 pub use self::entries::{PutRecordOutput, PutRecordsEntry};

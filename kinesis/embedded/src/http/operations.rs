@@ -2,7 +2,7 @@
 
 use super::codec::Request;
 use super::error::{ApiError, ErrorKind};
-use super::{account, consumers, policies, records, settings, shards, streams, tags};
+use super::{account_settings, configuration, consumers, policies, records, shards, streams, tags};
 use crate::embedded::EmbeddedKinesis;
 
 /// The operations served, by their `X-Amz-Target` names.
@@ -107,20 +107,22 @@ pub(super) fn call(
         "DescribeStreamConsumer" => consumers::describe(kinesis, request),
         "ListStreamConsumers" => consumers::list(kinesis, request),
         "DeregisterStreamConsumer" => consumers::deregister(kinesis, request),
-        "UpdateMaxRecordSize" => settings::update_max_record_size(kinesis, request),
-        "EnableEnhancedMonitoring" => settings::change_enhanced_monitoring(kinesis, request, true),
-        "DisableEnhancedMonitoring" => {
-            settings::change_enhanced_monitoring(kinesis, request, false)
+        "UpdateMaxRecordSize" => configuration::update_max_record_size(kinesis, request),
+        "EnableEnhancedMonitoring" => {
+            configuration::change_enhanced_monitoring(kinesis, request, true)
         }
-        "StartStreamEncryption" => settings::change_stream_encryption(kinesis, request, true),
-        "StopStreamEncryption" => settings::change_stream_encryption(kinesis, request, false),
-        "UpdateStreamWarmThroughput" => settings::update_warm_throughput(kinesis, request),
+        "DisableEnhancedMonitoring" => {
+            configuration::change_enhanced_monitoring(kinesis, request, false)
+        }
+        "StartStreamEncryption" => configuration::change_stream_encryption(kinesis, request, true),
+        "StopStreamEncryption" => configuration::change_stream_encryption(kinesis, request, false),
+        "UpdateStreamWarmThroughput" => configuration::update_warm_throughput(kinesis, request),
         "TagResource" => tags::tag_resource(kinesis, request),
         "UntagResource" => tags::untag_resource(kinesis, request),
         "ListTagsForResource" => tags::list_tags_for_resource(kinesis, request),
-        "DescribeLimits" => account::describe_limits(kinesis, request),
-        "DescribeAccountSettings" => account::describe_account_settings(kinesis, request),
-        "UpdateAccountSettings" => account::update_account_settings(kinesis, request),
+        "DescribeLimits" => account_settings::describe_limits(kinesis, request),
+        "DescribeAccountSettings" => account_settings::describe_account_settings(kinesis, request),
+        "UpdateAccountSettings" => account_settings::update_account_settings(kinesis, request),
         _ => Err(unknown_operation(operation)),
     }
 }

@@ -7,8 +7,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 
 use super::codec::{Request, WireTime};
+use super::configuration::WireWarmThroughput;
 use super::error::ApiError;
-use super::settings::WireWarmThroughput;
 use super::tags::{MAX_TAGS_PER_RESOURCE as MAX_TAGS_PER_STREAM, STREAM_TAG_SYMBOLS, check_tags};
 use super::validation::{STREAM_ARN, STREAM_NAME, Violations};
 use super::wire::{WireShard, check_name, count_in, normalized_shard_id, required, stream_of};

@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use super::codec::{Request, WireTime};
 use super::error::ApiError;
 use super::validation::Violations;
-use crate::account::Commitment;
 use crate::clock::from_millis;
+use crate::commitment::Commitment;
 use crate::embedded::EmbeddedKinesis;
 
 #[derive(Serialize)]
