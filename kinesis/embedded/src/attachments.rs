@@ -1,7 +1,9 @@
 //! What Kinesis keeps beside a stream's records: its tags, its resource policy and its
-//! registered consumers (and their tags). Each is kept by the stream's name and creation time, so that a stream
-//! deleted and created again under the same name starts without any of them. None of it is
-//! journaled: a restarted `--state-dir` run starts without tags, policies or consumers.
+//! registered consumers (and their tags, by their ARNs). Each is kept by the stream's name and
+//! creation time, so that a stream deleted and created again under the same name starts without
+//! any of them. A stream's tags
+//! are journaled (`stream_tags.rs`); policies, consumers and consumers' tags are not: a
+//! restarted `--state-dir` run starts without them.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard, PoisonError};

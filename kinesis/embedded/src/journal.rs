@@ -1,7 +1,7 @@
 //! The seam through which the embedded Kinesis is kept on disk: a journal of its changes.
 //!
 //! Every change (a stream created or deleted, a `PutRecords`, a split, a merge, a scaling, a
-//! retention change, a change of its mode or settings) is written to the [`Journal`] as one [`Change`] while the stream's lock is
+//! retention change, a change of its mode, settings or tags, a change of the account's commitment) is written to the [`Journal`] as one [`Change`] while the stream's lock is
 //! held, after the change has been checked and before it is applied, so the journal holds the
 //! changes of each stream in the order they were applied and never one that failed. Each change
 //! carries the time it was made at, so replaying the journal through the same code
@@ -12,6 +12,7 @@
 //! encodes nothing. The state directory (`crate::state`) is the journal that keeps changes on
 //! disk.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
@@ -116,6 +117,13 @@ pub(crate) enum Change {
     Account {
         commitment: Commitment,
     },
+    /// A change of the stream's tags (`AddTagsToStream`, `TagResource`, their removal, or
+    /// `CreateStream`'s): the tags it left, whole.
+    Tags {
+        stream: String,
+        generation: u64,
+        tags: BTreeMap<String, String>,
+    },
 }
 
 const CREATE: u8 = 1;
@@ -132,6 +140,7 @@ const CREATE_ON_DEMAND: u8 = 8;
 const STREAM_MODE: u8 = 9;
 const SETTINGS: u8 = 10;
 const ACCOUNT: u8 = 11;
+const TAGS: u8 = 12;
 
 /// Encodes a put without copying its records into a [`Change`] first: puts are the hot path.
 pub(crate) fn encode_put(
@@ -187,6 +196,9 @@ impl Change {
                 stream, generation, ..
             }
             | Self::Settings {
+                stream, generation, ..
+            }
+            | Self::Tags {
                 stream, generation, ..
             } => Some((stream, *generation)),
             Self::Account { .. } => None,
@@ -275,19 +287,18 @@ impl Change {
                 stream,
                 generation,
                 on_demand,
-            } => {
-                put_stream(&mut out, STREAM_MODE, stream, *generation);
-                out.push(u8::from(*on_demand));
-            }
+            } => put_mode(&mut out, stream, *generation, *on_demand),
             Self::Settings {
                 stream,
                 generation,
                 settings,
-            } => {
-                put_stream(&mut out, SETTINGS, stream, *generation);
-                put_settings(&mut out, settings);
-            }
+            } => put_settings(&mut out, stream, *generation, settings),
             Self::Account { commitment } => put_commitment(&mut out, *commitment),
+            Self::Tags {
+                stream,
+                generation,
+                tags,
+            } => put_tags(&mut out, stream, *generation, tags),
         }
         out
     }
@@ -308,27 +319,7 @@ impl Change {
                 name: reader.string()?,
                 generation: reader.u64()?,
             },
-            PUT => {
-                let (stream, generation, now_ms) = reader.stream_at()?;
-                let count = reader.len()?;
-                let mut records =
-                    Vec::with_capacity(count.min(crate::limits::MAX_PUT_RECORDS_ENTRIES));
-                for _ in 0..count {
-                    let hash_key = reader.u128()?;
-                    let partition_key = reader.string()?;
-                    let data = reader.bytes()?;
-                    records.push((
-                        hash_key,
-                        PutRecordsEntry::new(partition_key, bytes::Bytes::copy_from_slice(data)),
-                    ));
-                }
-                Self::Put {
-                    stream,
-                    generation,
-                    now_ms,
-                    records,
-                }
-            }
+            PUT => reader.put()?,
             SPLIT => {
                 let (stream, generation, now_ms) = reader.stream_at()?;
                 Self::Split {
@@ -376,6 +367,11 @@ impl Change {
             },
             ACCOUNT => Self::Account {
                 commitment: reader.commitment()?,
+            },
+            TAGS => Self::Tags {
+                stream: reader.string()?,
+                generation: reader.u64()?,
+                tags: reader.tags()?,
             },
             tag => return Err(format!("unknown change kind {tag}")),
         };
@@ -449,9 +445,26 @@ fn put_creation(
     out.extend_from_slice(&retention.subsec_nanos().to_le_bytes());
 }
 
+/// A change of a stream's mode: on demand or not.
+fn put_mode(out: &mut Vec<u8>, stream: &str, generation: u64, on_demand: bool) {
+    put_stream(out, STREAM_MODE, stream, generation);
+    out.push(u8::from(on_demand));
+}
+
+/// A stream's tags: how many, then each key and value.
+fn put_tags(out: &mut Vec<u8>, stream: &str, generation: u64, tags: &BTreeMap<String, String>) {
+    put_stream(out, TAGS, stream, generation);
+    put_u32(out, tags.len());
+    for (key, value) in tags {
+        put_str(out, key);
+        put_str(out, value);
+    }
+}
+
 /// A stream's settings: the maximum record size, the metrics' bits, the KMS key (a flag, then
 /// the key) and the warm throughput (a flag, then MiB/s).
-fn put_settings(out: &mut Vec<u8>, settings: &StreamSettings) {
+fn put_settings(out: &mut Vec<u8>, stream: &str, generation: u64, settings: &StreamSettings) {
+    put_stream(out, SETTINGS, stream, generation);
     out.extend_from_slice(&settings.max_record_size_kib.to_le_bytes());
     out.push(settings.enhanced_metrics.bits());
     match &settings.encryption_key_id {
@@ -559,6 +572,36 @@ impl<'a> Reader<'a> {
         })
     }
 
+    /// A `PutRecords`' records, each with the hash key that routed it.
+    fn put(&mut self) -> Result<Change, String> {
+        let (stream, generation, now_ms) = self.stream_at()?;
+        let count = self.len()?;
+        let mut records = Vec::with_capacity(count.min(crate::limits::MAX_PUT_RECORDS_ENTRIES));
+        for _ in 0..count {
+            let hash_key = self.u128()?;
+            let partition_key = self.string()?;
+            let data = self.bytes()?;
+            let data = bytes::Bytes::copy_from_slice(data);
+            records.push((hash_key, PutRecordsEntry::new(partition_key, data)));
+        }
+        Ok(Change::Put {
+            stream,
+            generation,
+            now_ms,
+            records,
+        })
+    }
+
+    fn tags(&mut self) -> Result<BTreeMap<String, String>, String> {
+        let count = self.len()?;
+        let mut tags = BTreeMap::new();
+        for _ in 0..count {
+            let key = self.string()?;
+            tags.insert(key, self.string()?);
+        }
+        Ok(tags)
+    }
+
     fn commitment(&mut self) -> Result<Commitment, String> {
         let kind = self.u8()?;
         let (started_ms, ended_ms) = (self.u64()?, self.u64()?);
@@ -653,6 +696,17 @@ mod tests {
             now_ms: 5,
             target_shard_count: 8,
         });
+        check_round_trip(Change::Retention {
+            stream,
+            generation: 3,
+            hours: 48,
+            increase: true,
+        });
+    }
+
+    #[test]
+    fn settings_tags_and_the_account_read_back() {
+        let stream = "orders".to_owned();
         check_round_trip(Change::Settings {
             stream: stream.clone(),
             generation: 3,
@@ -670,6 +724,14 @@ mod tests {
             generation: 3,
             settings,
         });
+        check_round_trip(Change::Tags {
+            stream: stream.clone(),
+            generation: 3,
+            tags: [("team", "orders"), ("empty", "")]
+                .into_iter()
+                .map(|(key, value)| (key.to_owned(), value.to_owned()))
+                .collect(),
+        });
         for commitment in [
             Commitment::Never,
             Commitment::Enabled { started_ms: 5 },
@@ -681,12 +743,6 @@ mod tests {
         ] {
             check_round_trip(Change::Account { commitment });
         }
-        check_round_trip(Change::Retention {
-            stream,
-            generation: 3,
-            hours: 48,
-            increase: true,
-        });
     }
 
     /// A journal that keeps changes in memory and refuses them once told to.

@@ -71,6 +71,7 @@ mod shard_changes;
 mod status;
 mod stream;
 mod stream_settings;
+mod stream_tags;
 mod throttle;
 mod throughput;
 pub use self::account::AccountLimits;

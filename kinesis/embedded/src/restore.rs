@@ -70,7 +70,12 @@ impl EmbeddedKinesis {
         let (no_journal, budget) = (&NoJournal, &self.inner.budget);
         match change {
             Change::CreateStream { name, .. } => Err(created_twice(&name)),
-            Change::DeleteStream { name, .. } => self.remove_stream(&name, no_journal),
+            Change::DeleteStream { name, .. } => {
+                // The stream's tags go with it, as `DeleteStream` drops them.
+                let key = (stream.name.to_string(), stream.created);
+                self.attachments().tags().remove(&key);
+                self.remove_stream(&name, no_journal)
+            }
             Change::StreamMode { on_demand, .. } => {
                 let key = throughput::key_of(stream);
                 self.inner.throughput.mark_on_demand(key, on_demand);
@@ -108,6 +113,16 @@ impl EmbeddedKinesis {
             } => stream.change_retention(hours, increase, no_journal),
             Change::Settings { settings, .. } => {
                 *stream.settings() = settings;
+                Ok(())
+            }
+            Change::Tags { tags, .. } => {
+                let key = (stream.name.to_string(), stream.created);
+                let mut kept = self.attachments().tags();
+                if tags.is_empty() {
+                    kept.remove(&key);
+                } else {
+                    kept.insert(key, tags);
+                }
                 Ok(())
             }
             Change::Account { .. } => Ok(()),

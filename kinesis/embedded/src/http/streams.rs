@@ -143,10 +143,10 @@ pub(super) fn create_stream(
     } else {
         kinesis.create_stream(&name, shard_count)?;
     }
-    let key = tag_key(kinesis, &name)?;
-    if !tags.is_empty() {
-        kinesis.attachments().tags().insert(key, tags);
-    }
+    kinesis.change_stream_tags(&name, "CreateStream", |kept| {
+        kept.extend(tags);
+        Ok::<_, ApiError>(())
+    })?;
     let kib = input.max_record_size_in_ki_b.map(|kib| kib as u32);
     if let Some(kib) = kib.filter(|&kib| kib != DEFAULT_MAX_RECORD_SIZE_KIB) {
         kinesis.set_at_creation(&name, &SettingChange::MaxRecordSize(kib))?;
@@ -564,16 +564,12 @@ pub(super) fn add_tags(
             added.len()
         )));
     }
-    let key = tag_key(kinesis, stream)?;
-    let mut tags = kinesis.attachments().tags();
-    let existing = tags.entry(key).or_default();
-    check_tags(
-        &format!("stream {stream}"),
-        STREAM_TAG_SYMBOLS,
-        existing,
-        &added,
-    )?;
-    existing.extend(added);
+    kinesis.change_stream_tags(stream, "AddTagsToStream", |existing| {
+        let described = format!("stream {stream}");
+        check_tags(&described, STREAM_TAG_SYMBOLS, existing, &added)?;
+        existing.extend(added);
+        Ok::<_, ApiError>(())
+    })?;
     Ok(Vec::new())
 }
 
@@ -598,12 +594,12 @@ pub(super) fn remove_tags(
         input.stream_arn.as_deref(),
     )?;
     let removed = required(input.tag_keys, "StreamKeys")?;
-    let key = tag_key(kinesis, stream)?;
-    if let Some(existing) = kinesis.attachments().tags().get_mut(&key) {
+    kinesis.change_stream_tags(stream, "RemoveTagsFromStream", |existing| {
         for tag_key in &removed {
             existing.remove(tag_key);
         }
-    }
+        Ok::<_, ApiError>(())
+    })?;
     Ok(Vec::new())
 }
 

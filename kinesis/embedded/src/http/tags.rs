@@ -1,8 +1,8 @@
 //! Tags: the rules every tag meets (docs/kinesis.md, "Tags"), and `TagResource`,
 //! `UntagResource` and `ListTagsForResource`, which tag a stream or a stream consumer by its
 //! ARN. A stream's tags are the ones `AddTagsToStream` and `ListTagsForStream` see; a
-//! consumer's are kept by its ARN and go with it when it is deregistered. Tags are kept in
-//! memory, not journaled.
+//! consumer's are kept by its ARN and go with it when it is deregistered. A stream's tags are
+//! journaled (`--state-dir` keeps them); a consumer's are not, as consumers are not.
 
 use std::collections::BTreeMap;
 
@@ -73,14 +73,16 @@ pub(super) fn check_tags(
     Ok(())
 }
 
-/// A resource tags are kept for: a stream (by name and creation time) or a consumer (by ARN).
+/// A resource tags are kept for: a stream (by its name: its tags are kept with it) or a
+/// consumer (by its ARN).
 enum Resource {
-    Stream(crate::attachments::StreamKey),
+    Stream(String),
     Consumer(String),
 }
 
 impl Resource {
-    /// The stream or consumer `arn` names; `ResourceNotFoundException` if there is none.
+    /// The stream or consumer `arn` names, and how messages name it;
+    /// `ResourceNotFoundException` if there is none.
     fn of(kinesis: &EmbeddedKinesis, arn: &str) -> Result<(Self, String), ApiError> {
         if arn.contains("/consumer/") {
             let (_, consumer) = find_consumer(kinesis, Some(arn), None, None)?;
@@ -88,24 +90,47 @@ impl Resource {
             return Ok((Self::Consumer(consumer.arn), described));
         }
         let stream = named_stream(kinesis, None, Some(arn))?;
-        let key = kinesis.stream_key(stream)?;
-        let described = format!("stream {}", key.0);
-        Ok((Self::Stream(key), described))
+        let name = kinesis.describe_stream_summary(stream)?.name;
+        let described = format!("stream {name}");
+        Ok((Self::Stream(name), described))
     }
 
-    /// Runs `change` on the resource's tags (empty if it has none yet).
-    fn with_tags<T>(
+    /// Runs `change` on the resource's tags: a stream's through the journal, a consumer's in
+    /// memory alone, as the consumer itself is.
+    fn change_tags(
         &self,
         kinesis: &EmbeddedKinesis,
-        change: impl FnOnce(&mut BTreeMap<String, String>) -> T,
-    ) -> T {
-        let attachments = kinesis.attachments();
+        operation: &str,
+        change: impl FnOnce(&mut BTreeMap<String, String>) -> Result<(), ApiError>,
+    ) -> Result<(), ApiError> {
         match self {
-            Self::Stream(key) => change(attachments.tags().entry(key.clone()).or_default()),
+            Self::Stream(name) => kinesis.change_stream_tags(name, operation, change),
             Self::Consumer(arn) => {
-                change(attachments.consumer_tags().entry(arn.clone()).or_default())
+                let mut all = kinesis.attachments().consumer_tags();
+                let tags = all.entry(arn.clone()).or_default();
+                change(tags)?;
+                if tags.is_empty() {
+                    all.remove(arn);
+                }
+                Ok(())
             }
         }
+    }
+
+    /// The resource's tags, in key order.
+    fn tags(&self, kinesis: &EmbeddedKinesis) -> Result<BTreeMap<String, String>, ApiError> {
+        let attachments = kinesis.attachments();
+        Ok(match self {
+            Self::Stream(name) => {
+                let key = kinesis.stream_key(name)?;
+                attachments.tags().get(&key).cloned().unwrap_or_default()
+            }
+            Self::Consumer(arn) => attachments
+                .consumer_tags()
+                .get(arn)
+                .cloned()
+                .unwrap_or_default(),
+        })
     }
 }
 
@@ -131,11 +156,12 @@ pub(super) fn tag_resource(
     violations.finish()?;
     let (resource, described) = Resource::of(kinesis, &arn.unwrap_or_default())?;
     let added = added.unwrap_or_default();
-    resource.with_tags(kinesis, |existing| {
+    resource.change_tags(kinesis, "TagResource", |existing| {
         check_tags(&described, RESOURCE_TAG_SYMBOLS, existing, &added)?;
         existing.extend(added);
-        Ok(Vec::new())
-    })
+        Ok(())
+    })?;
+    Ok(Vec::new())
 }
 
 #[derive(Deserialize)]
@@ -159,11 +185,12 @@ pub(super) fn untag_resource(
     violations.list_length("TagKeys", keys.as_ref().map(Vec::len), 1, 50);
     violations.finish()?;
     let (resource, _) = Resource::of(kinesis, &arn.unwrap_or_default())?;
-    resource.with_tags(kinesis, |existing| {
+    resource.change_tags(kinesis, "UntagResource", |existing| {
         for key in keys.iter().flatten() {
             existing.remove(key);
         }
-    });
+        Ok(())
+    })?;
     Ok(Vec::new())
 }
 
@@ -198,14 +225,11 @@ pub(super) fn list_tags_for_resource(
     violations.text("ResourceARN", arn.as_deref(), RESOURCE_ARN);
     violations.finish()?;
     let (resource, _) = Resource::of(kinesis, &arn.unwrap_or_default())?;
-    let tags = resource.with_tags(kinesis, |tags| {
-        tags.iter()
-            .map(|(key, value)| WireTag {
-                key: key.clone(),
-                value: value.clone(),
-            })
-            .collect()
-    });
+    let tags = resource
+        .tags(kinesis)?
+        .into_iter()
+        .map(|(key, value)| WireTag { key, value })
+        .collect();
     Ok(request.reply(&ListTagsForResourceOutput { tags }))
 }
 

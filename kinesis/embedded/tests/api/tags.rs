@@ -165,3 +165,49 @@ async fn tagging_refuses_what_aws_refuses() {
         &["stream orders", "'%'"],
     );
 }
+
+#[tokio::test]
+async fn a_streams_tags_are_kept_across_a_restart() {
+    let journal = std::sync::Arc::new(crate::support::MemoryJournal::default());
+    let endpoint = crate::support::serve(journal.kinesis()).await;
+    endpoint
+        .client
+        .create_stream()
+        .stream_name("kept")
+        .shard_count(1)
+        .tags("born", "with-it")
+        .send()
+        .await
+        .unwrap();
+    let arn = endpoint.kinesis.stream_arn("kept");
+    endpoint
+        .tag(&arn, &[("added", "later"), ("gone", "soon")])
+        .await;
+    endpoint
+        .client
+        .remove_tags_from_stream()
+        .stream_name("kept")
+        .tag_keys("gone")
+        .send()
+        .await
+        .unwrap();
+    endpoint.kinesis.create_stream("deleted", 1).unwrap();
+    let deleted_arn = endpoint.kinesis.stream_arn("deleted");
+    endpoint.tag(&deleted_arn, &[("old", "tag")]).await;
+    endpoint
+        .client
+        .delete_stream()
+        .stream_name("deleted")
+        .send()
+        .await
+        .unwrap();
+
+    let restarted = crate::support::serve(journal.restored()).await;
+    assert_eq!(
+        restarted.tags_of(&arn).await,
+        tags(&[("added", "later"), ("born", "with-it")])
+    );
+    // A stream created again under a deleted one's name starts without its tags.
+    restarted.kinesis.create_stream("deleted", 1).unwrap();
+    assert!(restarted.tags_of(&deleted_arn).await.is_empty());
+}
