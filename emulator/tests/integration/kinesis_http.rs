@@ -1577,7 +1577,8 @@ async fn answers_have_the_shapes_of_the_api_reference() {
             "EncryptionType": "NONE",
             "OpenShardCount": 2,
             "ConsumerCount": 0,
-            "MaxRecordSizeInKiB": 1024
+            "MaxRecordSizeInKiB": 1024,
+            "RecordDistributionStrategy": "USER_PARTITION_KEY"
         }})
     );
 }

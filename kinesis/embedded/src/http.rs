@@ -61,6 +61,7 @@
 //! (policies are kept, not enforced), `UpdateMaxRecordSize` (records up to 10 MiB),
 //! `EnableEnhancedMonitoring`, `DisableEnhancedMonitoring`, `StartStreamEncryption`,
 //! `StopStreamEncryption` and `UpdateStreamWarmThroughput` (kept and shown, not acted on),
+//! `UpdateStreamRecordDistributionStrategy` (`AUTO` streams take records without keys),
 //! `DescribeLimits`, `DescribeAccountSettings` and `UpdateAccountSettings`, and the stream
 //! consumer operations of enhanced fan-out with `SubscribeToShard`. Wherever the API takes a
 //! `StreamName` it takes a `StreamARN` too. Channels and queues are not emulated.

@@ -92,7 +92,7 @@ pub use self::reshard::{ScalingType, UpdateShardCountOutput};
 pub use self::restore::RestoreError;
 pub use self::settings::{
     DEFAULT_MAX_RECORD_SIZE_KIB, MAX_LARGE_PUT_RECORDS_BYTES, MAX_MAX_RECORD_SIZE_KIB,
-    StreamSettings,
+    RecordDistribution, StreamSettings,
 };
 pub use self::status::StreamStatus;
 pub use self::throughput::{ApiCall, PutRecordsResult, ThroughputExceeded};

@@ -2,6 +2,8 @@
 //! its shard's write limit under `--throttle` ([`super::throughput`]), and counted toward
 //! splitting a hot shard of an `ON_DEMAND` stream.
 
+use std::sync::atomic::Ordering;
+
 use super::stream::{Stream, shard_id};
 use super::throughput::{PutRecordsResult, ThroughputExceeded, key_of};
 use crate::embedded::EmbeddedKinesis;
@@ -9,6 +11,7 @@ use crate::entries::{PutRecordOutput, PutRecordsEntry};
 use crate::hash_key;
 use crate::limits::MAX_PARTITION_KEY_CHARS;
 use crate::limits::MAX_PUT_RECORDS_ENTRIES;
+use crate::settings::{RecordDistribution, spread_hash_key};
 use crate::status::Needs;
 use kinesis_source::SourceError;
 
@@ -96,14 +99,22 @@ impl EmbeddedKinesis {
         all_or_nothing: bool,
     ) -> Result<Vec<PutRecordsResult>, SourceError> {
         let stream = self.stream_for(stream, Needs::Writable)?;
-        let max_record_bytes = check_request_size(&stream, &records, operation)?;
+        let (max_record_bytes, distribution) = check_request_size(&stream, &records, operation)?;
+        let auto = distribution == RecordDistribution::Auto;
         // Hashing happens before the stream's lock is taken, to keep the lock short.
         let hash_keys = records
             .iter()
             .enumerate()
             .map(|(position, record)| {
-                check_record(record, position, operation, &stream.name, max_record_bytes)?;
-                hash_key_of(record)
+                let limits = (max_record_bytes, !auto);
+                check_record(record, position, operation, &stream.name, limits)?;
+                if auto {
+                    Ok(spread_hash_key(
+                        stream.spread.fetch_add(1, Ordering::Relaxed),
+                    ))
+                } else {
+                    hash_key_of(record)
+                }
             })
             .collect::<Result<Vec<u128>, SourceError>>()?;
         let (_, now_ms) = self.now();
@@ -162,21 +173,22 @@ impl EmbeddedKinesis {
 
 /// Checks the size limit of one `PutRecords` call: 5 MiB, or 10 MiB to a stream that takes
 /// records over 1 MiB, data and partition keys together. Returns the stream's limit on one
-/// record.
+/// record and how it places records.
 fn check_request_size(
     stream: &Stream,
     records: &[PutRecordsEntry],
     operation: &str,
-) -> Result<usize, SourceError> {
-    let (max_record_bytes, max_request_bytes) = {
+) -> Result<(usize, RecordDistribution), SourceError> {
+    let (max_record_bytes, max_request_bytes, distribution) = {
         let settings = stream.settings();
-        (
+        let bytes = (
             settings.max_record_bytes(),
             settings.max_put_records_bytes(),
-        )
+        );
+        (bytes.0, bytes.1, settings.record_distribution)
     };
     if operation != "PutRecords" {
-        return Ok(max_record_bytes);
+        return Ok((max_record_bytes, distribution));
     }
     let total: usize = records
         .iter()
@@ -191,20 +203,22 @@ fn check_request_size(
             ),
         });
     }
-    Ok(max_record_bytes)
+    Ok((max_record_bytes, distribution))
 }
 
 /// Checks a record's partition key and its size against the stream's maximum record size
-/// (`max_bytes`, data and partition key together).
+/// (`max_bytes`, data and partition key together). A record needs a partition key where
+/// `keyed` (`USER_PARTITION_KEY`); an `AUTO` stream takes one without (an empty key).
 fn check_record(
     record: &PutRecordsEntry,
     position: usize,
     operation: &str,
     stream: &str,
-    max_bytes: usize,
+    (max_bytes, keyed): (usize, bool),
 ) -> Result<(), SourceError> {
     let key_chars = record.partition_key.chars().count();
-    if !(1..=MAX_PARTITION_KEY_CHARS).contains(&key_chars) {
+    let fewest = usize::from(keyed);
+    if !(fewest..=MAX_PARTITION_KEY_CHARS).contains(&key_chars) {
         return Err(SourceError::InvalidArgument {
             message: format!(
                 "{operation} on stream {stream}: the partition key of record {position} has \

@@ -69,6 +69,40 @@ impl ShardMetric {
     }
 }
 
+/// How a stream places records on its shards (`RecordDistributionStrategy`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RecordDistribution {
+    /// `USER_PARTITION_KEY` (the default): by the MD5 of each record's partition key, or its
+    /// explicit hash key; every record needs a partition key.
+    #[default]
+    UserPartitionKey,
+    /// `AUTO`: spread evenly over the open shards; partition keys are optional and, like
+    /// explicit hash keys, play no part in where a record goes.
+    Auto,
+}
+
+impl RecordDistribution {
+    /// The strategy's name, as the API spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::UserPartitionKey => "USER_PARTITION_KEY",
+            Self::Auto => "AUTO",
+        }
+    }
+}
+
+/// The golden ratio as a fraction of 2^128: successive multiples of it, taken modulo 2^128,
+/// fall as evenly over the hash key space as any sequence can (a Weyl sequence).
+const GOLDEN_RATIO_HASH_KEY: u128 = 0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835;
+
+/// The hash key of the `n`-th record an `AUTO` stream places: the records spread evenly over
+/// any shards that tile the hash key space, in proportion to their ranges.
+pub(crate) fn spread_hash_key(n: u64) -> u128 {
+    u128::from(n)
+        .wrapping_add(1)
+        .wrapping_mul(GOLDEN_RATIO_HASH_KEY)
+}
+
 /// A set of shard-level metrics, kept in the model's order.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct MetricSet(u8);
@@ -117,6 +151,8 @@ pub struct StreamSettings {
     pub encryption_key_id: Option<String>,
     /// The warm throughput asked for, in MiB/s, if any (on-demand streams only).
     pub warm_throughput_mibps: Option<u32>,
+    /// How records are placed on the shards (on-demand streams only may be `AUTO`).
+    pub record_distribution: RecordDistribution,
 }
 
 impl Default for StreamSettings {
@@ -126,6 +162,7 @@ impl Default for StreamSettings {
             enhanced_metrics: MetricSet::default(),
             encryption_key_id: None,
             warm_throughput_mibps: None,
+            record_distribution: RecordDistribution::UserPartitionKey,
         }
     }
 }
@@ -170,6 +207,9 @@ pub(crate) enum SettingChange {
     StopEncryption,
     /// `UpdateStreamWarmThroughput` (or `CreateStream`'s `WarmThroughputMiBps`).
     WarmThroughput(u32),
+    /// `UpdateStreamRecordDistributionStrategy` (or `CreateStream`'s
+    /// `RecordDistributionStrategy`).
+    Distribution(RecordDistribution),
 }
 
 /// Why a setting cannot change: the message of an `InvalidArgumentException`, naming the stream.
@@ -235,6 +275,16 @@ impl StreamSettings {
                     )));
                 }
                 next.warm_throughput_mibps = Some(*mibps);
+            }
+            SettingChange::Distribution(distribution) => {
+                if !stream.on_demand {
+                    return Err(Refused(format!(
+                        "RecordDistributionStrategy applies to ON_DEMAND streams; {} is \
+                         PROVISIONED",
+                        stream.described
+                    )));
+                }
+                next.record_distribution = *distribution;
             }
         }
         Ok(next)
@@ -373,6 +423,37 @@ mod tests {
             .changed(&SettingChange::StopEncryption, PROVISIONED)
             .unwrap();
         assert_eq!(stopped.encryption_key_id, None);
+    }
+
+    #[test]
+    fn auto_distribution_is_for_on_demand_streams() {
+        let auto = StreamSettings {
+            record_distribution: RecordDistribution::Auto,
+            ..StreamSettings::default()
+        };
+        let change = SettingChange::Distribution(RecordDistribution::Auto);
+        check(change.clone(), ON_DEMAND, Ok(auto));
+        check(change, PROVISIONED, Err("ON_DEMAND"));
+    }
+
+    #[test]
+    fn auto_spreads_records_evenly_over_the_shards() {
+        // Four shards of equal ranges, as CreateStream makes them.
+        let quarter = |hash_key: u128| (hash_key >> 126) as usize;
+        let mut counts = [0_u32; 4];
+        for n in 0..1_000 {
+            counts[quarter(spread_hash_key(n))] += 1;
+        }
+        assert!(
+            counts.iter().all(|&count| (245..=255).contains(&count)),
+            "{counts:?}"
+        );
+        // Consecutive records never land on the same shard twice in a row here.
+        let shards: Vec<usize> = (0..8).map(|n| quarter(spread_hash_key(n))).collect();
+        assert!(
+            shards.windows(2).all(|pair| pair[0] != pair[1]),
+            "{shards:?}"
+        );
     }
 
     #[test]

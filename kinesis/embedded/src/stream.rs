@@ -7,7 +7,7 @@
 //! data (no copy of record data).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
@@ -97,6 +97,8 @@ pub(crate) struct Stream {
     transition: Mutex<Option<Transition>>,
     /// What the stream is set to beside its shards (settings.rs).
     settings: Mutex<StreamSettings>,
+    /// How many records `AUTO` distribution has placed: where the next one goes.
+    pub(crate) spread: AtomicU64,
 }
 
 pub(crate) struct StreamState {
@@ -309,6 +311,7 @@ impl Stream {
             layout: SequenceLayout::new(created_seconds),
             transition: Mutex::new(None),
             settings: Mutex::default(),
+            spread: AtomicU64::new(0),
             state: Mutex::new(StreamState {
                 open: (0..shard_count).collect(),
                 shards,

@@ -6,7 +6,7 @@ use kinesis_source::SourceError;
 
 use crate::embedded::{EmbeddedKinesis, not_kept};
 use crate::journal::{Change, Journal};
-use crate::settings::{MetricSet, SettingChange, StreamFacts, StreamSettings};
+use crate::settings::{MetricSet, RecordDistribution, SettingChange, StreamFacts, StreamSettings};
 use crate::stream::Stream;
 
 impl EmbeddedKinesis {
@@ -94,6 +94,19 @@ impl EmbeddedKinesis {
     ) -> Result<(), SourceError> {
         let found = self.stream(stream)?;
         self.apply_setting(&found, change, &*self.inner.journal, "CreateStream")
+    }
+
+    /// `UpdateStreamRecordDistributionStrategy`: how an `ON_DEMAND` stream places records.
+    pub fn set_record_distribution(
+        &self,
+        stream: &str,
+        distribution: RecordDistribution,
+    ) -> Result<(), SourceError> {
+        self.change_setting(
+            stream,
+            &SettingChange::Distribution(distribution),
+            "UpdateStreamRecordDistributionStrategy",
+        )
     }
 
     /// Makes `change` to an `ACTIVE` stream, which then shows `UPDATING` for the status delay.

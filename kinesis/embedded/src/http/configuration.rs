@@ -11,7 +11,8 @@ use super::validation::{KEY_ID, STREAM_ARN, Violations};
 use super::wire::{check_stream, named_stream};
 use crate::embedded::EmbeddedKinesis;
 use crate::settings::{
-    DEFAULT_MAX_RECORD_SIZE_KIB, MAX_MAX_RECORD_SIZE_KIB, MetricSet, ShardMetric,
+    DEFAULT_MAX_RECORD_SIZE_KIB, MAX_MAX_RECORD_SIZE_KIB, MetricSet, RecordDistribution,
+    ShardMetric,
 };
 
 /// The values of `MetricsName`, in the model's order.
@@ -175,6 +176,51 @@ pub(super) fn change_stream_encryption(
     }
     let key_id = key_id.map(str::to_owned).filter(|_| start);
     kinesis.set_stream_encryption(stream, key_id)?;
+    Ok(Vec::new())
+}
+
+/// The values of `RecordDistributionStrategy`.
+pub(super) const DISTRIBUTIONS: [&str; 2] = ["AUTO", "USER_PARTITION_KEY"];
+
+/// The strategy a checked `RecordDistributionStrategy` names.
+pub(super) fn distribution(name: &str) -> RecordDistribution {
+    if name == "AUTO" {
+        RecordDistribution::Auto
+    } else {
+        RecordDistribution::UserPartitionKey
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct UpdateDistributionInput {
+    #[serde(rename = "StreamARN")]
+    stream_arn: Option<String>,
+    record_distribution_strategy: Option<String>,
+}
+
+/// `UpdateStreamRecordDistributionStrategy`: by `StreamARN`, on `ON_DEMAND` streams only
+/// (`InvalidArgumentException` otherwise); answers an empty body.
+pub(super) fn update_record_distribution(
+    kinesis: &EmbeddedKinesis,
+    request: Request<'_>,
+) -> Result<Vec<u8>, ApiError> {
+    let input: UpdateDistributionInput = request.parse()?;
+    let mut violations = Violations::new();
+    let arn = violations.required(input.stream_arn, "StreamARN");
+    violations.text("StreamARN", arn.as_deref(), STREAM_ARN);
+    let name = violations.required(
+        input.record_distribution_strategy,
+        "RecordDistributionStrategy",
+    );
+    violations.one_of(
+        "RecordDistributionStrategy",
+        name.as_deref(),
+        &DISTRIBUTIONS,
+    );
+    violations.finish()?;
+    let (arn, name) = (arn.unwrap_or_default(), name.unwrap_or_default());
+    kinesis.set_record_distribution(&arn, distribution(&name))?;
     Ok(Vec::new())
 }
 

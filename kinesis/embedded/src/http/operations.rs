@@ -45,6 +45,7 @@ pub(super) const OPERATIONS: &[&str] = &[
     "UpdateMaxRecordSize",
     "UpdateShardCount",
     "UpdateStreamMode",
+    "UpdateStreamRecordDistributionStrategy",
     "UpdateStreamWarmThroughput",
 ];
 
@@ -117,6 +118,9 @@ pub(super) fn call(
         "StartStreamEncryption" => configuration::change_stream_encryption(kinesis, request, true),
         "StopStreamEncryption" => configuration::change_stream_encryption(kinesis, request, false),
         "UpdateStreamWarmThroughput" => configuration::update_warm_throughput(kinesis, request),
+        "UpdateStreamRecordDistributionStrategy" => {
+            configuration::update_record_distribution(kinesis, request)
+        }
         "TagResource" => tags::tag_resource(kinesis, request),
         "UntagResource" => tags::untag_resource(kinesis, request),
         "ListTagsForResource" => tags::list_tags_for_resource(kinesis, request),

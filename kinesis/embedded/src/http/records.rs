@@ -54,7 +54,8 @@ fn check_entry(
         None => name.to_owned(),
     };
     violations.required(data, &member("Data"));
-    let partition_key = violations.required(partition_key, &member("PartitionKey"));
+    // Optional in the model since `AUTO` streams take records without one; a stream that
+    // places records by key refuses a record without one (`put.rs`).
     violations.text(&member("PartitionKey"), partition_key, PARTITION_KEY);
     violations.text(&member("ExplicitHashKey"), explicit_hash_key, HASH_KEY);
 }
@@ -370,6 +371,9 @@ pub(super) struct WireRecord<'a> {
     approximate_arrival_timestamp: WireTime,
     #[serde(serialize_with = "blob")]
     data: &'a [u8],
+    /// Absent for a record an `AUTO` stream took without a partition key (kept as an empty
+    /// key, which no other record can have).
+    #[serde(skip_serializing_if = "str::is_empty")]
     partition_key: &'a str,
 }
 

@@ -7,7 +7,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 
 use super::codec::{Request, WireTime};
-use super::configuration::WireWarmThroughput;
+use super::configuration::{DISTRIBUTIONS, WireWarmThroughput, distribution};
 use super::error::ApiError;
 use super::tags::{MAX_TAGS_PER_RESOURCE as MAX_TAGS_PER_STREAM, STREAM_TAG_SYMBOLS, check_tags};
 use super::validation::{STREAM_ARN, STREAM_NAME, Violations};
@@ -16,7 +16,8 @@ use crate::attachments::StreamKey;
 use crate::descriptions::StreamSummary;
 use crate::embedded::EmbeddedKinesis;
 use crate::settings::{
-    DEFAULT_MAX_RECORD_SIZE_KIB, MAX_MAX_RECORD_SIZE_KIB, SettingChange, StreamSettings,
+    DEFAULT_MAX_RECORD_SIZE_KIB, MAX_MAX_RECORD_SIZE_KIB, RecordDistribution, SettingChange,
+    StreamSettings,
 };
 use crate::throughput::ApiCall;
 
@@ -85,6 +86,7 @@ struct CreateStreamInput {
     tags: Option<BTreeMap<String, String>>,
     warm_throughput_mi_bps: Option<i64>,
     max_record_size_in_ki_b: Option<i64>,
+    record_distribution_strategy: Option<String>,
 }
 
 /// `CreateStream`: `ACTIVE` when the call returns. Without a `ShardCount` (or with
@@ -118,14 +120,14 @@ pub(super) fn create_stream(
         mode.as_deref(),
         &STREAM_MODES,
     );
+    let strategy = input.record_distribution_strategy.as_deref();
+    violations.one_of("RecordDistributionStrategy", strategy, &DISTRIBUTIONS);
     violations.finish()?;
     let name = name.unwrap_or_default();
-    let on_demand = is_on_demand(
-        &name,
-        mode.as_deref(),
-        input.shard_count,
-        input.warm_throughput_mi_bps,
-    )?;
+    let on_demand = is_on_demand(&name, mode.as_deref(), input.shard_count)?;
+    if !on_demand {
+        check_on_demand_only(&name, input.warm_throughput_mi_bps, strategy)?;
+    }
     let tags = input.tags.unwrap_or_default();
     check_tags(
         &format!("stream {name}"),
@@ -147,26 +149,48 @@ pub(super) fn create_stream(
         kept.extend(tags);
         Ok::<_, ApiError>(())
     })?;
-    let kib = input.max_record_size_in_ki_b.map(|kib| kib as u32);
-    if let Some(kib) = kib.filter(|&kib| kib != DEFAULT_MAX_RECORD_SIZE_KIB) {
-        kinesis.set_at_creation(&name, &SettingChange::MaxRecordSize(kib))?;
-    }
-    let warm = input.warm_throughput_mi_bps.map(|mibps| mibps as u32);
-    if let Some(mibps) = warm.filter(|_| on_demand) {
-        kinesis.set_at_creation(&name, &SettingChange::WarmThroughput(mibps))?;
-    }
+    let asked = (
+        input.max_record_size_in_ki_b,
+        input.warm_throughput_mi_bps,
+        strategy,
+    );
+    set_at_creation(kinesis, &name, on_demand, asked)?;
     Ok(Vec::new())
 }
 
+/// Sets on a stream just created what `CreateStream` asked beside its shards: its maximum
+/// record size, warm throughput and record distribution, each checked before the creation.
+fn set_at_creation(
+    kinesis: &EmbeddedKinesis,
+    name: &str,
+    on_demand: bool,
+    (kib, warm, strategy): (Option<i64>, Option<i64>, Option<&str>),
+) -> Result<(), ApiError> {
+    let kib = kib.map(|kib| kib as u32);
+    if let Some(kib) = kib.filter(|&kib| kib != DEFAULT_MAX_RECORD_SIZE_KIB) {
+        kinesis.set_at_creation(name, &SettingChange::MaxRecordSize(kib))?;
+    }
+    let warm = warm.map(|mibps| mibps as u32);
+    if let Some(mibps) = warm.filter(|_| on_demand) {
+        kinesis.set_at_creation(name, &SettingChange::WarmThroughput(mibps))?;
+    }
+    if let Some(auto) = strategy
+        .map(distribution)
+        .filter(|&d| d == RecordDistribution::Auto)
+    {
+        kinesis.set_at_creation(name, &SettingChange::Distribution(auto))?;
+    }
+    Ok(())
+}
+
 /// Whether `CreateStream` makes an `ON_DEMAND` stream: asked so, or given no `ShardCount`. A
-/// `ShardCount` must come with `PROVISIONED` only, and a warm throughput with `ON_DEMAND` only.
+/// `ShardCount` must come with `PROVISIONED` only.
 fn is_on_demand(
     name: &str,
     mode: Option<&str>,
     shard_count: Option<i64>,
-    warm_throughput: Option<i64>,
 ) -> Result<bool, ApiError> {
-    let on_demand = match (mode, shard_count) {
+    Ok(match (mode, shard_count) {
         (Some("ON_DEMAND"), Some(_)) => {
             return Err(ApiError::invalid_argument(format!(
                 "Stream {name} is ON_DEMAND: its shards are Kinesis' to choose, so it takes no \
@@ -180,13 +204,26 @@ fn is_on_demand(
         }
         (Some("ON_DEMAND"), None) | (None, None) => true,
         _ => false,
+    })
+}
+
+/// Refuses, before a `PROVISIONED` stream is created, what only `ON_DEMAND` streams take: a
+/// warm throughput, or the `AUTO` record distribution.
+fn check_on_demand_only(
+    name: &str,
+    warm_throughput: Option<i64>,
+    strategy: Option<&str>,
+) -> Result<(), ApiError> {
+    let asked = if warm_throughput.is_some_and(|warm| warm != 0) {
+        "WarmThroughputMiBps"
+    } else if strategy == Some("AUTO") {
+        "RecordDistributionStrategy AUTO"
+    } else {
+        return Ok(());
     };
-    if !on_demand && warm_throughput.is_some_and(|warm| warm != 0) {
-        return Err(ApiError::invalid_argument(format!(
-            "WarmThroughputMiBps applies to ON_DEMAND streams; stream {name} is PROVISIONED"
-        )));
-    }
-    Ok(on_demand)
+    Err(ApiError::invalid_argument(format!(
+        "{asked} applies to ON_DEMAND streams; stream {name} is PROVISIONED"
+    )))
 }
 
 #[derive(Deserialize)]
@@ -275,6 +312,7 @@ struct WireStreamSummary {
     warm_throughput: Option<WireWarmThroughput>,
     #[serde(rename = "MaxRecordSizeInKiB")]
     max_record_size_in_kib: u32,
+    record_distribution_strategy: &'static str,
 }
 
 /// `DescribeStreamSummary`.
@@ -304,6 +342,7 @@ pub(super) fn describe_stream_summary(
             consumer_count: 0,
             warm_throughput: settings.warm_throughput_mibps.map(WireWarmThroughput::of),
             max_record_size_in_kib: settings.max_record_size_kib,
+            record_distribution_strategy: settings.record_distribution.as_str(),
             stream_name: summary.name,
             stream_arn: summary.arn,
         },

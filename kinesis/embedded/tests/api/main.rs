@@ -6,6 +6,7 @@
 //! a free loopback port; nothing else needs to run.
 
 mod account;
+mod distribution;
 mod large_records;
 mod settings;
 mod support;
