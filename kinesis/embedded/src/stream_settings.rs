@@ -16,6 +16,13 @@ impl EmbeddedKinesis {
         Ok(self.stream(stream)?.settings().clone())
     }
 
+    /// The `EncryptionType` the stream's writes answer: `KMS` once `StartStreamEncryption`
+    /// named a key, else `NONE`.
+    pub(crate) fn encryption_type(&self, stream: &str) -> Result<&'static str, SourceError> {
+        let encrypted = self.stream(stream)?.settings().encryption_key_id.is_some();
+        Ok(if encrypted { "KMS" } else { "NONE" })
+    }
+
     /// `UpdateMaxRecordSize`: records of up to `kib` KiB (1024 to 10240), data and partition
     /// key together. The stream shows `UPDATING` for the status delay.
     pub fn update_max_record_size(&self, stream: &str, kib: u32) -> Result<(), SourceError> {

@@ -98,7 +98,9 @@ struct PutRecordOutput<'a> {
 }
 
 /// `PutRecord`. `SequenceNumberForOrdering` is checked and otherwise ignored: the embedded
-/// Kinesis numbers the records of a partition key in the order they arrive anyway.
+/// Kinesis numbers the records of a partition key in the order they arrive anyway. The answer's
+/// `EncryptionType` is the stream's (`KMS` once `StartStreamEncryption` named a key), as AWS
+/// says to check it there; nothing is encrypted.
 pub(super) fn put_record(
     kinesis: &EmbeddedKinesis,
     request: Request<'_>,
@@ -138,7 +140,8 @@ pub(super) fn put_record(
     Ok(request.reply(&PutRecordOutput {
         shard_id: &put.shard_id,
         sequence_number: put.sequence_number.as_str(),
-        encryption_type: "NONE",
+        // A stream deleted since the write answers as it was written: unencrypted.
+        encryption_type: kinesis.encryption_type(stream).unwrap_or("NONE"),
     }))
 }
 
@@ -257,7 +260,8 @@ pub(super) fn put_records(
     Ok(request.reply(&PutRecordsOutput {
         failed_record_count: u32::try_from(failed).expect("at most 500 records"),
         records: puts.iter().map(PutRecordsResultEntry::from).collect(),
-        encryption_type: "NONE",
+        // A stream deleted since the write answers as it was written: unencrypted.
+        encryption_type: kinesis.encryption_type(stream).unwrap_or("NONE"),
     }))
 }
 

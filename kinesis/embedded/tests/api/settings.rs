@@ -134,6 +134,17 @@ async fn encryption_names_its_key_until_stopped() {
     let summary = endpoint.summary("secret").await;
     assert_eq!(summary.encryption_type(), Some(&EncryptionType::Kms));
     assert_eq!(summary.key_id(), Some("alias/aws/kinesis"));
+    // Writes answer the stream's encryption, where AWS says to check it.
+    let put = endpoint
+        .client
+        .put_record()
+        .stream_name("secret")
+        .partition_key("k")
+        .data(aws_sdk_kinesis::primitives::Blob::new("d"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(put.encryption_type(), Some(&EncryptionType::Kms));
     let described = endpoint
         .client
         .describe_stream()
