@@ -140,7 +140,7 @@ pub(super) fn put_record(
     Ok(request.reply(&PutRecordOutput {
         shard_id: &put.shard_id,
         sequence_number: put.sequence_number.as_str(),
-        // A stream deleted since the write answers as it was written: unencrypted.
+        // A stream deleted since the write has no settings left to tell: answered unencrypted.
         encryption_type: kinesis.encryption_type(stream).unwrap_or("NONE"),
     }))
 }
@@ -260,7 +260,7 @@ pub(super) fn put_records(
     Ok(request.reply(&PutRecordsOutput {
         failed_record_count: u32::try_from(failed).expect("at most 500 records"),
         records: puts.iter().map(PutRecordsResultEntry::from).collect(),
-        // A stream deleted since the write answers as it was written: unencrypted.
+        // A stream deleted since the write has no settings left to tell: answered unencrypted.
         encryption_type: kinesis.encryption_type(stream).unwrap_or("NONE"),
     }))
 }
