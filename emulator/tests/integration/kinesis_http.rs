@@ -1416,9 +1416,9 @@ async fn the_envelope_answers_with_kinesis_error_bodies() {
     let (server, _client) = serve(&kinesis).await;
 
     check_error_body(
-        call(&server, "EnableEnhancedMonitoring", &json!({})).await,
+        call(&server, "CreateChannel", &json!({})).await,
         "UnknownOperationException",
-        "EnableEnhancedMonitoring",
+        "CreateChannel",
     );
     check_error_body(
         call(&server, "DescribeStreamSummary", &json!({"StreamName": 5})).await,
@@ -1576,7 +1576,9 @@ async fn answers_have_the_shapes_of_the_api_reference() {
             "EnhancedMonitoring": [{"ShardLevelMetrics": []}],
             "EncryptionType": "NONE",
             "OpenShardCount": 2,
-            "ConsumerCount": 0
+            "ConsumerCount": 0,
+            "MaxRecordSizeInKiB": 1024,
+            "RecordDistributionStrategy": "USER_PARTITION_KEY"
         }})
     );
 }

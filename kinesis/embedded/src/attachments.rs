@@ -1,7 +1,9 @@
 //! What Kinesis keeps beside a stream's records: its tags, its resource policy and its
-//! registered consumers. Each is kept by the stream's name and creation time, so that a stream
-//! deleted and created again under the same name starts without any of them. None of it is
-//! journaled: a restarted `--state-dir` run starts without tags, policies or consumers.
+//! registered consumers (and their tags, by their ARNs). Each is kept by the stream's name and
+//! creation time, so that a stream deleted and created again under the same name starts without
+//! any of them. A stream's tags
+//! are journaled (`stream_tags.rs`); policies, consumers and consumers' tags are not: a
+//! restarted `--state-dir` run starts without them.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -16,6 +18,8 @@ pub(crate) type StreamKey = (String, SystemTime);
 #[derive(Default)]
 pub(crate) struct Attachments {
     tags: Mutex<HashMap<StreamKey, BTreeMap<String, String>>>,
+    /// Each consumer's tags, by its ARN (which holds its creation time).
+    consumer_tags: Mutex<HashMap<String, BTreeMap<String, String>>>,
     policies: Mutex<HashMap<StreamKey, String>>,
     consumers: Mutex<Registry<StreamKey>>,
 }
@@ -25,6 +29,15 @@ impl Attachments {
         // Every change to the map is a single insert or removal: a panic elsewhere cannot
         // leave it half-changed.
         self.tags.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn consumer_tags(
+        &self,
+    ) -> MutexGuard<'_, HashMap<String, BTreeMap<String, String>>> {
+        // As for a stream's tags: each change is a single insert or removal.
+        self.consumer_tags
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     pub(crate) fn policies(&self) -> MutexGuard<'_, HashMap<StreamKey, String>> {

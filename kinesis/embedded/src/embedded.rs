@@ -11,6 +11,7 @@ use std::time::{Duration, SystemTime};
 use crate::attachments::{Attachments, StreamKey};
 use crate::clock::{Clock, SystemClock};
 use crate::clock::{duration_millis, millis_floor};
+use crate::commitment::Commitment;
 use crate::descriptions::{ShardLifetime, StreamSummary};
 use crate::journal::Change;
 use crate::journal::{Journal, JournalError, NoJournal};
@@ -48,6 +49,8 @@ pub(crate) struct Inner {
     pub(crate) creations: std::sync::Mutex<BTreeMap<String, SystemTime>>,
     /// Each stream's tags, resource policy and consumers.
     pub(crate) attachments: Attachments,
+    /// The account's minimum throughput billing commitment (commitment.rs).
+    pub(crate) commitment: std::sync::Mutex<Commitment>,
 }
 
 /// Settings of an [`EmbeddedKinesis`]; start from [`EmbeddedKinesis::builder`].
@@ -153,6 +156,7 @@ impl EmbeddedKinesisBuilder {
                 generations: AtomicU64::new(0),
                 creations: std::sync::Mutex::default(),
                 attachments: Attachments::default(),
+                commitment: std::sync::Mutex::default(),
             }),
         }
     }
@@ -557,7 +561,6 @@ impl EmbeddedKinesis {
         Ok(stream.list_shards_with_lifetimes(self.now().1))
     }
 
-    /// The time on this Kinesis' clock: what arrival timestamps, iterator ages and trim
     /// The tags, policies and consumers kept beside the streams.
     pub(crate) fn attachments(&self) -> &Attachments {
         &self.inner.attachments
@@ -570,6 +573,7 @@ impl EmbeddedKinesis {
         Ok((summary.name, summary.created))
     }
 
+    /// The time on this Kinesis' clock: what arrival timestamps, iterator ages and trim
     /// horizons are measured against.
     pub fn current_time(&self) -> SystemTime {
         self.inner.clock.now()

@@ -56,9 +56,15 @@
 //! type, `ExclusiveStartShardId`), `PutRecord`, `PutRecords`, `GetShardIterator`, `GetRecords`,
 //! `SplitShard`, `MergeShards`, `UpdateShardCount`, `IncreaseStreamRetentionPeriod`,
 //! `DecreaseStreamRetentionPeriod`, `AddTagsToStream`, `RemoveTagsFromStream`,
-//! `ListTagsForStream`, and `PutResourcePolicy`, `GetResourcePolicy` and
-//! `DeleteResourcePolicy` (policies are kept, not enforced). Wherever the API takes a
-//! `StreamName` it takes a `StreamARN` too.
+//! `ListTagsForStream`, `TagResource`, `UntagResource`, `ListTagsForResource` (streams and
+//! consumers, by ARN), `PutResourcePolicy`, `GetResourcePolicy` and `DeleteResourcePolicy`
+//! (policies are kept, not enforced), `UpdateMaxRecordSize` (records up to 10 MiB),
+//! `EnableEnhancedMonitoring`, `DisableEnhancedMonitoring`, `StartStreamEncryption`,
+//! `StopStreamEncryption` and `UpdateStreamWarmThroughput` (kept and shown, not acted on),
+//! `UpdateStreamRecordDistributionStrategy` (`AUTO` streams take records without keys),
+//! `DescribeLimits`, `DescribeAccountSettings` and `UpdateAccountSettings`, and the stream
+//! consumer operations of enhanced fan-out with `SubscribeToShard`. Wherever the API takes a
+//! `StreamName` it takes a `StreamARN` too. Channels and queues are not emulated.
 //!
 //! **Validation** comes first: a request is checked against the API model's constraints
 //! before anything is looked up, and one `ValidationException` lists every violation, in
@@ -77,12 +83,16 @@
 //!   (records are numbered in arrival order anyway).
 //! - `PutRecords` answers `FailedRecordCount: 0`: no record fails on its own, and a record that
 //!   breaks a rule fails the whole call.
+//! - Enhanced monitoring names metrics without measuring them, and stream encryption names a
+//!   KMS key without encrypting: both are shown by `DescribeStream(Summary)` only.
 //! - A `NextToken` of `ListShards` cannot come with a `ShardFilter` either: it carries its own.
 //!   `ListStreams` tokens do not expire.
 //! - `ListShards`' time filters count a time before the trim horizon as the trim horizon, for
 //!   `AT_TIMESTAMP` as Kinesis does for `FROM_TIMESTAMP`.
 
+mod account_settings;
 mod codec;
+mod configuration;
 mod consumers;
 mod error;
 mod event_stream;
@@ -96,6 +106,7 @@ mod service;
 mod shards;
 mod streams;
 mod subscribe;
+mod tags;
 mod validation;
 mod wire;
 

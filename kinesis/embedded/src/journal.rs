@@ -1,7 +1,7 @@
 //! The seam through which the embedded Kinesis is kept on disk: a journal of its changes.
 //!
 //! Every change (a stream created or deleted, a `PutRecords`, a split, a merge, a scaling, a
-//! retention change) is written to the [`Journal`] as one [`Change`] while the stream's lock is
+//! retention change, a change of its mode, settings or tags, a change of the account's commitment) is written to the [`Journal`] as one [`Change`] while the stream's lock is
 //! held, after the change has been checked and before it is applied, so the journal holds the
 //! changes of each stream in the order they were applied and never one that failed. Each change
 //! carries the time it was made at, so replaying the journal through the same code
@@ -12,10 +12,13 @@
 //! encodes nothing. The state directory (`crate::state`) is the journal that keeps changes on
 //! disk.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
+use crate::commitment::Commitment;
 use crate::entries::PutRecordsEntry;
+use crate::settings::{MetricSet, RecordDistribution, StreamSettings};
 
 /// Where the embedded Kinesis writes its changes before applying them.
 pub trait Journal: Send + Sync + fmt::Debug {
@@ -103,6 +106,24 @@ pub(crate) enum Change {
         generation: u64,
         on_demand: bool,
     },
+    /// A change of the stream's settings (`UpdateMaxRecordSize`, enhanced monitoring,
+    /// encryption, warm throughput): the settings it left, whole.
+    Settings {
+        stream: String,
+        generation: u64,
+        settings: StreamSettings,
+    },
+    /// `UpdateAccountSettings`: the account's commitment it left.
+    Account {
+        commitment: Commitment,
+    },
+    /// A change of the stream's tags (`AddTagsToStream`, `TagResource`, their removal, or
+    /// `CreateStream`'s): the tags it left, whole.
+    Tags {
+        stream: String,
+        generation: u64,
+        tags: BTreeMap<String, String>,
+    },
 }
 
 const CREATE: u8 = 1;
@@ -117,6 +138,9 @@ const RETENTION: u8 = 7;
 /// journals read as they always did, and a cut record is still refused, never misread).
 const CREATE_ON_DEMAND: u8 = 8;
 const STREAM_MODE: u8 = 9;
+const SETTINGS: u8 = 10;
+const ACCOUNT: u8 = 11;
+const TAGS: u8 = 12;
 
 /// Encodes a put without copying its records into a [`Change`] first: puts are the hot path.
 pub(crate) fn encode_put(
@@ -145,6 +169,42 @@ pub(crate) fn encode_put(
 }
 
 impl Change {
+    /// The name of the stream the change is made to, and which of the streams of that name
+    /// (its generation); `None` for a change of the account.
+    pub(crate) fn stream_and_generation(&self) -> Option<(&str, u64)> {
+        match self {
+            Self::CreateStream {
+                name, generation, ..
+            }
+            | Self::DeleteStream { name, generation } => Some((name, *generation)),
+            Self::Put {
+                stream, generation, ..
+            }
+            | Self::Split {
+                stream, generation, ..
+            }
+            | Self::Merge {
+                stream, generation, ..
+            }
+            | Self::Scale {
+                stream, generation, ..
+            }
+            | Self::Retention {
+                stream, generation, ..
+            }
+            | Self::StreamMode {
+                stream, generation, ..
+            }
+            | Self::Settings {
+                stream, generation, ..
+            }
+            | Self::Tags {
+                stream, generation, ..
+            } => Some((stream, *generation)),
+            Self::Account { .. } => None,
+        }
+    }
+
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
         match self {
@@ -157,21 +217,17 @@ impl Change {
                 on_demand,
             } => {
                 out.push(if *on_demand { CREATE_ON_DEMAND } else { CREATE });
-                put_str(&mut out, name);
-                let since = created
-                    .duration_since(SystemTime::UNIX_EPOCH)
-                    .unwrap_or_default();
-                out.extend_from_slice(&since.as_secs().to_le_bytes());
-                out.extend_from_slice(&since.subsec_nanos().to_le_bytes());
-                out.extend_from_slice(&generation.to_le_bytes());
-                out.extend_from_slice(&shard_count.to_le_bytes());
-                out.extend_from_slice(&retention.as_secs().to_le_bytes());
-                out.extend_from_slice(&retention.subsec_nanos().to_le_bytes());
+                put_creation(
+                    &mut out,
+                    name,
+                    *created,
+                    *generation,
+                    *shard_count,
+                    *retention,
+                );
             }
             Self::DeleteStream { name, generation } => {
-                out.push(DELETE);
-                put_str(&mut out, name);
-                out.extend_from_slice(&generation.to_le_bytes());
+                put_stream(&mut out, DELETE, name, *generation)
             }
             Self::Put {
                 stream,
@@ -223,9 +279,7 @@ impl Change {
                 hours,
                 increase,
             } => {
-                out.push(RETENTION);
-                put_str(&mut out, stream);
-                out.extend_from_slice(&generation.to_le_bytes());
+                put_stream(&mut out, RETENTION, stream, *generation);
                 out.extend_from_slice(&hours.to_le_bytes());
                 out.push(u8::from(*increase));
             }
@@ -233,12 +287,18 @@ impl Change {
                 stream,
                 generation,
                 on_demand,
-            } => {
-                out.push(STREAM_MODE);
-                put_str(&mut out, stream);
-                out.extend_from_slice(&generation.to_le_bytes());
-                out.push(u8::from(*on_demand));
-            }
+            } => put_mode(&mut out, stream, *generation, *on_demand),
+            Self::Settings {
+                stream,
+                generation,
+                settings,
+            } => put_settings(&mut out, stream, *generation, settings),
+            Self::Account { commitment } => put_commitment(&mut out, *commitment),
+            Self::Tags {
+                stream,
+                generation,
+                tags,
+            } => put_tags(&mut out, stream, *generation, tags),
         }
         out
     }
@@ -259,27 +319,7 @@ impl Change {
                 name: reader.string()?,
                 generation: reader.u64()?,
             },
-            PUT => {
-                let (stream, generation, now_ms) = reader.stream_at()?;
-                let count = reader.len()?;
-                let mut records =
-                    Vec::with_capacity(count.min(crate::limits::MAX_PUT_RECORDS_ENTRIES));
-                for _ in 0..count {
-                    let hash_key = reader.u128()?;
-                    let partition_key = reader.string()?;
-                    let data = reader.bytes()?;
-                    records.push((
-                        hash_key,
-                        PutRecordsEntry::new(partition_key, bytes::Bytes::copy_from_slice(data)),
-                    ));
-                }
-                Self::Put {
-                    stream,
-                    generation,
-                    now_ms,
-                    records,
-                }
-            }
+            PUT => reader.put()?,
             SPLIT => {
                 let (stream, generation, now_ms) = reader.stream_at()?;
                 Self::Split {
@@ -318,11 +358,20 @@ impl Change {
             STREAM_MODE => Self::StreamMode {
                 stream: reader.string()?,
                 generation: reader.u64()?,
-                on_demand: match reader.u8()? {
-                    0 => false,
-                    1 => true,
-                    other => return Err(format!("stream mode {other} is neither 0 nor 1")),
-                },
+                on_demand: reader.flag("stream mode")?,
+            },
+            SETTINGS => Self::Settings {
+                stream: reader.string()?,
+                generation: reader.u64()?,
+                settings: reader.settings()?,
+            },
+            ACCOUNT => Self::Account {
+                commitment: reader.commitment()?,
+            },
+            TAGS => Self::Tags {
+                stream: reader.string()?,
+                generation: reader.u64()?,
+                tags: reader.tags()?,
             },
             tag => return Err(format!("unknown change kind {tag}")),
         };
@@ -348,6 +397,93 @@ fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
 
 fn put_str(out: &mut Vec<u8>, text: &str) {
     put_bytes(out, text.as_bytes());
+}
+
+/// A change's kind, then the stream it is made to: its name and generation.
+fn put_stream(out: &mut Vec<u8>, kind: u8, stream: &str, generation: u64) {
+    out.push(kind);
+    put_str(out, stream);
+    out.extend_from_slice(&generation.to_le_bytes());
+}
+
+/// The account's commitment: its kind, then when it started and ended (0 where it has no
+/// such time).
+fn put_commitment(out: &mut Vec<u8>, commitment: Commitment) {
+    out.push(ACCOUNT);
+    let (kind, started_ms, ended_ms) = match commitment {
+        Commitment::Never => (0_u8, 0, 0),
+        Commitment::Enabled { started_ms } => (1, started_ms, 0),
+        Commitment::EndingAtEarliest { started_ms } => (2, started_ms, 0),
+        Commitment::Ended {
+            started_ms,
+            ended_ms,
+        } => (3, started_ms, ended_ms),
+    };
+    out.push(kind);
+    out.extend_from_slice(&started_ms.to_le_bytes());
+    out.extend_from_slice(&ended_ms.to_le_bytes());
+}
+
+/// The fields of a `CreateStream`, after its kind.
+fn put_creation(
+    out: &mut Vec<u8>,
+    name: &str,
+    created: SystemTime,
+    generation: u64,
+    shard_count: u32,
+    retention: Duration,
+) {
+    put_str(out, name);
+    let since = created
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default();
+    out.extend_from_slice(&since.as_secs().to_le_bytes());
+    out.extend_from_slice(&since.subsec_nanos().to_le_bytes());
+    out.extend_from_slice(&generation.to_le_bytes());
+    out.extend_from_slice(&shard_count.to_le_bytes());
+    out.extend_from_slice(&retention.as_secs().to_le_bytes());
+    out.extend_from_slice(&retention.subsec_nanos().to_le_bytes());
+}
+
+/// A change of a stream's mode: on demand or not.
+fn put_mode(out: &mut Vec<u8>, stream: &str, generation: u64, on_demand: bool) {
+    put_stream(out, STREAM_MODE, stream, generation);
+    out.push(u8::from(on_demand));
+}
+
+/// A stream's tags: how many, then each key and value.
+fn put_tags(out: &mut Vec<u8>, stream: &str, generation: u64, tags: &BTreeMap<String, String>) {
+    put_stream(out, TAGS, stream, generation);
+    put_u32(out, tags.len());
+    for (key, value) in tags {
+        put_str(out, key);
+        put_str(out, value);
+    }
+}
+
+/// A stream's settings: the maximum record size, the metrics' bits, the KMS key (a flag, then
+/// the key) and the warm throughput (a flag, then MiB/s).
+fn put_settings(out: &mut Vec<u8>, stream: &str, generation: u64, settings: &StreamSettings) {
+    put_stream(out, SETTINGS, stream, generation);
+    out.extend_from_slice(&settings.max_record_size_kib.to_le_bytes());
+    out.push(settings.enhanced_metrics.bits());
+    match &settings.encryption_key_id {
+        Some(key_id) => {
+            out.push(1);
+            put_str(out, key_id);
+        }
+        None => out.push(0),
+    }
+    match settings.warm_throughput_mibps {
+        Some(mibps) => {
+            out.push(1);
+            out.extend_from_slice(&mibps.to_le_bytes());
+        }
+        None => out.push(0),
+    }
+    out.push(u8::from(
+        settings.record_distribution == RecordDistribution::Auto,
+    ));
 }
 
 fn put_stream_at(out: &mut Vec<u8>, stream: &str, generation: u64, now_ms: u64) {
@@ -407,236 +543,93 @@ impl<'a> Reader<'a> {
         String::from_utf8(bytes.to_vec()).map_err(|_| "a name is not UTF-8".to_owned())
     }
 
+    /// A yes or no, `what` named in the error of a byte that is neither.
+    fn flag(&mut self, what: &str) -> Result<bool, String> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            other => Err(format!("{what} {other} is neither 0 nor 1")),
+        }
+    }
+
+    fn settings(&mut self) -> Result<StreamSettings, String> {
+        let max_record_size_kib = self.u32_value()?;
+        let bits = self.u8()?;
+        let enhanced_metrics = MetricSet::from_bits(bits)
+            .ok_or_else(|| format!("metrics {bits:#x} name no metric"))?;
+        let encryption_key_id = if self.flag("encryption key flag")? {
+            Some(self.string()?)
+        } else {
+            None
+        };
+        let warm_throughput_mibps = if self.flag("warm throughput flag")? {
+            Some(self.u32_value()?)
+        } else {
+            None
+        };
+        let record_distribution = if self.flag("record distribution")? {
+            RecordDistribution::Auto
+        } else {
+            RecordDistribution::UserPartitionKey
+        };
+        Ok(StreamSettings {
+            max_record_size_kib,
+            enhanced_metrics,
+            encryption_key_id,
+            warm_throughput_mibps,
+            record_distribution,
+        })
+    }
+
+    /// A `PutRecords`' records, each with the hash key that routed it.
+    fn put(&mut self) -> Result<Change, String> {
+        let (stream, generation, now_ms) = self.stream_at()?;
+        let count = self.len()?;
+        let mut records = Vec::with_capacity(count.min(crate::limits::MAX_PUT_RECORDS_ENTRIES));
+        for _ in 0..count {
+            let hash_key = self.u128()?;
+            let partition_key = self.string()?;
+            let data = self.bytes()?;
+            let data = bytes::Bytes::copy_from_slice(data);
+            records.push((hash_key, PutRecordsEntry::new(partition_key, data)));
+        }
+        Ok(Change::Put {
+            stream,
+            generation,
+            now_ms,
+            records,
+        })
+    }
+
+    fn tags(&mut self) -> Result<BTreeMap<String, String>, String> {
+        let count = self.len()?;
+        let mut tags = BTreeMap::new();
+        for _ in 0..count {
+            let key = self.string()?;
+            tags.insert(key, self.string()?);
+        }
+        Ok(tags)
+    }
+
+    fn commitment(&mut self) -> Result<Commitment, String> {
+        let kind = self.u8()?;
+        let (started_ms, ended_ms) = (self.u64()?, self.u64()?);
+        Ok(match kind {
+            0 => Commitment::Never,
+            1 => Commitment::Enabled { started_ms },
+            2 => Commitment::EndingAtEarliest { started_ms },
+            3 => Commitment::Ended {
+                started_ms,
+                ended_ms,
+            },
+            other => return Err(format!("commitment kind {other} is not 0 to 3")),
+        })
+    }
+
     fn stream_at(&mut self) -> Result<(String, u64, u64), String> {
         Ok((self.string()?, self.u64()?, self.u64()?))
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[track_caller]
-    fn check_round_trip(change: Change) {
-        let encoded = change.encode();
-        assert_eq!(Change::decode(&encoded), Ok(change.clone()));
-        // Any cut of the bytes is refused, never misread.
-        for cut in 0..encoded.len() {
-            assert!(
-                Change::decode(&encoded[..cut]).is_err(),
-                "{change:?} cut at {cut}"
-            );
-        }
-    }
-
-    #[test]
-    fn every_change_reads_back() {
-        let stream = "orders".to_owned();
-        check_round_trip(Change::CreateStream {
-            name: stream.clone(),
-            created: SystemTime::UNIX_EPOCH + Duration::new(1_700_000_000, 123_456_789),
-            generation: 3,
-            shard_count: 4,
-            retention: Duration::from_secs(86_400),
-            on_demand: false,
-        });
-        check_round_trip(Change::CreateStream {
-            name: stream.clone(),
-            created: SystemTime::UNIX_EPOCH,
-            generation: 4,
-            shard_count: 4,
-            retention: Duration::from_secs(86_400),
-            on_demand: true,
-        });
-        check_round_trip(Change::StreamMode {
-            stream: stream.clone(),
-            generation: 4,
-            on_demand: true,
-        });
-        check_round_trip(Change::DeleteStream {
-            name: stream.clone(),
-            generation: 3,
-        });
-        check_round_trip(Change::Put {
-            stream: stream.clone(),
-            generation: 3,
-            now_ms: 1_700_000_000_123,
-            records: vec![
-                (u128::MAX, PutRecordsEntry::new("k1", "{}")),
-                (7, PutRecordsEntry::new("ключ", vec![0_u8, 255, 1])),
-            ],
-        });
-        check_round_trip(Change::Split {
-            stream: stream.clone(),
-            generation: 3,
-            now_ms: 5,
-            shard_id: "shardId-000000000001".into(),
-            new_starting_hash_key: 1 << 127,
-        });
-        check_round_trip(Change::Merge {
-            stream: stream.clone(),
-            generation: 3,
-            now_ms: 5,
-            shard_id: "shardId-000000000001".into(),
-            adjacent_shard_id: "shardId-000000000002".into(),
-        });
-        check_round_trip(Change::Scale {
-            stream: stream.clone(),
-            generation: 3,
-            now_ms: 5,
-            target_shard_count: 8,
-        });
-        check_round_trip(Change::Retention {
-            stream,
-            generation: 3,
-            hours: 48,
-            increase: true,
-        });
-    }
-
-    /// A journal that keeps changes in memory and refuses them once told to.
-    #[derive(Debug, Default)]
-    struct Failing {
-        kept: std::sync::Mutex<Vec<Vec<u8>>>,
-        refuse: std::sync::atomic::AtomicBool,
-    }
-
-    impl Journal for Failing {
-        fn is_enabled(&self) -> bool {
-            true
-        }
-
-        fn append(&self, change: &[u8]) -> Result<(), JournalError> {
-            if self.refuse.load(std::sync::atomic::Ordering::SeqCst) {
-                return Err(JournalError("disk full".into()));
-            }
-            self.kept.lock().unwrap().push(change.to_vec());
-            Ok(())
-        }
-    }
-
-    #[test]
-    fn a_change_the_journal_refuses_is_not_applied() {
-        let journal = std::sync::Arc::new(Failing::default());
-        let kinesis = super::super::EmbeddedKinesis::builder()
-            .journal(journal.clone())
-            .build();
-        kinesis.create_stream("orders", 1).unwrap();
-        kinesis
-            .put_record("orders", PutRecordsEntry::new("k", "kept"))
-            .unwrap();
-        journal
-            .refuse
-            .store(true, std::sync::atomic::Ordering::SeqCst);
-        let error = kinesis
-            .put_record("orders", PutRecordsEntry::new("k", "refused"))
-            .unwrap_err();
-        assert!(error.to_string().contains("disk full"), "{error}");
-        assert!(
-            kinesis
-                .split_shard("orders", "shardId-000000000000", "5")
-                .is_err()
-        );
-        assert!(kinesis.delete_stream("orders").is_err());
-        assert_eq!(kinesis.list_shards("orders").unwrap().len(), 1);
-
-        // What the journal kept replays to what the Kinesis held: one stream, one record.
-        let replayed = super::super::EmbeddedKinesis::new();
-        let kept = journal.kept.lock().unwrap().clone();
-        assert_eq!(replayed.restore(kept.iter().map(Vec::as_slice)), Ok(2));
-        let iterator = replayed
-            .get_shard_iterator(
-                "orders",
-                "shardId-000000000000",
-                &kinesis_source::IteratorPosition::TrimHorizon,
-            )
-            .unwrap();
-        let read = replayed.get_records(&iterator, 10).unwrap();
-        assert_eq!(read.records.len(), 1);
-        assert_eq!(read.records[0].data, "kept");
-    }
-
-    /// A `CreateStream` as journals held it before the stream mode was kept, byte for byte:
-    /// it still reads, as a `PROVISIONED` stream.
-    #[test]
-    fn a_creation_journaled_before_the_mode_was_kept_reads_as_provisioned() {
-        let mut old = vec![CREATE];
-        old.extend_from_slice(&1_u32.to_le_bytes());
-        old.push(b's');
-        old.extend_from_slice(&1_700_000_000_u64.to_le_bytes());
-        old.extend_from_slice(&5_u32.to_le_bytes());
-        old.extend_from_slice(&2_u64.to_le_bytes());
-        old.extend_from_slice(&3_u32.to_le_bytes());
-        old.extend_from_slice(&86_400_u64.to_le_bytes());
-        old.extend_from_slice(&0_u32.to_le_bytes());
-        assert_eq!(
-            Change::decode(&old),
-            Ok(Change::CreateStream {
-                name: "s".into(),
-                created: SystemTime::UNIX_EPOCH + Duration::new(1_700_000_000, 5),
-                generation: 2,
-                shard_count: 3,
-                retention: Duration::from_secs(86_400),
-                on_demand: false,
-            })
-        );
-    }
-
-    /// A stream's mode, made `ON_DEMAND` at its creation or later and switched back, is kept
-    /// through a restore; without the journal it was lost, and every stream came back
-    /// `PROVISIONED`.
-    #[test]
-    fn a_restore_keeps_each_stream_mode() {
-        let journal = std::sync::Arc::new(Failing::default());
-        let kinesis = super::super::EmbeddedKinesis::builder()
-            .journal(journal.clone())
-            .build();
-        kinesis.create_on_demand_stream("born", 4).unwrap();
-        kinesis.create_stream("switched", 1).unwrap();
-        kinesis.set_on_demand("switched", true).unwrap();
-        kinesis.create_stream("back", 1).unwrap();
-        kinesis.set_on_demand("back", true).unwrap();
-        kinesis.set_on_demand("back", false).unwrap();
-        kinesis.create_stream("plain", 1).unwrap();
-        // Asking for the mode a stream has already changes nothing and keeps nothing.
-        let kept_before = journal.kept.lock().unwrap().len();
-        kinesis.set_on_demand("born", true).unwrap();
-        assert_eq!(journal.kept.lock().unwrap().len(), kept_before);
-
-        let replayed = super::super::EmbeddedKinesis::new();
-        let kept = journal.kept.lock().unwrap().clone();
-        replayed.restore(kept.iter().map(Vec::as_slice)).unwrap();
-        let modes: Vec<(&str, bool)> = ["born", "switched", "back", "plain"]
-            .into_iter()
-            .map(|name| (name, replayed.is_on_demand(name).unwrap()))
-            .collect();
-        assert_eq!(
-            modes,
-            [
-                ("born", true),
-                ("switched", true),
-                ("back", false),
-                ("plain", false)
-            ]
-        );
-        assert_eq!(replayed.list_shards("born").unwrap().len(), 4);
-    }
-
-    #[test]
-    fn unknown_kinds_and_trailing_bytes_are_refused() {
-        assert_eq!(
-            Change::decode(&[99]),
-            Err("unknown change kind 99".to_owned())
-        );
-        let mut encoded = Change::DeleteStream {
-            name: "s".into(),
-            generation: 0,
-        }
-        .encode();
-        encoded.push(0);
-        assert_eq!(
-            Change::decode(&encoded),
-            Err("1 bytes left over after the change".to_owned())
-        );
-    }
-}
+mod tests;

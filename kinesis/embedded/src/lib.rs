@@ -47,8 +47,10 @@
 //!
 //! [`http`] serves it over the Kinesis API, for SDKs, the aws CLI and boto3.
 
+mod account;
 mod attachments;
 mod clock;
+mod commitment;
 mod consumer_registry;
 mod descriptions;
 mod embedded;
@@ -64,12 +66,17 @@ mod put;
 mod read;
 mod reshard;
 mod restore;
+mod settings;
 mod shard_changes;
 mod status;
 mod stream;
+mod stream_settings;
+mod stream_tags;
 mod throttle;
 mod throughput;
+pub use self::account::AccountLimits;
 pub use self::clock::{Clock, ManualClock, SystemClock};
+pub use self::commitment::Commitment;
 pub use self::descriptions::{ShardLifetime, StreamSummary};
 pub use self::embedded::{EmbeddedKinesis, EmbeddedKinesisBuilder};
 pub use self::entries::{PutRecordOutput, PutRecordsEntry};
@@ -78,10 +85,14 @@ pub use self::limits::{
     DEFAULT_ITERATOR_TTL, DEFAULT_RETENTION, DEFAULT_SHARD_LIMIT, DEFAULT_SUBSCRIPTION_LIFETIME,
     MAX_GET_RECORDS_BYTES, MAX_GET_RECORDS_LIMIT, MAX_PARTITION_KEY_CHARS, MAX_PUT_RECORDS_BYTES,
     MAX_PUT_RECORDS_ENTRIES, MAX_RECORD_BYTES, MAX_RETENTION_HOURS, MAX_SHARDS_PER_STREAM,
-    MIN_RETENTION_HOURS,
+    MIN_RETENTION_HOURS, ON_DEMAND_STREAM_LIMIT,
 };
 
 pub use self::reshard::{ScalingType, UpdateShardCountOutput};
 pub use self::restore::RestoreError;
+pub use self::settings::{
+    DEFAULT_MAX_RECORD_SIZE_KIB, MAX_LARGE_PUT_RECORDS_BYTES, MAX_MAX_RECORD_SIZE_KIB,
+    RecordDistribution, StreamSettings,
+};
 pub use self::status::StreamStatus;
 pub use self::throughput::{ApiCall, PutRecordsResult, ThroughputExceeded};

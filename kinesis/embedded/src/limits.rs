@@ -2,11 +2,14 @@
 
 use std::time::Duration;
 
-/// The most bytes one record may hold: its data plus its partition key (1 MiB).
+/// The most bytes one record may hold: its data plus its partition key (1 MiB), on a stream
+/// whose `MaxRecordSizeInKiB` is the default; see [`crate::StreamSettings::max_record_bytes`].
 pub const MAX_RECORD_BYTES: usize = 1024 * 1024;
 /// The most records one `PutRecords` call may carry.
 pub const MAX_PUT_RECORDS_ENTRIES: usize = 500;
-/// The most bytes one `PutRecords` call may carry, data and partition keys together (5 MiB).
+/// The most bytes one `PutRecords` call may carry, data and partition keys together (5 MiB),
+/// to a stream whose `MaxRecordSizeInKiB` is the default; see
+/// [`crate::StreamSettings::max_put_records_bytes`].
 pub const MAX_PUT_RECORDS_BYTES: usize = 5 * 1024 * 1024;
 /// The longest partition key, in Unicode characters.
 pub const MAX_PARTITION_KEY_CHARS: usize = 256;
@@ -30,3 +33,6 @@ pub const DEFAULT_ITERATOR_TTL: Duration = Duration::from_secs(5 * 60);
 pub const DEFAULT_SUBSCRIPTION_LIFETIME: Duration = Duration::from_secs(5 * 60);
 /// How many open shards the account may hold across all streams unless configured otherwise.
 pub const DEFAULT_SHARD_LIMIT: usize = 500;
+/// How many `ON_DEMAND` streams an account may hold, as `DescribeLimits` tells it (the
+/// developer guide's quotas: 50 by default). Shown, not enforced.
+pub const ON_DEMAND_STREAM_LIMIT: usize = 50;

@@ -2,15 +2,16 @@
 //! its shard's write limit under `--throttle` ([`super::throughput`]), and counted toward
 //! splitting a hot shard of an `ON_DEMAND` stream.
 
-use super::stream::shard_id;
+use std::sync::atomic::Ordering;
+
+use super::stream::{Stream, shard_id};
 use super::throughput::{PutRecordsResult, ThroughputExceeded, key_of};
 use crate::embedded::EmbeddedKinesis;
 use crate::entries::{PutRecordOutput, PutRecordsEntry};
 use crate::hash_key;
 use crate::limits::MAX_PARTITION_KEY_CHARS;
-use crate::limits::MAX_PUT_RECORDS_BYTES;
 use crate::limits::MAX_PUT_RECORDS_ENTRIES;
-use crate::limits::MAX_RECORD_BYTES;
+use crate::settings::{RecordDistribution, spread_hash_key};
 use crate::status::Needs;
 use kinesis_source::SourceError;
 
@@ -35,7 +36,8 @@ impl EmbeddedKinesis {
             .expect("admitted"))
     }
 
-    /// `PutRecords`: up to 500 records (5 MiB in all), each routed as by
+    /// `PutRecords`: up to 500 records (5 MiB in all, 10 MiB to a stream whose
+    /// `MaxRecordSizeInKiB` is above 1024), each routed as by
     /// [`put_record`](Self::put_record). The results follow the order of the records. A record
     /// that breaks a limit fails the whole call (`InvalidArgument`) and nothing is written;
     /// under `--throttle`, so does one past its shard's write limit (`Throttled`): use
@@ -53,7 +55,8 @@ impl EmbeddedKinesis {
             .collect())
     }
 
-    /// The limits of one `PutRecords` call: 1 to 500 records, 5 MiB.
+    /// The count limit of one `PutRecords` call: 1 to 500 records. Its size limit depends on
+    /// the stream (`check_put_records_size`).
     fn check_put_records(
         &self,
         stream: &str,
@@ -65,18 +68,6 @@ impl EmbeddedKinesis {
                     "PutRecords on stream {stream} carries {} records; it must carry 1 to \
                      {MAX_PUT_RECORDS_ENTRIES}",
                     records.len()
-                ),
-            });
-        }
-        let total: usize = records
-            .iter()
-            .map(|record| record.data.len() + record.partition_key.len())
-            .sum();
-        if total > MAX_PUT_RECORDS_BYTES {
-            return Err(SourceError::InvalidArgument {
-                message: format!(
-                    "PutRecords on stream {stream} carries {total} bytes of data and partition \
-                     keys; the limit is {MAX_PUT_RECORDS_BYTES}"
                 ),
             });
         }
@@ -108,11 +99,23 @@ impl EmbeddedKinesis {
         all_or_nothing: bool,
     ) -> Result<Vec<PutRecordsResult>, SourceError> {
         let stream = self.stream_for(stream, Needs::Writable)?;
+        let (max_record_bytes, distribution) = check_request_size(&stream, &records, operation)?;
+        let auto = distribution == RecordDistribution::Auto;
         // Hashing happens before the stream's lock is taken, to keep the lock short.
         let hash_keys = records
             .iter()
             .enumerate()
-            .map(|(position, record)| hash_key_of(record, position, operation, &stream.name))
+            .map(|(position, record)| {
+                let limits = (max_record_bytes, !auto);
+                check_record(record, position, operation, &stream.name, limits)?;
+                if auto {
+                    Ok(spread_hash_key(
+                        stream.spread.fetch_add(1, Ordering::Relaxed),
+                    ))
+                } else {
+                    hash_key_of(record)
+                }
+            })
             .collect::<Result<Vec<u128>, SourceError>>()?;
         let (_, now_ms) = self.now();
         let journal = &*self.inner.journal;
@@ -168,15 +171,54 @@ impl EmbeddedKinesis {
     }
 }
 
-/// The hash key that routes `record`, after checking its partition key and size.
-fn hash_key_of(
+/// Checks the size limit of one `PutRecords` call: 5 MiB, or 10 MiB to a stream that takes
+/// records over 1 MiB, data and partition keys together. Returns the stream's limit on one
+/// record and how it places records.
+fn check_request_size(
+    stream: &Stream,
+    records: &[PutRecordsEntry],
+    operation: &str,
+) -> Result<(usize, RecordDistribution), SourceError> {
+    let (max_record_bytes, max_request_bytes, distribution) = {
+        let settings = stream.settings();
+        let bytes = (
+            settings.max_record_bytes(),
+            settings.max_put_records_bytes(),
+        );
+        (bytes.0, bytes.1, settings.record_distribution)
+    };
+    if operation != "PutRecords" {
+        return Ok((max_record_bytes, distribution));
+    }
+    let total: usize = records
+        .iter()
+        .map(|record| record.data.len() + record.partition_key.len())
+        .sum();
+    if total > max_request_bytes {
+        return Err(SourceError::InvalidArgument {
+            message: format!(
+                "PutRecords on stream {} carries {total} bytes of data and partition keys; the \
+                 limit is {max_request_bytes}",
+                stream.name
+            ),
+        });
+    }
+    Ok((max_record_bytes, distribution))
+}
+
+/// Checks a record's partition key and its size against the stream's maximum record size
+/// (`max_bytes`, data and partition key together). A record needs a partition key where
+/// `keyed` (`USER_PARTITION_KEY`); an `AUTO` stream takes one without (an empty key).
+fn check_record(
     record: &PutRecordsEntry,
     position: usize,
     operation: &str,
     stream: &str,
-) -> Result<u128, SourceError> {
+    (max_bytes, keyed): (usize, bool),
+) -> Result<(), SourceError> {
     let key_chars = record.partition_key.chars().count();
-    if !(1..=MAX_PARTITION_KEY_CHARS).contains(&key_chars) {
+    let fewest = usize::from(keyed);
+    if !(fewest..=MAX_PARTITION_KEY_CHARS).contains(&key_chars) {
         return Err(SourceError::InvalidArgument {
             message: format!(
                 "{operation} on stream {stream}: the partition key of record {position} has \
@@ -185,15 +227,22 @@ fn hash_key_of(
         });
     }
     let size = record.data.len() + record.partition_key.len();
-    if size > MAX_RECORD_BYTES {
+    if size > max_bytes {
         return Err(SourceError::InvalidArgument {
             message: format!(
                 "{operation} on stream {stream}: record {position} (partition key `{}`) holds \
-                 {size} bytes of data and partition key; the limit is {MAX_RECORD_BYTES}",
-                record.partition_key
+                 {size} bytes of data and partition key; the limit is {max_bytes} (the \
+                 stream's MaxRecordSizeInKiB is {})",
+                record.partition_key,
+                max_bytes / 1024
             ),
         });
     }
+    Ok(())
+}
+
+/// The hash key that routes `record`: its explicit hash key, or its partition key's MD5.
+fn hash_key_of(record: &PutRecordsEntry) -> Result<u128, SourceError> {
     match &record.explicit_hash_key {
         Some(explicit) => hash_key::parse(explicit, "ExplicitHashKey"),
         None => Ok(hash_key::of_partition_key(&record.partition_key)),

@@ -1,11 +1,13 @@
 //! Restoring an embedded Kinesis from its journal (`--state-dir`): each kept change is applied
 //! again, in order, to a new and empty Kinesis.
 
-use std::sync::PoisonError;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError};
+use std::time::{Duration, SystemTime};
 
 use super::journal::Change;
-use super::{stream, throughput};
+use super::stream::{self, Stream};
+use super::throughput;
 use crate::embedded::EmbeddedKinesis;
 use crate::entries::PutRecordsEntry;
 use crate::journal::NoJournal;
@@ -33,143 +35,150 @@ impl EmbeddedKinesis {
         Ok(applied)
     }
 
+    /// Applies one kept change through the code that made it. A change of a stream that was
+    /// deleted (or created again) meanwhile was made on a stream nobody can read any more: it
+    /// is skipped, as the deletion dropped it.
     fn replay(&self, change: Change) -> Result<(), SourceError> {
-        // A change of a stream that was deleted (or created again) meanwhile was made on a
-        // stream nobody can read any more: it is skipped, as the deletion dropped it.
-        let current = |name: &str, generation: u64| {
-            self.streams()
-                .get(name)
-                .filter(|stream| stream.generation == generation)
-                .cloned()
+        let Some((name, generation)) = change.stream_and_generation() else {
+            if let Change::Account { commitment } = change {
+                *self.commitment() = commitment;
+            }
+            return Ok(());
         };
-        let no_journal = &NoJournal;
-        match change {
-            Change::CreateStream {
-                name,
-                created,
-                generation,
-                shard_count,
-                retention,
-                on_demand,
-            } => {
-                let mut streams = self.streams_mut();
-                if streams.contains_key(&name) {
-                    return Err(SourceError::ResourceInUse {
-                        message: format!("stream {name} is created twice"),
-                    });
-                }
-                self.inner.budget.reserve(stream::at(shard_count))?;
-                self.inner
-                    .creations
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .insert(name.clone(), created);
-                self.inner
-                    .generations
-                    .fetch_max(generation + 1, Ordering::Relaxed);
-                self.insert_stream(
-                    &mut streams,
-                    &name,
+        match (self.current(name, generation), change) {
+            (Some(stream), change) => self.replay_on(&stream, change),
+            (
+                None,
+                Change::CreateStream {
+                    name,
                     created,
                     generation,
                     shard_count,
                     retention,
-                );
-                if on_demand {
-                    self.inner
-                        .throughput
-                        .mark_on_demand(throughput::key_of(&streams[&name]), true);
-                }
+                    on_demand,
+                },
+            ) => {
+                let creation = (created, generation, shard_count, retention);
+                self.replay_creation(&name, creation, on_demand)
             }
-            Change::StreamMode {
-                stream,
-                generation,
-                on_demand,
-            } => {
-                if let Some(stream) = current(&stream, generation) {
-                    self.inner
-                        .throughput
-                        .mark_on_demand(throughput::key_of(&stream), on_demand);
-                }
+            (None, _) => Ok(()),
+        }
+    }
+
+    /// Applies a change made to `stream`, which exists as the change found it.
+    fn replay_on(&self, stream: &Stream, change: Change) -> Result<(), SourceError> {
+        let (no_journal, budget) = (&NoJournal, &self.inner.budget);
+        match change {
+            Change::CreateStream { name, .. } => Err(created_twice(&name)),
+            Change::DeleteStream { name, .. } => {
+                // The stream's tags go with it, as `DeleteStream` drops them.
+                let key = (stream.name.to_string(), stream.created);
+                self.attachments().tags().remove(&key);
+                self.remove_stream(&name, no_journal)
             }
-            Change::DeleteStream { name, generation } => {
-                if current(&name, generation).is_some() {
-                    self.remove_stream(&name, no_journal)?;
-                }
+            Change::StreamMode { on_demand, .. } => {
+                let key = throughput::key_of(stream);
+                self.inner.throughput.mark_on_demand(key, on_demand);
+                Ok(())
             }
             Change::Put {
-                stream,
-                generation,
-                now_ms,
-                records,
+                now_ms, records, ..
             } => {
-                if let Some(stream) = current(&stream, generation) {
-                    let (hash_keys, entries): (Vec<u128>, Vec<PutRecordsEntry>) =
-                        records.into_iter().unzip();
-                    stream.append(entries, &hash_keys, now_ms, no_journal)?;
-                }
+                let (hash_keys, entries): (Vec<u128>, Vec<PutRecordsEntry>) =
+                    records.into_iter().unzip();
+                stream.append(entries, &hash_keys, now_ms, no_journal)?;
+                Ok(())
             }
             Change::Split {
-                stream,
-                generation,
                 now_ms,
                 shard_id,
                 new_starting_hash_key,
-            } => {
-                if let Some(stream) = current(&stream, generation) {
-                    stream.split(
-                        &shard_id,
-                        new_starting_hash_key,
-                        &self.inner.budget,
-                        now_ms,
-                        no_journal,
-                    )?;
-                }
-            }
+                ..
+            } => stream.split(&shard_id, new_starting_hash_key, budget, now_ms, no_journal),
             Change::Merge {
-                stream,
-                generation,
                 now_ms,
                 shard_id,
                 adjacent_shard_id,
-            } => {
-                if let Some(stream) = current(&stream, generation) {
-                    stream.merge(
-                        &shard_id,
-                        &adjacent_shard_id,
-                        &self.inner.budget,
-                        now_ms,
-                        no_journal,
-                    )?;
-                }
-            }
+                ..
+            } => stream.merge(&shard_id, &adjacent_shard_id, budget, now_ms, no_journal),
             Change::Scale {
-                stream,
-                generation,
                 now_ms,
                 target_shard_count,
-            } => {
-                if let Some(stream) = current(&stream, generation) {
-                    stream.scale_uniformly(
-                        target_shard_count,
-                        &self.inner.budget,
-                        now_ms,
-                        no_journal,
-                    )?;
-                }
-            }
+                ..
+            } => stream
+                .scale_uniformly(target_shard_count, budget, now_ms, no_journal)
+                .map(drop),
             Change::Retention {
-                stream,
-                generation,
-                hours,
-                increase,
-            } => {
-                if let Some(stream) = current(&stream, generation) {
-                    stream.change_retention(hours, increase, no_journal)?;
-                }
+                hours, increase, ..
+            } => stream.change_retention(hours, increase, no_journal),
+            Change::Settings { settings, .. } => {
+                *stream.settings() = settings;
+                Ok(())
             }
+            Change::Tags { tags, .. } => {
+                let key = (stream.name.to_string(), stream.created);
+                let mut kept = self.attachments().tags();
+                if tags.is_empty() {
+                    kept.remove(&key);
+                } else {
+                    kept.insert(key, tags);
+                }
+                Ok(())
+            }
+            Change::Account { .. } => Ok(()),
+        }
+    }
+
+    /// The stream `name` if it is still the one of `generation`.
+    fn current(&self, name: &str, generation: u64) -> Option<Arc<Stream>> {
+        self.streams()
+            .get(name)
+            .filter(|stream| stream.generation == generation)
+            .cloned()
+    }
+
+    /// Creates a stream again as it was created, with its creation time and generation, so
+    /// that its sequence numbers and ARN come back the same.
+    fn replay_creation(
+        &self,
+        name: &str,
+        (created, generation, shard_count, retention): (SystemTime, u64, u32, Duration),
+        on_demand: bool,
+    ) -> Result<(), SourceError> {
+        let mut streams = self.streams_mut();
+        if streams.contains_key(name) {
+            return Err(created_twice(name));
+        }
+        self.inner.budget.reserve(stream::at(shard_count))?;
+        self.inner
+            .creations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(name.to_owned(), created);
+        self.inner
+            .generations
+            .fetch_max(generation + 1, Ordering::Relaxed);
+        self.insert_stream(
+            &mut streams,
+            name,
+            created,
+            generation,
+            shard_count,
+            retention,
+        );
+        if on_demand {
+            self.inner
+                .throughput
+                .mark_on_demand(throughput::key_of(&streams[name]), true);
         }
         Ok(())
+    }
+}
+
+/// A journal that creates a stream whose name is taken was not written by this Kinesis.
+fn created_twice(name: &str) -> SourceError {
+    SourceError::ResourceInUse {
+        message: format!("stream {name} is created twice"),
     }
 }
 

@@ -7,7 +7,7 @@
 //! data (no copy of record data).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
@@ -26,6 +26,7 @@ use crate::entries::PutRecordsEntry;
 use crate::limits::MAX_GET_RECORDS_BYTES;
 use crate::limits::MAX_RETENTION_HOURS;
 use crate::limits::MIN_RETENTION_HOURS;
+use crate::settings::StreamSettings;
 use crate::status::StreamStatus;
 use kinesis_source::sequence::SequenceNumber;
 use kinesis_source::{
@@ -66,6 +67,16 @@ impl ShardBudget {
             })
     }
 
+    /// How many shards are open.
+    pub(crate) fn open(&self) -> usize {
+        self.open.load(Ordering::SeqCst)
+    }
+
+    /// How many shards may be open.
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
+    }
+
     /// Gives `fewer` open shards back.
     pub(crate) fn release(&self, fewer: usize) {
         self.open.fetch_sub(fewer, Ordering::SeqCst);
@@ -84,6 +95,10 @@ pub(crate) struct Stream {
     state: Mutex<StreamState>,
     /// The change the stream is going through, if one is still showing (status.rs).
     transition: Mutex<Option<Transition>>,
+    /// What the stream is set to beside its shards (settings.rs).
+    settings: Mutex<StreamSettings>,
+    /// How many records `AUTO` distribution has placed: where the next one goes.
+    pub(crate) spread: AtomicU64,
 }
 
 pub(crate) struct StreamState {
@@ -295,6 +310,8 @@ impl Stream {
             generation,
             layout: SequenceLayout::new(created_seconds),
             transition: Mutex::new(None),
+            settings: Mutex::default(),
+            spread: AtomicU64::new(0),
             state: Mutex::new(StreamState {
                 open: (0..shard_count).collect(),
                 shards,
@@ -395,6 +412,12 @@ impl Stream {
     /// Shows `status` from `now_ms` for `delay_ms` (nothing when the delay is 0).
     pub(crate) fn begin(&self, status: StreamStatus, now_ms: u64, delay_ms: u64) {
         *self.transition() = Transition::begin(status, now_ms, delay_ms);
+    }
+
+    /// The stream's settings, locked: a change holds the lock across its journal write.
+    pub(crate) fn settings(&self) -> MutexGuard<'_, StreamSettings> {
+        // Settings are replaced whole, never left half-changed by a panic.
+        self.settings.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn transition(&self) -> std::sync::MutexGuard<'_, Option<Transition>> {
@@ -624,7 +647,7 @@ impl Stream {
         let mut bytes = 0;
         for stored in shard.records.range(start..start + wanted) {
             bytes += stored.size();
-            // One record is at most 1 MiB, so the first always fits.
+            // One record is at most 10 MiB, so the first always fits.
             if bytes > MAX_GET_RECORDS_BYTES {
                 break;
             }

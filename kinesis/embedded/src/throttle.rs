@@ -65,6 +65,14 @@ impl Bucket {
         self.milli_tokens -= tokens.saturating_mul(1_000);
     }
 
+    /// Owes `tokens` beyond an empty bucket: it earns nothing until its rate has paid them.
+    fn owe(&mut self, tokens: u64) {
+        let millis = tokens
+            .saturating_mul(1_000)
+            .div_ceil(self.per_second.max(1));
+        self.at_ms = self.at_ms.saturating_add(millis);
+    }
+
     /// Takes `tokens` if they are there at `now_ms`.
     pub(crate) fn try_take(&mut self, tokens: u64, now_ms: u64) -> bool {
         let holds = self.holds(tokens, now_ms);
@@ -101,10 +109,16 @@ impl ShardLimits {
 
     /// Admits one record of `bytes` (data plus partition key) if both write budgets hold it,
     /// and charges them; a refused record charges nothing.
+    ///
+    /// A record larger than the byte budget ever holds (a large record, AWS's burst) is
+    /// admitted when the budget is full: it empties the budget, and the bytes beyond it block
+    /// the shard's writes until the shard's rate has paid for them.
     pub(crate) fn admit_write(&mut self, bytes: u64, now_ms: u64) -> bool {
-        let fits = self.write_bytes.holds(bytes, now_ms) && self.write_records.holds(1, now_ms);
+        let budget = WRITE_BYTES_PER_SECOND.min(bytes);
+        let fits = self.write_bytes.holds(budget, now_ms) && self.write_records.holds(1, now_ms);
         if fits {
-            self.write_bytes.take(bytes);
+            self.write_bytes.take(budget);
+            self.write_bytes.owe(bytes - budget);
             self.write_records.take(1);
         }
         fits
@@ -182,6 +196,23 @@ mod tests {
             // A whole record of 1 MiB fits a full bucket, never more than one second's worth.
             (5_000, Write(MIB), true),
             (5_000, Write(1), false),
+        ]);
+    }
+
+    #[test]
+    fn a_record_over_a_mebibyte_bursts_then_is_paid_for() {
+        use Call::Write;
+        check(&[
+            // A 4 MiB record needs the whole budget: a part of it used is not enough.
+            (0, Write(1), true),
+            (0, Write(4 * MIB), false),
+            // Full again a second later: the record passes, owing 3 MiB, three seconds.
+            (1_000, Write(4 * MIB), true),
+            (1_001, Write(1), false),
+            (3_999, Write(1), false),
+            // Paid for, then the budget refills as usual: half a second earns half a MiB.
+            (4_500, Write(MIB / 2 + 1), false),
+            (4_500, Write(MIB / 2), true),
         ]);
     }
 

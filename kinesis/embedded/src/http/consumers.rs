@@ -237,6 +237,7 @@ pub(super) fn deregister(
         .consumers()
         .deregister(&key, &consumer.name, now_ms, delay_ms(kinesis))
         .map_err(|_| not_found(&format!("Consumer {}", consumer.arn)))?;
+    kinesis.attachments().consumer_tags().remove(&consumer.arn);
     Ok(Vec::new())
 }
 

@@ -2,7 +2,7 @@
 
 use super::codec::Request;
 use super::error::{ApiError, ErrorKind};
-use super::{consumers, policies, records, shards, streams};
+use super::{account_settings, configuration, consumers, policies, records, shards, streams, tags};
 use crate::embedded::EmbeddedKinesis;
 
 /// The operations served, by their `X-Amz-Target` names.
@@ -13,9 +13,13 @@ pub(super) const OPERATIONS: &[&str] = &[
     "DeleteResourcePolicy",
     "DeleteStream",
     "DeregisterStreamConsumer",
+    "DescribeAccountSettings",
+    "DescribeLimits",
     "DescribeStream",
     "DescribeStreamConsumer",
     "DescribeStreamSummary",
+    "DisableEnhancedMonitoring",
+    "EnableEnhancedMonitoring",
     "GetRecords",
     "GetResourcePolicy",
     "GetShardIterator",
@@ -23,6 +27,7 @@ pub(super) const OPERATIONS: &[&str] = &[
     "ListShards",
     "ListStreamConsumers",
     "ListStreams",
+    "ListTagsForResource",
     "ListTagsForStream",
     "MergeShards",
     "PutRecord",
@@ -31,10 +36,43 @@ pub(super) const OPERATIONS: &[&str] = &[
     "RegisterStreamConsumer",
     "RemoveTagsFromStream",
     "SplitShard",
+    "StartStreamEncryption",
+    "StopStreamEncryption",
     "SubscribeToShard",
+    "TagResource",
+    "UntagResource",
+    "UpdateAccountSettings",
+    "UpdateMaxRecordSize",
     "UpdateShardCount",
     "UpdateStreamMode",
+    "UpdateStreamRecordDistributionStrategy",
+    "UpdateStreamWarmThroughput",
 ];
+
+/// Operations of the Kinesis API that the embedded Kinesis does not emulate on purpose:
+/// channels deliver a stream to S3, which a local stream has nowhere to do.
+const NOT_EMULATED: &[&str] = &[
+    "CreateChannel",
+    "DeleteChannel",
+    "DescribeChannel",
+    "ListChannels",
+    "UpdateChannel",
+];
+
+/// The `UnknownOperationException` of an operation not served, saying whether it is one of
+/// Kinesis' that the embedded Kinesis leaves out.
+fn unknown_operation(operation: &str) -> ApiError {
+    let served = OPERATIONS.join(", ");
+    let message = if NOT_EMULATED.contains(&operation) {
+        format!(
+            "Operation `{operation}` is a Kinesis channel operation, which the embedded Kinesis \
+             does not emulate (nor queues): it serves {served}"
+        )
+    } else {
+        format!("Operation `{operation}` is not served by the embedded Kinesis; it serves {served}")
+    };
+    ApiError::new(ErrorKind::UnknownOperation, message)
+}
 
 /// Runs `operation` on a request; the answer body, in the request's encoding, empty for
 /// operations that answer with nothing.
@@ -70,12 +108,54 @@ pub(super) fn call(
         "DescribeStreamConsumer" => consumers::describe(kinesis, request),
         "ListStreamConsumers" => consumers::list(kinesis, request),
         "DeregisterStreamConsumer" => consumers::deregister(kinesis, request),
-        _ => Err(ApiError::new(
-            ErrorKind::UnknownOperation,
-            format!(
-                "Operation `{operation}` is not served by the embedded Kinesis; it serves {}",
-                OPERATIONS.join(", ")
-            ),
-        )),
+        "UpdateMaxRecordSize" => configuration::update_max_record_size(kinesis, request),
+        "EnableEnhancedMonitoring" => {
+            configuration::change_enhanced_monitoring(kinesis, request, true)
+        }
+        "DisableEnhancedMonitoring" => {
+            configuration::change_enhanced_monitoring(kinesis, request, false)
+        }
+        "StartStreamEncryption" => configuration::change_stream_encryption(kinesis, request, true),
+        "StopStreamEncryption" => configuration::change_stream_encryption(kinesis, request, false),
+        "UpdateStreamWarmThroughput" => configuration::update_warm_throughput(kinesis, request),
+        "UpdateStreamRecordDistributionStrategy" => {
+            configuration::update_record_distribution(kinesis, request)
+        }
+        "TagResource" => tags::tag_resource(kinesis, request),
+        "UntagResource" => tags::untag_resource(kinesis, request),
+        "ListTagsForResource" => tags::list_tags_for_resource(kinesis, request),
+        "DescribeLimits" => account_settings::describe_limits(kinesis, request),
+        "DescribeAccountSettings" => account_settings::describe_account_settings(kinesis, request),
+        "UpdateAccountSettings" => account_settings::update_account_settings(kinesis, request),
+        _ => Err(unknown_operation(operation)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn channels_are_named_as_not_emulated_and_other_names_as_unknown() {
+        let channel = unknown_operation("CreateChannel");
+        assert_eq!(channel.kind, ErrorKind::UnknownOperation);
+        assert!(
+            channel
+                .message
+                .contains("channel operation, which the embedded Kinesis does not emulate"),
+            "{}",
+            channel.message
+        );
+        let other = unknown_operation("Frobnicate");
+        assert!(
+            other.message.contains("`Frobnicate` is not served"),
+            "{}",
+            other.message
+        );
+        assert!(
+            other.message.contains("UpdateMaxRecordSize"),
+            "{}",
+            other.message
+        );
     }
 }

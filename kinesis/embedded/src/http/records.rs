@@ -54,7 +54,8 @@ fn check_entry(
         None => name.to_owned(),
     };
     violations.required(data, &member("Data"));
-    let partition_key = violations.required(partition_key, &member("PartitionKey"));
+    // Optional in the model since `AUTO` streams take records without one; a stream that
+    // places records by key refuses a record without one (`put.rs`).
     violations.text(&member("PartitionKey"), partition_key, PARTITION_KEY);
     violations.text(&member("ExplicitHashKey"), explicit_hash_key, HASH_KEY);
 }
@@ -97,7 +98,9 @@ struct PutRecordOutput<'a> {
 }
 
 /// `PutRecord`. `SequenceNumberForOrdering` is checked and otherwise ignored: the embedded
-/// Kinesis numbers the records of a partition key in the order they arrive anyway.
+/// Kinesis numbers the records of a partition key in the order they arrive anyway. The answer's
+/// `EncryptionType` is the stream's (`KMS` once `StartStreamEncryption` named a key), as AWS
+/// says to check it there; nothing is encrypted.
 pub(super) fn put_record(
     kinesis: &EmbeddedKinesis,
     request: Request<'_>,
@@ -137,7 +140,8 @@ pub(super) fn put_record(
     Ok(request.reply(&PutRecordOutput {
         shard_id: &put.shard_id,
         sequence_number: put.sequence_number.as_str(),
-        encryption_type: "NONE",
+        // A stream deleted since the write has no settings left to tell: answered unencrypted.
+        encryption_type: kinesis.encryption_type(stream).unwrap_or("NONE"),
     }))
 }
 
@@ -256,7 +260,8 @@ pub(super) fn put_records(
     Ok(request.reply(&PutRecordsOutput {
         failed_record_count: u32::try_from(failed).expect("at most 500 records"),
         records: puts.iter().map(PutRecordsResultEntry::from).collect(),
-        encryption_type: "NONE",
+        // A stream deleted since the write has no settings left to tell: answered unencrypted.
+        encryption_type: kinesis.encryption_type(stream).unwrap_or("NONE"),
     }))
 }
 
@@ -370,6 +375,9 @@ pub(super) struct WireRecord<'a> {
     approximate_arrival_timestamp: WireTime,
     #[serde(serialize_with = "blob")]
     data: &'a [u8],
+    /// Absent for a record an `AUTO` stream took without a partition key (kept as an empty
+    /// key, which no other record can have).
+    #[serde(skip_serializing_if = "str::is_empty")]
     partition_key: &'a str,
 }
 

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::body::Body;
+use bytes::Bytes;
 use http_body_util::{BodyExt as _, LengthLimitError, Limited};
 use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
 use hyper::http::request::Parts;
@@ -23,8 +24,9 @@ use super::server::Stopping;
 use super::{event_stream, subscribe};
 use crate::embedded::EmbeddedKinesis;
 
-/// The largest request body read. `PutRecords` carries at most 5 MiB of data, which is
-/// 6.7 MiB as base64, plus partition keys and JSON around them.
+/// The largest request body read. `PutRecords` carries at most 10 MiB of data and partition
+/// keys (to a stream whose `MaxRecordSizeInKiB` is above 1024), which is 13.4 MiB as base64,
+/// plus the JSON around them.
 pub(crate) const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
 
 /// The prefix of `X-Amz-Target` values: the service and its API version.
@@ -104,6 +106,19 @@ enum BodyError {
     Unreadable(String),
 }
 
+impl BodyError {
+    /// What Kinesis answers a body it cannot read: a `SerializationException`.
+    fn to_api_error(&self) -> ApiError {
+        let message = match self {
+            Self::TooLarge => format!("The request body is larger than {MAX_REQUEST_BYTES} bytes"),
+            Self::Unreadable(error) => format!(
+                "Could not read the request body (at most {MAX_REQUEST_BYTES} bytes): {error}"
+            ),
+        };
+        ApiError::new(ErrorKind::Serialization, message)
+    }
+}
+
 /// Answers one request: reads the envelope, runs the operation, wraps its answer or error.
 /// `SubscribeToShard` answers with an event stream, which ends at the latest when `stop` turns.
 async fn respond(api: &KinesisApi, request: Request<Body>) -> Response<Body> {
@@ -115,53 +130,24 @@ async fn respond(api: &KinesisApi, request: Request<Body>) -> Response<Body> {
     let (parts, body) = request.into_parts();
     // The body is read whatever the envelope holds, so that the connection can carry the next
     // request after an error.
-    // A body declared larger than the limit is refused before it is uploaded: the answer goes
-    // out at once and the connection closes without reading the rest.
-    let declared_too_large = parts
-        .headers
-        .get(CONTENT_LENGTH)
-        .and_then(|length| length.to_str().ok()?.parse::<u64>().ok())
-        .is_some_and(|length| length > MAX_REQUEST_BYTES as u64);
-    let body = if declared_too_large {
-        Err(BodyError::TooLarge)
-    } else {
-        Limited::new(body, MAX_REQUEST_BYTES)
-            .collect()
-            .await
-            .map_err(|error| {
-                if error.downcast_ref::<LengthLimitError>().is_some() {
-                    BodyError::TooLarge
-                } else {
-                    BodyError::Unreadable(error.to_string())
-                }
-            })
-    };
+    let body = read_body(&parts, body).await;
     let too_large = matches!(body, Err(BodyError::TooLarge));
     let format = format_of(&parts);
     let operation = operation_of(&parts);
     let result = match (&operation, body) {
         (Err(error), _) => Err(error.clone()),
-        (Ok(_), Err(BodyError::TooLarge)) => Err(ApiError::new(
-            ErrorKind::Serialization,
-            format!("The request body is larger than {MAX_REQUEST_BYTES} bytes"),
-        )),
-        (Ok(_), Err(BodyError::Unreadable(error))) => Err(ApiError::new(
-            ErrorKind::Serialization,
-            format!("Could not read the request body (at most {MAX_REQUEST_BYTES} bytes): {error}"),
-        )),
+        (Ok(_), Err(error)) => Err(error.to_api_error()),
         (Ok("SubscribeToShard"), Ok(body)) if api.kinesis.is_some() => {
             let kinesis = api.kinesis.as_ref().expect("checked just above");
             let request = ApiRequest {
                 format,
-                body: &body.to_bytes(),
+                body: &body,
             };
             match subscribe::open(kinesis, request) {
                 Ok(subscription) => {
                     tracing::debug!(request_id, "SubscribeToShard began");
-                    return event_stream_answer(
-                        subscribe::events(kinesis.clone(), subscription, stop),
-                        &request_id,
-                    );
+                    let events = subscribe::events(kinesis.clone(), subscription, stop);
+                    return event_stream_answer(events, &request_id);
                 }
                 Err(error) => Err(error),
             }
@@ -172,7 +158,7 @@ async fn respond(api: &KinesisApi, request: Request<Body>) -> Response<Body> {
                 operation,
                 ApiRequest {
                     format,
-                    body: &body.to_bytes(),
+                    body: &body,
                 },
             ),
             None => Err(ApiError::new(
@@ -182,6 +168,39 @@ async fn respond(api: &KinesisApi, request: Request<Body>) -> Response<Body> {
         },
     };
     let operation = operation.unwrap_or("(none)");
+    answer(result, operation, format, &request_id, too_large)
+}
+
+/// Reads a request's body, up to `MAX_REQUEST_BYTES`. A body declared larger than the limit is
+/// refused before it is uploaded: the answer goes out at once and the connection closes
+/// without reading the rest.
+async fn read_body(parts: &Parts, body: Body) -> Result<Bytes, BodyError> {
+    let declared_too_large = parts
+        .headers
+        .get(CONTENT_LENGTH)
+        .and_then(|length| length.to_str().ok()?.parse::<u64>().ok())
+        .is_some_and(|length| length > MAX_REQUEST_BYTES as u64);
+    if declared_too_large {
+        return Err(BodyError::TooLarge);
+    }
+    match Limited::new(body, MAX_REQUEST_BYTES).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => {
+            Err(BodyError::TooLarge)
+        }
+        Err(error) => Err(BodyError::Unreadable(error.to_string())),
+    }
+}
+
+/// The HTTP answer to a call: its body with 200, or its error with the error's status (413
+/// for a body over the limit), in the request's encoding, with the request id.
+fn answer(
+    result: Result<Vec<u8>, ApiError>,
+    operation: &str,
+    format: Format,
+    request_id: &str,
+    too_large: bool,
+) -> Response<Body> {
     let (status, body) = match result {
         Ok(body) => {
             tracing::debug!(operation, request_id, "Kinesis API call answered");
@@ -210,7 +229,7 @@ async fn respond(api: &KinesisApi, request: Request<Body>) -> Response<Body> {
         CONTENT_TYPE,
         HeaderValue::from_static(format.content_type()),
     );
-    if let Ok(request_id) = HeaderValue::from_str(&request_id) {
+    if let Ok(request_id) = HeaderValue::from_str(request_id) {
         headers.insert("x-amzn-RequestId", request_id);
     }
     response

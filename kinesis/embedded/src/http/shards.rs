@@ -11,7 +11,7 @@ use super::error::{ApiError, ErrorKind};
 use super::wire::{
     Timestamp, WireShard, check_name, count_in, normalized_shard_id, required, stream_of,
 };
-use crate::descriptions::ShardLifetime;
+use crate::descriptions::{ShardLifetime, StreamSummary};
 use crate::embedded::EmbeddedKinesis;
 use crate::reshard::ScalingType;
 use crate::throughput::ApiCall;
@@ -49,12 +49,13 @@ struct ShardFilterInput {
 }
 
 impl Filter {
-    fn read(input: ShardFilterInput) -> Result<Self, ApiError> {
-        let kind = required(input.r#type, "ShardFilter.Type")?;
+    fn read(input: &ShardFilterInput) -> Result<Self, ApiError> {
+        let kind = required(input.r#type.clone(), "ShardFilter.Type")?;
         let timestamp = |kind: &str| {
             input
                 .timestamp
-                .map(|Timestamp(time)| millis(time))
+                .as_ref()
+                .map(|Timestamp(time)| millis(*time))
                 .ok_or_else(|| {
                     ApiError::invalid_argument(format!(
                         "ShardFilter of type {kind} needs a Timestamp"
@@ -63,7 +64,7 @@ impl Filter {
         };
         Ok(match kind.as_str() {
             "AFTER_SHARD_ID" => {
-                let shard_id = input.shard_id.ok_or_else(|| {
+                let shard_id = input.shard_id.clone().ok_or_else(|| {
                     ApiError::invalid_argument("ShardFilter of type AFTER_SHARD_ID needs a ShardId")
                 })?;
                 check_name(&shard_id, "ShardFilter.ShardId")?;
@@ -174,6 +175,18 @@ struct ListShardsOutput<'a> {
     next_token: Option<String>,
 }
 
+/// Where a `ListShards` call lists from: read from its `NextToken`, or from its stream and
+/// filter.
+struct Listing {
+    stream: String,
+    /// The creation of the stream the token was issued for (milliseconds); `None` without a
+    /// token.
+    token_created_ms: Option<u64>,
+    /// The last shard listed before this page, if any.
+    after: Option<String>,
+    filter: Filter,
+}
+
 /// `ListShards`: the stream's shards that have not expired, in order of creation (parents
 /// before children), at most 1,000 a page, filtered by `ShardFilter`.
 ///
@@ -191,102 +204,28 @@ pub(super) fn list_shards(
         None => LIST_SHARDS_PAGE,
     };
     let now_ms = millis(kinesis.current_time());
-
-    let (stream, token_created_ms, after, filter) = match &input.next_token {
-        Some(token) => {
-            let conflicting = [
-                ("StreamName", input.stream_name.is_some()),
-                ("StreamARN", input.stream_arn.is_some()),
-                (
-                    "ExclusiveStartShardId",
-                    input.exclusive_start_shard_id.is_some(),
-                ),
-                (
-                    "StreamCreationTimestamp",
-                    input.stream_creation_timestamp.is_some(),
-                ),
-                ("ShardFilter", input.shard_filter.is_some()),
-            ];
-            if let Some((member, _)) = conflicting.iter().find(|(_, given)| *given) {
-                return Err(ApiError::invalid_argument(format!(
-                    "NextToken and {member} cannot be provided together: the token names the \
-                     stream and where the listing continues"
-                )));
-            }
-            let token = PageToken::decode(token)?;
-            if now_ms.saturating_sub(token.issued_ms) > NEXT_TOKEN_TTL.as_millis() as u64 {
-                return Err(ApiError::new(
-                    ErrorKind::ExpiredNextToken,
-                    format!(
-                        "NextToken for stream {} expired: tokens are valid for {} seconds",
-                        token.stream,
-                        NEXT_TOKEN_TTL.as_secs()
-                    ),
-                ));
-            }
-            (
-                token.stream,
-                Some(token.created_ms),
-                Some(token.after),
-                token.filter,
-            )
-        }
-        None => {
-            let stream = stream_of(
-                kinesis,
-                input.stream_name.as_deref(),
-                input.stream_arn.as_deref(),
-            )?;
-            if let Some(start) = &input.exclusive_start_shard_id {
-                check_name(start, "ExclusiveStartShardId")?;
-            }
-            let filter = match input.shard_filter {
-                Some(filter) => Filter::read(filter)?,
-                None => Filter::FromTrimHorizon,
-            };
-            (
-                stream.to_owned(),
-                None,
-                // Read by its number, as `GetShardIterator` reads a shard id.
-                input
-                    .exclusive_start_shard_id
-                    .map(|start| normalized_shard_id(&start).into_owned()),
-                filter,
-            )
-        }
+    let listing = match &input.next_token {
+        Some(token) => listing_of_token(&input, token, now_ms)?,
+        None => listing_of_request(kinesis, &input)?,
     };
 
-    kinesis.admit_api_call(ApiCall::ListShards, &stream)?;
-    let summary = kinesis.describe_stream_summary(&stream)?;
+    kinesis.admit_api_call(ApiCall::ListShards, &listing.stream)?;
+    let summary = kinesis.describe_stream_summary(&listing.stream)?;
     let created_ms = millis(summary.created);
-    let same_stream = match (token_created_ms, input.stream_creation_timestamp) {
-        (Some(token_created_ms), _) => token_created_ms == created_ms,
-        // Creation timestamps are compared to the second, as clients may round them.
-        (None, Some(Timestamp(given))) => millis(given) / 1000 == created_ms / 1000,
-        (None, None) => true,
-    };
-    if !same_stream {
-        return Err(ApiError::new(
-            ErrorKind::ResourceNotFound,
-            format!(
-                "Stream {stream} under account {} not found: the stream of that name was \
-                 created at another time.",
-                account_of(&summary.arn)
-            ),
-        ));
-    }
+    check_same_stream(&summary, &listing, input.stream_creation_timestamp)?;
     let horizon_ms = now_ms
         .saturating_sub(summary.retention_period.as_millis() as u64)
         .max(created_ms);
 
-    let shards = kinesis.list_shards_with_lifetimes(&stream)?;
+    let shards = kinesis.list_shards_with_lifetimes(&listing.stream)?;
     let mut kept: Vec<&Shard> = shards
         .iter()
         .filter(|(shard, lifetime)| {
-            after
+            listing
+                .after
                 .as_deref()
                 .is_none_or(|after| shard.shard_id.as_str() > after)
-                && filter.keeps(shard, lifetime, horizon_ms)
+                && listing.filter.keeps(shard, lifetime, horizon_ms)
         })
         .map(|(shard, _)| shard)
         .take(page + 1)
@@ -301,7 +240,7 @@ pub(super) fn list_shards(
                 .last()
                 .map(|shard| shard.shard_id.clone())
                 .unwrap_or_default(),
-            filter,
+            filter: listing.filter,
             issued_ms: now_ms,
         }
         .encode()
@@ -310,6 +249,108 @@ pub(super) fn list_shards(
         shards: kept.into_iter().map(WireShard::from).collect(),
         next_token,
     }))
+}
+
+/// The listing a `NextToken` continues, if the token came alone and has not expired.
+fn listing_of_token(
+    input: &ListShardsInput,
+    token: &str,
+    now_ms: u64,
+) -> Result<Listing, ApiError> {
+    let conflicting = [
+        ("StreamName", input.stream_name.is_some()),
+        ("StreamARN", input.stream_arn.is_some()),
+        (
+            "ExclusiveStartShardId",
+            input.exclusive_start_shard_id.is_some(),
+        ),
+        (
+            "StreamCreationTimestamp",
+            input.stream_creation_timestamp.is_some(),
+        ),
+        ("ShardFilter", input.shard_filter.is_some()),
+    ];
+    if let Some((member, _)) = conflicting.iter().find(|(_, given)| *given) {
+        return Err(ApiError::invalid_argument(format!(
+            "NextToken and {member} cannot be provided together: the token names the \
+             stream and where the listing continues"
+        )));
+    }
+    let token = PageToken::decode(token)?;
+    if now_ms.saturating_sub(token.issued_ms) > NEXT_TOKEN_TTL.as_millis() as u64 {
+        return Err(ApiError::new(
+            ErrorKind::ExpiredNextToken,
+            format!(
+                "NextToken for stream {} expired: tokens are valid for {} seconds",
+                token.stream,
+                NEXT_TOKEN_TTL.as_secs()
+            ),
+        ));
+    }
+    Ok(Listing {
+        stream: token.stream,
+        token_created_ms: Some(token.created_ms),
+        after: Some(token.after),
+        filter: token.filter,
+    })
+}
+
+/// The listing a first `ListShards` call asks for: its stream, `ExclusiveStartShardId` and
+/// `ShardFilter`.
+fn listing_of_request(
+    kinesis: &EmbeddedKinesis,
+    input: &ListShardsInput,
+) -> Result<Listing, ApiError> {
+    let stream = stream_of(
+        kinesis,
+        input.stream_name.as_deref(),
+        input.stream_arn.as_deref(),
+    )?;
+    if let Some(start) = &input.exclusive_start_shard_id {
+        check_name(start, "ExclusiveStartShardId")?;
+    }
+    let filter = match &input.shard_filter {
+        Some(filter) => Filter::read(filter)?,
+        None => Filter::FromTrimHorizon,
+    };
+    Ok(Listing {
+        stream: stream.to_owned(),
+        token_created_ms: None,
+        // Read by its number, as `GetShardIterator` reads a shard id.
+        after: input
+            .exclusive_start_shard_id
+            .as_deref()
+            .map(|start| normalized_shard_id(start).into_owned()),
+        filter,
+    })
+}
+
+/// Refuses a listing of an earlier stream of the same name: one whose token, or whose
+/// `StreamCreationTimestamp`, names another creation time than the stream's.
+fn check_same_stream(
+    summary: &StreamSummary,
+    listing: &Listing,
+    creation_timestamp: Option<Timestamp>,
+) -> Result<(), ApiError> {
+    let created_ms = millis(summary.created);
+    let same_stream = match (listing.token_created_ms, creation_timestamp) {
+        (Some(token_created_ms), _) => token_created_ms == created_ms,
+        // Creation timestamps are compared to the second, as clients may round them.
+        (None, Some(Timestamp(given))) => millis(given) / 1000 == created_ms / 1000,
+        (None, None) => true,
+    };
+    if same_stream {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        ErrorKind::ResourceNotFound,
+        format!(
+            "Stream {} under account {} not found: the stream of that name was created at \
+             another time.",
+            listing.stream,
+            account_of(&summary.arn)
+        ),
+    ))
 }
 
 /// The account id in a stream ARN (`arn:aws:kinesis:<region>:<account>:stream/<name>`).

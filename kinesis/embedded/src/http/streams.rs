@@ -7,16 +7,20 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 
 use super::codec::{Request, WireTime};
-use super::error::{ApiError, ErrorKind};
+use super::configuration::{DISTRIBUTIONS, WireWarmThroughput, distribution};
+use super::error::ApiError;
+use super::tags::{MAX_TAGS_PER_RESOURCE as MAX_TAGS_PER_STREAM, STREAM_TAG_SYMBOLS, check_tags};
 use super::validation::{STREAM_ARN, STREAM_NAME, Violations};
 use super::wire::{WireShard, check_name, count_in, normalized_shard_id, required, stream_of};
 use crate::attachments::StreamKey;
 use crate::descriptions::StreamSummary;
 use crate::embedded::EmbeddedKinesis;
+use crate::settings::{
+    DEFAULT_MAX_RECORD_SIZE_KIB, MAX_MAX_RECORD_SIZE_KIB, RecordDistribution, SettingChange,
+    StreamSettings,
+};
 use crate::throughput::ApiCall;
 
-/// The most tags a stream may carry.
-const MAX_TAGS_PER_STREAM: usize = 50;
 /// The most tags one `AddTagsToStream` call may add.
 const MAX_TAGS_PER_CALL: usize = 10;
 /// How many shards `DescribeStream` returns at most, and by default.
@@ -50,16 +54,28 @@ impl StreamModeDetails {
     }
 }
 
-/// `EnhancedMetrics`: shard-level metrics are never enabled here.
+/// `EnhancedMetrics`: the shard-level metrics enabled (named only: nothing is measured).
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "PascalCase")]
 struct EnhancedMetrics {
-    shard_level_metrics: [&'static str; 0],
+    shard_level_metrics: Vec<&'static str>,
 }
 
-const NO_ENHANCED_MONITORING: [EnhancedMetrics; 1] = [EnhancedMetrics {
-    shard_level_metrics: [],
-}];
+/// `EnhancedMonitoring`, a list of one entry, as Kinesis answers it.
+fn enhanced_monitoring(settings: &StreamSettings) -> [EnhancedMetrics; 1] {
+    [EnhancedMetrics {
+        shard_level_metrics: settings.shard_level_metrics(),
+    }]
+}
+
+/// `EncryptionType`: `KMS` once a key is set, else `NONE`.
+fn encryption_type(settings: &StreamSettings) -> &'static str {
+    if settings.encryption_key_id.is_some() {
+        "KMS"
+    } else {
+        "NONE"
+    }
+}
 
 #[derive(Deserialize)]
 #[serde(rename_all = "PascalCase")]
@@ -70,6 +86,7 @@ struct CreateStreamInput {
     tags: Option<BTreeMap<String, String>>,
     warm_throughput_mi_bps: Option<i64>,
     max_record_size_in_ki_b: Option<i64>,
+    record_distribution_strategy: Option<String>,
 }
 
 /// `CreateStream`: `ACTIVE` when the call returns. Without a `ShardCount` (or with
@@ -83,6 +100,18 @@ pub(super) fn create_stream(
     let name = violations.required(input.stream_name, "StreamName");
     violations.text("StreamName", name.as_deref(), STREAM_NAME);
     violations.number("ShardCount", input.shard_count, 1, i64::from(u32::MAX));
+    violations.number(
+        "MaxRecordSizeInKiB",
+        input.max_record_size_in_ki_b,
+        i64::from(DEFAULT_MAX_RECORD_SIZE_KIB),
+        i64::from(MAX_MAX_RECORD_SIZE_KIB),
+    );
+    violations.number(
+        "WarmThroughputMiBps",
+        input.warm_throughput_mi_bps,
+        0,
+        i64::from(u32::MAX),
+    );
     let mode = input
         .stream_mode_details
         .and_then(|details| details.stream_mode);
@@ -91,9 +120,77 @@ pub(super) fn create_stream(
         mode.as_deref(),
         &STREAM_MODES,
     );
+    let strategy = input.record_distribution_strategy.as_deref();
+    violations.one_of("RecordDistributionStrategy", strategy, &DISTRIBUTIONS);
     violations.finish()?;
     let name = name.unwrap_or_default();
-    let on_demand = match (mode.as_deref(), input.shard_count) {
+    let on_demand = is_on_demand(&name, mode.as_deref(), input.shard_count)?;
+    if !on_demand {
+        check_on_demand_only(&name, input.warm_throughput_mi_bps, strategy)?;
+    }
+    let tags = input.tags.unwrap_or_default();
+    check_tags(
+        &format!("stream {name}"),
+        STREAM_TAG_SYMBOLS,
+        &BTreeMap::new(),
+        &tags,
+    )?;
+
+    let shard_count = match input.shard_count {
+        Some(count) => u32::try_from(count).expect("checked against u32::MAX"),
+        None => ON_DEMAND_SHARDS,
+    };
+    if on_demand {
+        kinesis.create_on_demand_stream(&name, shard_count)?;
+    } else {
+        kinesis.create_stream(&name, shard_count)?;
+    }
+    kinesis.change_stream_tags(&name, "CreateStream", |kept| {
+        kept.extend(tags);
+        Ok::<_, ApiError>(())
+    })?;
+    let asked = (
+        input.max_record_size_in_ki_b,
+        input.warm_throughput_mi_bps,
+        strategy,
+    );
+    set_at_creation(kinesis, &name, on_demand, asked)?;
+    Ok(Vec::new())
+}
+
+/// Sets on a stream just created what `CreateStream` asked beside its shards: its maximum
+/// record size, warm throughput and record distribution, each checked before the creation.
+fn set_at_creation(
+    kinesis: &EmbeddedKinesis,
+    name: &str,
+    on_demand: bool,
+    (kib, warm, strategy): (Option<i64>, Option<i64>, Option<&str>),
+) -> Result<(), ApiError> {
+    let kib = kib.map(|kib| kib as u32);
+    if let Some(kib) = kib.filter(|&kib| kib != DEFAULT_MAX_RECORD_SIZE_KIB) {
+        kinesis.set_at_creation(name, &SettingChange::MaxRecordSize(kib))?;
+    }
+    let warm = warm.map(|mibps| mibps as u32);
+    if let Some(mibps) = warm.filter(|_| on_demand) {
+        kinesis.set_at_creation(name, &SettingChange::WarmThroughput(mibps))?;
+    }
+    if let Some(auto) = strategy
+        .map(distribution)
+        .filter(|&d| d == RecordDistribution::Auto)
+    {
+        kinesis.set_at_creation(name, &SettingChange::Distribution(auto))?;
+    }
+    Ok(())
+}
+
+/// Whether `CreateStream` makes an `ON_DEMAND` stream: asked so, or given no `ShardCount`. A
+/// `ShardCount` must come with `PROVISIONED` only.
+fn is_on_demand(
+    name: &str,
+    mode: Option<&str>,
+    shard_count: Option<i64>,
+) -> Result<bool, ApiError> {
+    Ok(match (mode, shard_count) {
         (Some("ON_DEMAND"), Some(_)) => {
             return Err(ApiError::invalid_argument(format!(
                 "Stream {name} is ON_DEMAND: its shards are Kinesis' to choose, so it takes no \
@@ -107,35 +204,26 @@ pub(super) fn create_stream(
         }
         (Some("ON_DEMAND"), None) | (None, None) => true,
         _ => false,
-    };
-    if !on_demand && input.warm_throughput_mi_bps.is_some_and(|warm| warm != 0) {
-        return Err(ApiError::invalid_argument(format!(
-            "WarmThroughputMiBps applies to ON_DEMAND streams; stream {name} is PROVISIONED"
-        )));
-    }
-    if input.max_record_size_in_ki_b.is_some_and(|kib| kib != 1024) {
-        return Err(ApiError::invalid_argument(format!(
-            "MaxRecordSizeInKiB of stream {name}: the embedded Kinesis keeps records of up to \
-             1024 KiB only"
-        )));
-    }
-    let tags = input.tags.unwrap_or_default();
-    check_tags(&name, &BTreeMap::new(), &tags)?;
+    })
+}
 
-    let shard_count = match input.shard_count {
-        Some(count) => u32::try_from(count).expect("checked against u32::MAX"),
-        None => ON_DEMAND_SHARDS,
-    };
-    if on_demand {
-        kinesis.create_on_demand_stream(&name, shard_count)?;
+/// Refuses, before a `PROVISIONED` stream is created, what only `ON_DEMAND` streams take: a
+/// warm throughput, or the `AUTO` record distribution.
+fn check_on_demand_only(
+    name: &str,
+    warm_throughput: Option<i64>,
+    strategy: Option<&str>,
+) -> Result<(), ApiError> {
+    let asked = if warm_throughput.is_some_and(|warm| warm != 0) {
+        "WarmThroughputMiBps"
+    } else if strategy == Some("AUTO") {
+        "RecordDistributionStrategy AUTO"
     } else {
-        kinesis.create_stream(&name, shard_count)?;
-    }
-    let key = tag_key(kinesis, &name)?;
-    if !tags.is_empty() {
-        kinesis.attachments().tags().insert(key, tags);
-    }
-    Ok(Vec::new())
+        return Ok(());
+    };
+    Err(ApiError::invalid_argument(format!(
+        "{asked} applies to ON_DEMAND streams; stream {name} is PROVISIONED"
+    )))
 }
 
 #[derive(Deserialize)]
@@ -216,8 +304,15 @@ struct WireStreamSummary {
     stream_creation_timestamp: WireTime,
     enhanced_monitoring: [EnhancedMetrics; 1],
     encryption_type: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key_id: Option<String>,
     open_shard_count: usize,
     consumer_count: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    warm_throughput: Option<WireWarmThroughput>,
+    #[serde(rename = "MaxRecordSizeInKiB")]
+    max_record_size_in_kib: u32,
+    record_distribution_strategy: &'static str,
 }
 
 /// `DescribeStreamSummary`.
@@ -233,16 +328,21 @@ pub(super) fn describe_stream_summary(
     )?;
     kinesis.admit_api_call(ApiCall::DescribeStreamSummary, stream)?;
     let summary = kinesis.describe_stream_summary(stream)?;
+    let settings = kinesis.stream_settings(stream)?;
     Ok(request.reply(&DescribeStreamSummaryOutput {
         stream_description_summary: WireStreamSummary {
             stream_status: summary.status.as_str(),
             stream_mode_details: StreamModeDetails::of(kinesis, &summary.name),
             retention_period_hours: retention_hours(&summary),
             stream_creation_timestamp: WireTime(summary.created),
-            enhanced_monitoring: NO_ENHANCED_MONITORING,
-            encryption_type: "NONE",
+            enhanced_monitoring: enhanced_monitoring(&settings),
+            encryption_type: encryption_type(&settings),
+            key_id: settings.encryption_key_id.clone(),
             open_shard_count: summary.open_shard_count,
             consumer_count: 0,
+            warm_throughput: settings.warm_throughput_mibps.map(WireWarmThroughput::of),
+            max_record_size_in_kib: settings.max_record_size_kib,
+            record_distribution_strategy: settings.record_distribution.as_str(),
             stream_name: summary.name,
             stream_arn: summary.arn,
         },
@@ -285,6 +385,8 @@ struct WireStreamDescription<'a> {
     stream_creation_timestamp: WireTime,
     enhanced_monitoring: [EnhancedMetrics; 1],
     encryption_type: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key_id: Option<String>,
 }
 
 /// `DescribeStream`: the stream and a page of its shards (at most 100), in order of creation.
@@ -308,6 +410,7 @@ pub(super) fn describe_stream(
     kinesis.admit_api_call(ApiCall::DescribeStream, stream)?;
     let summary = kinesis.describe_stream_summary(stream)?;
     let shards = kinesis.list_shards(stream)?;
+    let settings = kinesis.stream_settings(stream)?;
     // Read by its number, as `GetShardIterator` reads a shard id.
     let start = input
         .exclusive_start_shard_id
@@ -335,8 +438,9 @@ pub(super) fn describe_stream(
             has_more_shards,
             retention_period_hours: retention_hours(&summary),
             stream_creation_timestamp: WireTime(summary.created),
-            enhanced_monitoring: NO_ENHANCED_MONITORING,
-            encryption_type: "NONE",
+            enhanced_monitoring: enhanced_monitoring(&settings),
+            encryption_type: encryption_type(&settings),
+            key_id: settings.encryption_key_id,
             stream_name: summary.name,
             stream_arn: summary.arn,
         },
@@ -471,51 +575,6 @@ fn tag_key(kinesis: &EmbeddedKinesis, stream: &str) -> Result<StreamKey, ApiErro
     Ok(kinesis.stream_key(stream)?)
 }
 
-/// Whether a tag key or value may hold `c`: Unicode letters and digits, spaces (not tabs or
-/// line breaks) and `_ . / = + - @` (docs/kinesis.md, "Tags").
-fn tag_character(c: char) -> bool {
-    c.is_alphanumeric() || (c.is_whitespace() && !c.is_control()) || "_./=+-@".contains(c)
-}
-
-/// Checks tags about to be added to a stream that has `existing` ones.
-fn check_tags(
-    stream: &str,
-    existing: &BTreeMap<String, String>,
-    added: &BTreeMap<String, String>,
-) -> Result<(), ApiError> {
-    for (key, value) in added {
-        if !(1..=128).contains(&key.chars().count()) || value.chars().count() > 256 {
-            return Err(ApiError::invalid_argument(format!(
-                "Tag `{key}` of stream {stream}: keys have 1 to 128 characters, values at most \
-                 256"
-            )));
-        }
-        for (what, text) in [("key", key), ("value", value)] {
-            if let Some(bad) = text.chars().find(|&c| !tag_character(c)) {
-                return Err(ApiError::invalid_argument(format!(
-                    "Tag {what} {text:?} of stream {stream} holds the character {bad:?}: tag \
-                     keys and values may hold only letters, digits, spaces and _ . / = + - @"
-                )));
-            }
-        }
-    }
-    let total = existing.len()
-        + added
-            .keys()
-            .filter(|key| !existing.contains_key(*key))
-            .count();
-    if total > MAX_TAGS_PER_STREAM {
-        return Err(ApiError::new(
-            ErrorKind::LimitExceeded,
-            format!(
-                "Stream {stream} would have {total} tags; a stream has at most \
-                 {MAX_TAGS_PER_STREAM}"
-            ),
-        ));
-    }
-    Ok(())
-}
-
 #[derive(Deserialize)]
 #[serde(rename_all = "PascalCase")]
 struct AddTagsInput {
@@ -544,11 +603,12 @@ pub(super) fn add_tags(
             added.len()
         )));
     }
-    let key = tag_key(kinesis, stream)?;
-    let mut tags = kinesis.attachments().tags();
-    let existing = tags.entry(key).or_default();
-    check_tags(stream, existing, &added)?;
-    existing.extend(added);
+    kinesis.change_stream_tags(stream, "AddTagsToStream", |existing| {
+        let described = format!("stream {stream}");
+        check_tags(&described, STREAM_TAG_SYMBOLS, existing, &added)?;
+        existing.extend(added);
+        Ok::<_, ApiError>(())
+    })?;
     Ok(Vec::new())
 }
 
@@ -573,12 +633,12 @@ pub(super) fn remove_tags(
         input.stream_arn.as_deref(),
     )?;
     let removed = required(input.tag_keys, "StreamKeys")?;
-    let key = tag_key(kinesis, stream)?;
-    if let Some(existing) = kinesis.attachments().tags().get_mut(&key) {
+    kinesis.change_stream_tags(stream, "RemoveTagsFromStream", |existing| {
         for tag_key in &removed {
             existing.remove(tag_key);
         }
-    }
+        Ok::<_, ApiError>(())
+    })?;
     Ok(Vec::new())
 }
 

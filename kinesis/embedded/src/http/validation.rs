@@ -131,6 +131,8 @@ pub(super) const CONSUMER_NAME: Text = Text::new(1, 128).with(Pattern::Name);
 pub(super) const CONSUMER_ARN: Text = Text::new(1, 2048).with(Pattern::ConsumerArn);
 /// `NextToken` of `ListStreamConsumers`.
 pub(super) const NEXT_TOKEN: Text = Text::new(1, 1_048_576);
+/// `KeyId` of the stream encryption operations.
+pub(super) const KEY_ID: Text = Text::new(1, 2048);
 /// `ResourceARN` of the resource policy operations.
 pub(super) const RESOURCE_ARN: Text = Text::new(1, 2048).with(Pattern::StreamArn);
 

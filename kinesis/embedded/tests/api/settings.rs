@@ -1,0 +1,266 @@
+//! Settings a stream keeps and shows, with nothing else following: enhanced monitoring,
+//! server-side encryption and warm throughput, each shown by `DescribeStream(Summary)` and kept
+//! across a restart.
+
+use std::sync::Arc;
+
+use aws_sdk_kinesis::types::{
+    EncryptionType, MetricsName, StreamDescriptionSummary, StreamMode, StreamModeDetails,
+};
+
+use crate::support::{Endpoint, MemoryJournal, check_failure, endpoint, failure, serve};
+
+impl Endpoint {
+    async fn create(&self, stream: &str) {
+        self.client
+            .create_stream()
+            .stream_name(stream)
+            .shard_count(1)
+            .send()
+            .await
+            .unwrap();
+    }
+
+    async fn summary(&self, stream: &str) -> StreamDescriptionSummary {
+        let described = self
+            .client
+            .describe_stream_summary()
+            .stream_name(stream)
+            .send()
+            .await
+            .unwrap();
+        described.stream_description_summary.unwrap()
+    }
+
+    async fn enabled_metrics(&self, stream: &str) -> Vec<MetricsName> {
+        let summary = self.summary(stream).await;
+        summary.enhanced_monitoring()[0]
+            .shard_level_metrics()
+            .to_vec()
+    }
+}
+
+#[tokio::test]
+async fn enhanced_monitoring_names_metrics_and_shows_them() {
+    let endpoint = endpoint().await;
+    endpoint.create("watched").await;
+    assert!(endpoint.enabled_metrics("watched").await.is_empty());
+
+    let enabled = endpoint
+        .client
+        .enable_enhanced_monitoring()
+        .stream_name("watched")
+        .shard_level_metrics(MetricsName::OutgoingBytes)
+        .shard_level_metrics(MetricsName::IncomingBytes)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(enabled.stream_name(), Some("watched"));
+    assert!(enabled.current_shard_level_metrics().is_empty());
+    assert_eq!(
+        enabled.desired_shard_level_metrics(),
+        [MetricsName::IncomingBytes, MetricsName::OutgoingBytes]
+    );
+    assert_eq!(
+        endpoint.enabled_metrics("watched").await,
+        [MetricsName::IncomingBytes, MetricsName::OutgoingBytes]
+    );
+
+    let all = endpoint
+        .client
+        .enable_enhanced_monitoring()
+        .stream_arn(endpoint.kinesis.stream_arn("watched"))
+        .shard_level_metrics(MetricsName::All)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(all.desired_shard_level_metrics().len(), 7);
+
+    let disabled = endpoint
+        .client
+        .disable_enhanced_monitoring()
+        .stream_name("watched")
+        .shard_level_metrics(MetricsName::All)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(disabled.current_shard_level_metrics().len(), 7);
+    assert!(disabled.desired_shard_level_metrics().is_empty());
+    assert!(endpoint.enabled_metrics("watched").await.is_empty());
+}
+
+#[tokio::test]
+async fn enhanced_monitoring_refuses_unknown_metrics_and_missing_streams() {
+    let endpoint = endpoint().await;
+    let unknown = endpoint
+        .client
+        .enable_enhanced_monitoring()
+        .stream_name("any")
+        .shard_level_metrics(MetricsName::from("IncomingFrogs"))
+        .send()
+        .await;
+    check_failure(
+        failure(unknown),
+        "ValidationException",
+        &["'IncomingFrogs' at 'shardLevelMetrics.1.member'"],
+    );
+    let missing = endpoint
+        .client
+        .disable_enhanced_monitoring()
+        .stream_name("missing")
+        .shard_level_metrics(MetricsName::IncomingBytes)
+        .send()
+        .await;
+    check_failure(failure(missing), "ResourceNotFoundException", &["missing"]);
+}
+
+#[tokio::test]
+async fn encryption_names_its_key_until_stopped() {
+    let endpoint = endpoint().await;
+    endpoint.create("secret").await;
+    let summary = endpoint.summary("secret").await;
+    assert_eq!(summary.encryption_type(), Some(&EncryptionType::None));
+    assert_eq!(summary.key_id(), None);
+
+    endpoint
+        .client
+        .start_stream_encryption()
+        .stream_name("secret")
+        .encryption_type(EncryptionType::Kms)
+        .key_id("alias/aws/kinesis")
+        .send()
+        .await
+        .unwrap();
+    let summary = endpoint.summary("secret").await;
+    assert_eq!(summary.encryption_type(), Some(&EncryptionType::Kms));
+    assert_eq!(summary.key_id(), Some("alias/aws/kinesis"));
+    // Writes answer the stream's encryption, where AWS says to check it.
+    let put = endpoint
+        .client
+        .put_record()
+        .stream_name("secret")
+        .partition_key("k")
+        .data(aws_sdk_kinesis::primitives::Blob::new("d"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(put.encryption_type(), Some(&EncryptionType::Kms));
+    let described = endpoint
+        .client
+        .describe_stream()
+        .stream_name("secret")
+        .send()
+        .await
+        .unwrap();
+    let description = described.stream_description().unwrap();
+    assert_eq!(description.encryption_type(), Some(&EncryptionType::Kms));
+    assert_eq!(description.key_id(), Some("alias/aws/kinesis"));
+
+    let not_kms = endpoint
+        .client
+        .stop_stream_encryption()
+        .stream_name("secret")
+        .encryption_type(EncryptionType::None)
+        .key_id("alias/aws/kinesis")
+        .send()
+        .await;
+    check_failure(
+        failure(not_kms),
+        "InvalidArgumentException",
+        &["stream secret", "KMS"],
+    );
+    endpoint
+        .client
+        .stop_stream_encryption()
+        .stream_name("secret")
+        .encryption_type(EncryptionType::Kms)
+        .key_id("alias/aws/kinesis")
+        .send()
+        .await
+        .unwrap();
+    let summary = endpoint.summary("secret").await;
+    assert_eq!(summary.encryption_type(), Some(&EncryptionType::None));
+    assert_eq!(summary.key_id(), None);
+}
+
+#[tokio::test]
+async fn warm_throughput_is_kept_for_on_demand_streams_only() {
+    let endpoint = endpoint().await;
+    endpoint
+        .client
+        .create_stream()
+        .stream_name("warm")
+        .stream_mode_details(
+            StreamModeDetails::builder()
+                .stream_mode(StreamMode::OnDemand)
+                .build()
+                .unwrap(),
+        )
+        .warm_throughput_mibps(50)
+        .send()
+        .await
+        .unwrap();
+    let warm = endpoint.summary("warm").await.warm_throughput.unwrap();
+    assert_eq!(warm.target_mibps(), Some(50));
+
+    let updated = endpoint
+        .client
+        .update_stream_warm_throughput()
+        .stream_name("warm")
+        .warm_throughput_mibps(200)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(updated.stream_name(), Some("warm"));
+    assert_eq!(updated.warm_throughput().unwrap().target_mibps(), Some(200));
+    let warm = endpoint.summary("warm").await.warm_throughput.unwrap();
+    assert_eq!(warm.current_mibps(), Some(200));
+
+    endpoint.create("provisioned").await;
+    let refused = endpoint
+        .client
+        .update_stream_warm_throughput()
+        .stream_name("provisioned")
+        .warm_throughput_mibps(200)
+        .send()
+        .await;
+    check_failure(
+        failure(refused),
+        "InvalidArgumentException",
+        &["stream provisioned", "ON_DEMAND"],
+    );
+}
+
+#[tokio::test]
+async fn settings_are_kept_across_a_restart() {
+    let journal = Arc::new(MemoryJournal::default());
+    let endpoint = serve(journal.kinesis()).await;
+    endpoint.create("kept").await;
+    endpoint
+        .client
+        .enable_enhanced_monitoring()
+        .stream_name("kept")
+        .shard_level_metrics(MetricsName::IteratorAgeMilliseconds)
+        .send()
+        .await
+        .unwrap();
+    endpoint
+        .client
+        .start_stream_encryption()
+        .stream_name("kept")
+        .encryption_type(EncryptionType::Kms)
+        .key_id("alias/orders")
+        .send()
+        .await
+        .unwrap();
+
+    let restarted = serve(journal.restored()).await;
+    assert_eq!(
+        restarted.enabled_metrics("kept").await,
+        [MetricsName::IteratorAgeMilliseconds]
+    );
+    assert_eq!(
+        restarted.summary("kept").await.key_id(),
+        Some("alias/orders")
+    );
+}

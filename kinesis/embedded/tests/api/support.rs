@@ -1,0 +1,102 @@
+//! What every test here starts from: an endpoint over an embedded Kinesis with an SDK client
+//! for it, a journal kept in memory, and the reading of a failed call.
+
+use std::sync::{Arc, Mutex};
+
+use aws_sdk_kinesis::Client;
+use aws_sdk_kinesis::config::{BehaviorVersion, Credentials, Region};
+use aws_sdk_kinesis::error::{ProvideErrorMetadata, SdkError};
+use embedded_kinesis::http::{self, ServerHandle};
+use embedded_kinesis::{EmbeddedKinesis, Journal, JournalError};
+
+/// An endpoint serving an embedded Kinesis and a client of it; the endpoint stops when this
+/// is dropped with the test's runtime.
+pub(crate) struct Endpoint {
+    pub(crate) kinesis: EmbeddedKinesis,
+    pub(crate) client: Client,
+    _server: ServerHandle,
+}
+
+/// Serves `kinesis` on a free loopback port, with an SDK client pointed at it.
+pub(crate) async fn serve(kinesis: EmbeddedKinesis) -> Endpoint {
+    let server = http::serve(kinesis.clone(), "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let config = aws_sdk_kinesis::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .endpoint_url(server.endpoint_url())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("test", "test", None, None, "tests"))
+        .build();
+    Endpoint {
+        kinesis,
+        client: Client::from_conf(config),
+        _server: server,
+    }
+}
+
+/// An endpoint over a new embedded Kinesis with the defaults.
+pub(crate) async fn endpoint() -> Endpoint {
+    serve(EmbeddedKinesis::new()).await
+}
+
+/// A journal that keeps every change in memory, to restore a second Kinesis from.
+#[derive(Debug, Default)]
+pub(crate) struct MemoryJournal {
+    changes: Mutex<Vec<Vec<u8>>>,
+}
+
+impl Journal for MemoryJournal {
+    fn is_enabled(&self) -> bool {
+        true
+    }
+
+    fn append(&self, change: &[u8]) -> Result<(), JournalError> {
+        self.changes.lock().unwrap().push(change.to_vec());
+        Ok(())
+    }
+}
+
+impl MemoryJournal {
+    /// An embedded Kinesis that keeps its changes here.
+    pub(crate) fn kinesis(self: &Arc<Self>) -> EmbeddedKinesis {
+        EmbeddedKinesis::builder().journal(self.clone()).build()
+    }
+
+    /// A new embedded Kinesis with every change kept so far applied: what a restart with
+    /// `--state-dir` brings back.
+    pub(crate) fn restored(&self) -> EmbeddedKinesis {
+        let restored = EmbeddedKinesis::new();
+        let changes = self.changes.lock().unwrap().clone();
+        restored.restore(changes.iter().map(Vec::as_slice)).unwrap();
+        restored
+    }
+}
+
+/// The exception name and message of a call that must fail.
+#[track_caller]
+pub(crate) fn failure<T: std::fmt::Debug, E: ProvideErrorMetadata + std::fmt::Debug, R>(
+    result: Result<T, SdkError<E, R>>,
+) -> (String, String) {
+    let error = result.expect_err("the call should have failed");
+    (
+        error.code().unwrap_or("(no code)").to_owned(),
+        error.message().unwrap_or("(no message)").to_owned(),
+    )
+}
+
+/// Checks a failure's exception name and that its message holds each of `parts`.
+#[track_caller]
+pub(crate) fn check_failure(
+    (code, message): (String, String),
+    expected_code: &str,
+    parts: &[&str],
+) {
+    assert_eq!(code, expected_code, "{message}");
+    for part in parts {
+        assert!(
+            message.contains(part),
+            "`{message}` should mention `{part}`"
+        );
+    }
+}
