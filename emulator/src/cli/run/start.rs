@@ -1,7 +1,7 @@
 //! The run's start: which of the template's functions run, the checks that need no build, and
 //! each function's invoker with the event source mappings that feed it.
 
-use std::sync::{Arc, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::{Context as _, bail};
 use esm_engine::config::MappingConfig;
@@ -9,11 +9,13 @@ use esm_engine::invoke::Invoker;
 use esm_engine::invoke::invoke_api::InvokeApi;
 use esm_engine::lease::LeaseStore;
 use esm_engine::mapping::{
-    EventSourceMapping, MappingOptions, RunningMapping, stable_mapping_uuid,
+    EventSourceMapping, MappingOptions, MappingStatus, RunningMapping, stable_mapping_uuid,
 };
+use tokio::sync::watch;
 
+use super::args::RunArgs;
+use super::invoker::{FunctionInvoker, concurrent_batches, invoker_for, known_functions};
 use super::streams::Streams;
-use super::{FunctionInvoker, RunArgs, Statuses, concurrent_batches, invoker_for, known_functions};
 use crate::cli::function_binary::FunctionLogs;
 use crate::cli::sam_options::EnvVarsFile;
 use crate::control::Control;
@@ -90,6 +92,10 @@ pub(super) fn check_streams(
     }
     Ok(())
 }
+
+/// The mappings' statuses as they change, for the status document, the metrics and the
+/// progress lines.
+pub(super) type Statuses = Arc<Mutex<Vec<watch::Receiver<MappingStatus>>>>;
 
 /// What starting the functions needs of the run.
 pub(super) struct Start<'r> {

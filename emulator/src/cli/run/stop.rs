@@ -11,8 +11,9 @@ use esm_engine::mapping::{MappingStatus, RunningMapping};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use super::invoker::missing_function;
+use super::signals::StopSignals;
 use super::start::Started;
-use super::{StopSignals, missing_function};
 use crate::cli::Exit;
 use crate::control::{Control, Phase as ControlPhase};
 use crate::summary;

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 
-use super::RunArgs;
+use super::args::RunArgs;
 use crate::cli::commands::put_every_record;
 use crate::cli::connection_to;
 use crate::records_file::{RecordToPut, put_records_batches, read_records};
