@@ -78,6 +78,16 @@ pub(crate) fn settings(config: &MappingConfig) -> Vec<(&'static str, String)> {
             "Timeout",
             format!("{} s", config.function_timeout.as_secs()),
         ),
+        (
+            "MetricsConfig",
+            if config.event_count_metrics {
+                "EventCount".to_owned()
+            } else {
+                // As on Lambda: without it /metrics has no event counts, which looks broken
+                // to someone who has not read the template.
+                "(none: no event-count metrics on /metrics, as on Lambda)".to_owned()
+            },
+        ),
     ]
 }
 
