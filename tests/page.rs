@@ -27,6 +27,12 @@ const MAPPING_WITHIN: Duration = Duration::from_secs(600);
 const FEDEX_SHIPMENT: &str =
     r#"{"id": 4242, "address": "Rue de Rivoli 10, Paris", "carrier": "fedex"}"#;
 
+/// Shipments for a carrier the shipping function knows: it books them.
+const DHL_SHIPMENTS: [&str; 2] = [
+    r#"{"id": 4240, "address": "Keizersgracht 1, Amsterdam", "carrier": "dhl"}"#,
+    r#"{"id": 4241, "address": "Keizersgracht 2, Amsterdam", "carrier": "dhl"}"#,
+];
+
 /// The first shard of the template's `shipments` stream, and the children a split makes.
 const PARENT: &str = "shardId-000000000000";
 const CHILDREN: [&str; 2] = ["shardId-000000000001", "shardId-000000000002"];
@@ -62,6 +68,24 @@ async fn the_page_shows_a_held_shipment_and_the_children_of_a_split_waiting_on_t
         MAPPING_WITHIN,
     )
     .await;
+
+    // The form is not filled with any template's example.
+    assert_eq!(field_value(&browser, "#put-key").await, "");
+    assert_eq!(field_value(&browser, "#put-data").await, "");
+
+    // Two booked shipments move the shard's checkpoint; shortened as the summary shortens
+    // it, the checkpoint still tells them apart.
+    let checkpoint = format!("g[data-shard='{PARENT}'] .checkpoint");
+    let mut seen: Vec<String> = Vec::new();
+    for shipment in DHL_SHIPMENTS {
+        set_field(&browser, "#put-key", "customer-42").await;
+        set_field(&browser, "#put-data", shipment).await;
+        click(&browser, "#put-submit").await;
+        let before = seen.last().map_or("", String::as_str);
+        let shown = wait_for_new_text(&browser, &checkpoint, "checkpoint 4917…", before).await;
+        seen.push(shown);
+    }
+    assert_ne!(seen[0], seen[1], "two checkpoints read alike");
 
     // Publish the fedex shipment from the page's form.
     set_field(&browser, "#put-key", "customer-42").await;
@@ -253,6 +277,34 @@ async fn wait_for_text(browser: &Client, css: &str, fragment: &str) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("{css} never said {fragment:?}; it said {seen:?}");
+}
+
+/// The text of what `css` finds once it contains `fragment` and differs from `before`.
+async fn wait_for_new_text(browser: &Client, css: &str, fragment: &str, before: &str) -> String {
+    let deadline = tokio::time::Instant::now() + SHOWN_WITHIN;
+    let mut seen = String::new();
+    while tokio::time::Instant::now() < deadline {
+        if let Ok(element) = browser.find(Locator::Css(css)).await
+            && let Ok(text) = element.text().await
+        {
+            if text.contains(fragment) && text != before {
+                return text;
+            }
+            seen = text;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{css} never said {fragment:?} other than {before:?}; it said {seen:?}");
+}
+
+/// The value of the form field `css` finds.
+async fn field_value(browser: &Client, css: &str) -> String {
+    wait_for(browser, css)
+        .await
+        .prop("value")
+        .await
+        .unwrap_or_else(|error| panic!("the value of {css}: {error}"))
+        .unwrap_or_default()
 }
 
 /// The text of what `css` finds, once it shows. The page redraws as events arrive, so an element

@@ -78,7 +78,7 @@ async fn the_records_add_up_with_acks_drops_holds_and_a_discard() {
     let tree = status_until(&endpoint, |tree| tree.contains("retry 1 of 1, next in ")).await;
     assert!(tree.contains("  held  checkpoint "), "{tree}");
     assert!(
-        tree.contains("(1 failed deliveries; retry 1 of 1, next in "),
+        tree.contains("(1 failed delivery; retry 1 of 1, next in "),
         "{tree}"
     );
     assert!(tree.contains("  discarded 1 (the last: "), "{tree}");

@@ -9,6 +9,7 @@
 
 mod deaggregate;
 mod deserialize;
+mod excerpt;
 mod meta;
 mod pre_read;
 mod scan;
@@ -21,6 +22,7 @@ use serde_json::value::RawValue;
 
 use crate::aggregate::AggregateError;
 
+pub(crate) use excerpt::data_excerpt;
 pub(crate) use meta::RecordData;
 pub use meta::RecordMeta;
 pub use pre_read::{ReadBatch, ReadBatchLayer};

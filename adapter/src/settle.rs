@@ -15,7 +15,7 @@ use base64::Engine as _;
 use futures_util::{FutureExt as _, StreamExt as _};
 use tracing::Instrument as _;
 
-use crate::batch::{KinesisBatch, RecordData, RecordMeta};
+use crate::batch::{KinesisBatch, RecordData, RecordMeta, data_excerpt};
 use crate::data::FromRecordData;
 use crate::guard::{DynGuard, Entry};
 use crate::outcome::{BatchOutcome, HandlerError, HandlerOutcome};
@@ -181,7 +181,7 @@ where
         let outcome = match options.retry.as_ref() {
             None => match decode::<T>(&record, &mut data) {
                 Ok(value) => handler.handle(&value, &record).await,
-                Err(rejection) => undecodable(rejection, options),
+                Err(rejection) => undecodable(rejection, &record, options),
             },
             Some(route) => {
                 match with_retry_route(handler, &record, &mut data, route, options, deadline).await
@@ -222,7 +222,7 @@ where
 {
     let unwrapped = match unwrap(record, data, &route.plan) {
         Ok(unwrapped) => unwrapped,
-        Err(rejection) => return Some(undecodable(rejection, options)),
+        Err(rejection) => return Some(undecodable(rejection, record, options)),
     };
     if let Some(envelope) = &unwrapped {
         // One delay for the whole retry stream, and records enter it in the order they were
@@ -244,7 +244,7 @@ where
         Ok(value) => value,
         Err(error) => {
             let rejection = rejection(record, DecodeFailure::InvalidData(error));
-            return Some(undecodable(rejection, options));
+            return Some(undecodable(rejection, record, options));
         }
     };
     let meta = record.with_retry(unwrapped.as_ref());
@@ -517,11 +517,21 @@ fn rejection(record: &RecordMeta<'_>, failure: DecodeFailure) -> UndecodableReco
     }
 }
 
-fn undecodable(rejection: UndecodableRecord, options: &Options) -> RecordOutcome {
+/// Settles an undecodable record by the adapter's rule, with a warning that names it, its
+/// partition key and its data's first bytes: the partition key usually names the producer, and
+/// the bytes show the format it wrote.
+fn undecodable(
+    rejection: UndecodableRecord,
+    record: &RecordMeta<'_>,
+    options: &Options,
+) -> RecordOutcome {
+    let data = data_excerpt(record.data());
     if options.hold_undecodable {
         tracing::warn!(
             shard_id = %rejection.shard_id,
             sequence_number = %rejection.sequence_number,
+            partition_key = record.partition_key(),
+            data = %data,
             error = %rejection,
             "undecodable record held"
         );
@@ -530,6 +540,8 @@ fn undecodable(rejection: UndecodableRecord, options: &Options) -> RecordOutcome
         tracing::warn!(
             shard_id = %rejection.shard_id,
             sequence_number = %rejection.sequence_number,
+            partition_key = record.partition_key(),
+            data = %data,
             error = %rejection,
             "undecodable record dropped"
         );
@@ -561,7 +573,7 @@ where
                 positions.push(index);
             }
             Err(rejection) => {
-                let outcome = undecodable(rejection, options);
+                let outcome = undecodable(rejection, &record, options);
                 let held = !outcome.is_settled();
                 outcomes[index] = Some(outcome);
                 if held {

@@ -1,15 +1,18 @@
 //! The endpoint `kinesis-esm run` and `serve` listen on: the embedded Kinesis' API (when the run
 //! reads it) composed with the front's own routes: the live page, the control endpoint and the
 //! side documents (`/status`, `/metrics`). The local Kinesis serves one `tower::Service`; this
-//! module decides which requests are the front's and hands it the rest.
+//! module decides which requests are the front's and hands it the rest. On loopback it answers
+//! only requests addressed to a loopback name ([`host_guard`]).
+
+mod host_guard;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::http::header::CONTENT_TYPE;
-use axum::http::{HeaderValue, Method, Request, Response};
+use axum::http::header::{CONTENT_TYPE, HOST};
+use axum::http::{HeaderValue, Method, Request, Response, StatusCode};
 use embedded_kinesis::EmbeddedKinesis;
 use embedded_kinesis::http::{KinesisApi, LocalFanOut, ServeError, ServerHandle, serve_service};
 use tower::ServiceExt as _;
@@ -60,6 +63,7 @@ pub async fn serve_with(
     let front = Front {
         documents: Arc::new(documents),
         page: None,
+        loopback_only: host_guard::guards(addr),
     };
     let server = serve_service(addr, front.beside(KinesisApi::new(kinesis))).await?;
     tracing::info!(local_addr = %server.local_addr(), "serving the embedded Kinesis over the Kinesis API");
@@ -83,6 +87,7 @@ pub async fn serve_with_page(
     let front = Front {
         documents: Arc::new(documents),
         page: Some(page),
+        loopback_only: host_guard::guards(addr),
     };
     let server = serve_service(addr, front.beside(api)).await?;
     tracing::info!(local_addr = %server.local_addr(), "serving the live page at /");
@@ -104,6 +109,8 @@ fn no_kinesis_note(documents: &[SideDocument]) -> String {
 struct Front {
     documents: Arc<Vec<SideDocument>>,
     page: Option<axum::Router>,
+    /// Whether requests must be addressed to a loopback name (the endpoint is on loopback).
+    loopback_only: bool,
 }
 
 impl Front {
@@ -124,6 +131,11 @@ impl Front {
             let front = self.clone();
             let api = api.clone();
             async move {
+                if front.loopback_only
+                    && let Some(reason) = host_guard::refusal(request_host(&request))
+                {
+                    return Ok(forbidden(reason));
+                }
                 let (method, path) = (request.method().clone(), request.uri().path().to_owned());
                 if method == Method::GET
                     && let Some(document) = front.documents.iter().find(|doc| doc.path == path)
@@ -142,4 +154,24 @@ impl Front {
             }
         })
     }
+}
+
+/// The host a request is addressed to: its URI's authority (HTTP/2, or an absolute URI), else
+/// its `Host` header.
+fn request_host(request: &Request<Body>) -> Option<&[u8]> {
+    match request.uri().authority() {
+        Some(authority) => Some(authority.as_str().as_bytes()),
+        None => request.headers().get(HOST).map(HeaderValue::as_bytes),
+    }
+}
+
+/// A 403 saying why, in one line of text.
+fn forbidden(reason: String) -> Response<Body> {
+    let mut response = Response::new(Body::from(reason + "\n"));
+    *response.status_mut() = StatusCode::FORBIDDEN;
+    response.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
 }

@@ -72,36 +72,63 @@ pub fn text(status: &MappingStatus) -> String {
 
 /// Every mapping's metrics in the Prometheus text exposition format: the event counts of each
 /// mapping whose `MetricsConfig` asks for them, labelled by function and stream, and each
-/// shard's `IteratorAge`, labelled by shard too.
+/// shard's `IteratorAge`, labelled by shard too. A family with no sample is left out (its
+/// `# HELP` alone reads as a broken exporter); a mapping without `MetricsConfig` is named in a
+/// comment saying why its event counts are missing.
 pub fn prometheus(statuses: &[MappingStatus]) -> String {
     let mut out = String::new();
     let counted: Vec<(&MappingStatus, EventCounts)> = statuses
         .iter()
         .filter_map(|status| Some((status, status.event_counts()?)))
         .collect();
-    for (index, (name, help)) in EVENT_COUNTERS.into_iter().enumerate() {
-        family(&mut out, name, "counter", help);
-        for (status, counts) in &counted {
-            let (_, count) = counts.named()[index];
-            let _ = writeln!(out, "{name}{{{}}} {count}", mapping_labels(status));
+    let uncounted: Vec<String> = statuses
+        .iter()
+        .filter(|status| status.event_counts().is_none())
+        .map(|status| {
+            label_value(&format!(
+                "{} <- {}",
+                status.function_name, status.stream_name
+            ))
+        })
+        .collect();
+    if !uncounted.is_empty() {
+        let _ = writeln!(
+            out,
+            "# No event-count metrics for {}: as on Lambda, a mapping counts them only when its \
+             MetricsConfig is {{Metrics: [EventCount]}}.",
+            uncounted.join(", ")
+        );
+    }
+    if !counted.is_empty() {
+        for (index, (name, help)) in EVENT_COUNTERS.into_iter().enumerate() {
+            family(&mut out, name, "counter", help);
+            for (status, counts) in &counted {
+                let (_, count) = counts.named()[index];
+                let _ = writeln!(out, "{name}{{{}}} {count}", mapping_labels(status));
+            }
         }
     }
-    family(
-        &mut out,
-        ITERATOR_AGE,
-        "gauge",
-        "Age of the last record of the shard's last batch when it was sent, in milliseconds (Lambda's IteratorAge).",
-    );
-    for status in statuses {
-        for shard in status.shards.values() {
-            if let Some(age) = shard.metrics.iterator_age_millis {
-                let _ = writeln!(
-                    out,
-                    "{ITERATOR_AGE}{{{},shard=\"{}\"}} {age}",
-                    mapping_labels(status),
-                    label_value(&shard.shard_id)
-                );
-            }
+    let ages: Vec<String> = statuses
+        .iter()
+        .flat_map(|status| status.shards.values().map(move |shard| (status, shard)))
+        .filter_map(|(status, shard)| {
+            let age = shard.metrics.iterator_age_millis?;
+            Some(format!(
+                "{ITERATOR_AGE}{{{},shard=\"{}\"}} {age}",
+                mapping_labels(status),
+                label_value(&shard.shard_id)
+            ))
+        })
+        .collect();
+    if !ages.is_empty() {
+        family(
+            &mut out,
+            ITERATOR_AGE,
+            "gauge",
+            "Age of the last record of the shard's last batch when it was sent, in milliseconds (Lambda's IteratorAge).",
+        );
+        for line in ages {
+            let _ = writeln!(out, "{line}");
         }
     }
     out
@@ -195,18 +222,30 @@ mod tests {
     }
 
     #[test]
-    fn without_metrics_config_only_the_iterator_age_is_exposed() {
+    fn without_metrics_config_only_the_iterator_age_is_exposed_and_a_comment_says_why() {
         let text = prometheus(&[mapping(None, Some(42))]);
         let samples: Vec<&str> = text.lines().filter(|line| !line.starts_with('#')).collect();
         assert_eq!(samples.len(), 1, "{text}");
         assert!(samples[0].starts_with("kinesis_esm_iterator_age_milliseconds{"));
-        assert_eq!(
-            prometheus(&[mapping(None, None)])
-                .lines()
-                .filter(|line| !line.starts_with('#'))
-                .count(),
-            0
+        assert!(
+            !text.contains("event_count"),
+            "no family without samples: {text}"
         );
+        assert!(
+            text.starts_with(
+                "# No event-count metrics for Shipping\\\"Function <- shipments: as on Lambda, a \
+                 mapping counts them only when its MetricsConfig is {Metrics: [EventCount]}.\n"
+            ),
+            "{text}"
+        );
+        // Before the first invocation: no family at all, only the comment.
+        let empty = prometheus(&[mapping(None, None)]);
+        assert_eq!(empty.lines().count(), 1, "{empty}");
+    }
+
+    #[test]
+    fn a_run_with_no_mapping_exposes_nothing() {
+        assert_eq!(prometheus(&[]), "");
     }
 
     #[test]

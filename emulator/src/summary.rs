@@ -135,7 +135,7 @@ fn wait_text(millis: i64) -> String {
 }
 
 /// `count` and a noun, in the singular for 1.
-fn counted(count: u64, singular: &str, plural: &str) -> String {
+pub(crate) fn counted(count: u64, singular: &str, plural: &str) -> String {
     format!("{count} {}", if count == 1 { singular } else { plural })
 }
 
@@ -268,12 +268,16 @@ pub fn render(status: &MappingStatus) -> String {
         if let Some(held) = &shard.held {
             let _ = writeln!(
                 out,
-                "  {}: held at {} after {} failed deliveries ({}); it and the {} records behind it come again",
+                "  {}: held at {} after {} ({}); {}",
                 shard.shard_id,
                 held.sequence_number,
-                held.failed_deliveries,
+                counted(
+                    u64::from(held.failed_deliveries),
+                    "failed delivery",
+                    "failed deliveries"
+                ),
                 held.reason,
-                shard.unsettled.saturating_sub(1),
+                again_text(shard.unsettled.saturating_sub(1)),
             );
         } else if shard.phase == ShardPhase::WaitingOnParents {
             let _ = writeln!(
@@ -321,6 +325,16 @@ fn write_table(out: &mut String, header: &[&str], rows: &[Vec<String>]) {
     }
 }
 
+/// What comes again after a held record, with `behind` records behind it: "it and the 3
+/// records behind it come again", "it and the record behind it come again", "it comes again".
+fn again_text(behind: u64) -> String {
+    match behind {
+        0 => "it comes again".to_owned(),
+        1 => "it and the record behind it come again".to_owned(),
+        behind => format!("it and the {behind} records behind it come again"),
+    }
+}
+
 /// What a held shard is doing, for the tree and the progress line: "held at N (2 failed
 /// deliveries; retry 2 of 5, next in 25 s)". `sequence_number` is how to show the held record.
 fn held_text(shard: &ShardStatus, now: SystemTime, short: bool) -> Option<String> {
@@ -332,8 +346,12 @@ fn held_text(shard: &ShardStatus, now: SystemTime, short: bool) -> Option<String
         Cow::Borrowed(number)
     };
     let mut text = format!(
-        "held at {number} ({} failed deliveries",
-        held.failed_deliveries
+        "held at {number} ({}",
+        counted(
+            u64::from(held.failed_deliveries),
+            "failed delivery",
+            "failed deliveries"
+        )
     );
     if let Some(next) = &held.next_retry {
         let _ = write!(text, "; {}", retry_wait(next, now));
@@ -545,6 +563,38 @@ mod tests {
         assert_eq!(
             short_sequence_number("49590338271490256608559692540925702759324208523137515618"),
             "4959…37515618"
+        );
+    }
+
+    #[test]
+    fn what_comes_again_after_a_held_record_agrees_with_its_count() {
+        assert_eq!(again_text(0), "it comes again");
+        assert_eq!(again_text(1), "it and the record behind it come again");
+        assert_eq!(again_text(3), "it and the 3 records behind it come again");
+    }
+
+    #[test]
+    fn one_failed_delivery_is_said_in_the_singular() {
+        let shard = ShardStatus {
+            shard_id: "shardId-000000000000".to_owned(),
+            unsettled: 2,
+            held: Some(HeldRecord {
+                sequence_number: sequence_number(&embedded(20, 0)),
+                failed_deliveries: 1,
+                reason: "the function held it".to_owned(),
+                retries_capped: true,
+                next_retry: None,
+            }),
+            ..ShardStatus::default()
+        };
+        let text = render(&mapping(vec![shard], None));
+        assert!(
+            text.contains(&format!(
+                "held at {} after 1 failed delivery (the function held it); it and the record \
+                 behind it come again",
+                embedded(20, 0)
+            )),
+            "{text}"
         );
     }
 

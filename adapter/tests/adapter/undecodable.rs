@@ -110,8 +110,11 @@ async fn hold_undecodable_holds_the_record_and_what_follows() {
 }
 
 #[tokio::test]
-async fn the_warning_names_the_shard_and_the_sequence_number() {
-    let event = event_with_in_the_middle(b"\xff\xfe");
+async fn the_warning_names_the_record_its_key_and_its_first_bytes() {
+    let event = TestEvent::new()
+        .json(&parcel(100))
+        .bytes_keyed("producer-7", b"\xff\xfe \"quoted\"".to_vec())
+        .json(&parcel(300));
     let (logs, _guard) = LogCapture::start();
     let (_, handler) = recording();
     settle(handler, &event).await;
@@ -126,6 +129,8 @@ async fn the_warning_names_the_shard_and_the_sequence_number() {
         assert_eq!(line["level"], "WARN");
         assert_eq!(line["fields"]["shard_id"], "shardId-000000000000");
         assert_eq!(line["fields"]["sequence_number"], event.sequence_number(1));
+        assert_eq!(line["fields"]["partition_key"], "producer-7");
+        assert_eq!(line["fields"]["data"], r#""\xff\xfe \"quoted\"""#);
         let error = line["fields"]["error"].as_str().unwrap();
         assert!(error.contains("not valid JSON"), "{error}");
     }

@@ -13,6 +13,7 @@ use lambda_kinesis::retry::Envelope;
 
 use super::commands::{KinesisTarget, put_every_record};
 use crate::records_file::RecordToPut;
+use crate::summary::counted;
 use kinesis_source::sequence::SequenceNumber;
 use kinesis_source::{IteratorPosition, Record, ShardSource};
 
@@ -122,7 +123,7 @@ async fn redrive_records(
     records: &[(String, Record)],
     after: Option<&SequenceNumber>,
 ) -> anyhow::Result<()> {
-    let mut sent = 0;
+    let mut sent: u64 = 0;
     for (shard_id, record) in records {
         if after.is_some_and(|after| record.sequence_number <= *after) {
             continue;
@@ -157,7 +158,10 @@ async fn redrive_records(
         );
         sent += 1;
     }
-    say!("kinesis-esm: {sent} records of {stream} sent back to their streams");
+    say!(
+        "kinesis-esm: {} of {stream} sent back to their streams",
+        counted(sent, "record", "records")
+    );
     Ok(())
 }
 

@@ -16,6 +16,7 @@ use super::destinations::folder_root;
 use super::function_binary::BinaryOptions;
 use super::function_binary::FunctionLogs;
 use crate::records_file::RecordToPut;
+use crate::summary::counted;
 use crate::template::{LOCAL_DYNAMODB_VARIABLE, Template, TemplateOptions};
 use esm_engine::destination::shape::BatchPosition;
 use kinesis_source::{IteratorPosition, Record, ShardSource};
@@ -115,12 +116,12 @@ pub(super) async fn failures(args: FailuresArgs, logs: FunctionLogs) -> anyhow::
 fn listing_line(name: &str, record: &Value) -> String {
     match BatchPosition::of_record(record) {
         Ok(position) => format!(
-            "{name}  {} {}  {}..{}  {} records  {}  {}",
+            "{name}  {} {}  {}..{}  {}  {}  {}",
             position.stream_name,
             position.shard_id,
             position.first,
             position.last,
-            position.batch_size,
+            counted(position.batch_size, "record", "records"),
             position.condition,
             position.timestamp
         ),
@@ -263,9 +264,9 @@ async fn replay_records(
             .collect();
         put_every_record(&kinesis, stream, &to_put).await?;
         println!(
-            "{}: {} records of {} {}..{} published again to {stream}",
+            "{}: {} of {} {}..{} published again to {stream}",
             batch.path,
-            batch.records.len(),
+            counted(batch.records.len() as u64, "record", "records"),
             batch.position.shard_id,
             batch.position.first,
             batch.position.last

@@ -78,6 +78,16 @@ pub(crate) fn settings(config: &MappingConfig) -> Vec<(&'static str, String)> {
             "Timeout",
             format!("{} s", config.function_timeout.as_secs()),
         ),
+        (
+            "MetricsConfig",
+            if config.event_count_metrics {
+                "EventCount".to_owned()
+            } else {
+                // As on Lambda: without it /metrics has no event counts, which looks broken
+                // to someone who has not read the template.
+                "(none: no event-count metrics on /metrics, as on Lambda)".to_owned()
+            },
+        ),
     ]
 }
 
@@ -258,7 +268,11 @@ fn shard_view(shard: &ShardStatus, depth: usize, held: &HeldRecords) -> Value {
         "depth": depth,
         "phase": shard.phase.as_str(),
         "checkpoint": shard.checkpoint.as_ref().map(ToString::to_string),
+        // Shortened by the summary's rule, so that the page and the terminal read alike.
+        "checkpointShort": summary::checkpoint_cell(shard.checkpoint.as_ref()),
         "owner": shard.lease_owner,
+        // Every record read, as the summary's `records` column counts it.
+        "records": summary::RecordCounts::of(shard).read(),
         "delivered": shard.delivered,
         "acked": shard.acked,
         "dropped": shard.dropped,
@@ -291,7 +305,9 @@ fn recent_view(shard: &ShardStatus) -> Vec<Value> {
             };
             serde_json::json!({
                 "first": invocation.first.as_str(),
+                "firstShort": summary::short_sequence_number(invocation.first.as_str()),
                 "last": invocation.last.as_str(),
+                "lastShort": summary::short_sequence_number(invocation.last.as_str()),
                 "records": invocation.records,
                 "atEpochMillis": invocation.at_epoch_millis,
                 "duration": summary::duration_text(invocation.duration_micros),
@@ -455,14 +471,58 @@ mod tests {
         assert_eq!(
             view["shards"][0]["recent"],
             serde_json::json!([
-                {"first": "11", "last": "13", "records": 4, "atEpochMillis": 1000,
+                {"first": "11", "firstShort": "11", "last": "13", "lastShort": "13",
+                 "records": 4, "atEpochMillis": 1000,
                  "duration": "1.5 ms", "kind": "held_at",
                  "verdict": "held at 12 (1 settled before it)", "heldAt": "12",
                  "discarded": false},
-                {"first": "10", "last": "13", "records": 4, "atEpochMillis": 1000,
+                {"first": "10", "firstShort": "10", "last": "13", "lastShort": "13",
+                 "records": 4, "atEpochMillis": 1000,
                  "duration": "1.5 ms", "kind": "all_acked", "verdict": "all acked",
                  "heldAt": null, "discarded": false},
             ])
         );
+    }
+
+    /// A sequence number of the embedded Kinesis: stream, counter and shard, zero-padded.
+    fn embedded(counter: u64, shard: u64) -> SequenceNumber {
+        format!("49{:010}{counter:034}{shard:010}", 1_764_650_000_u64)
+            .parse()
+            .unwrap()
+    }
+
+    #[test]
+    fn sequence_numbers_are_shortened_by_the_summarys_rule() {
+        let (id, mut status) = shard("shardId-000000000000", &[]);
+        status.checkpoint = Some(esm_engine::lease::Checkpoint::SequenceNumber(embedded(
+            12, 0,
+        )));
+        status
+            .recent_invocations
+            .push(esm_engine::mapping::RecentInvocation {
+                first: embedded(10, 0),
+                last: embedded(12, 0),
+                records: 3,
+                at_epoch_millis: 1_000,
+                duration_micros: 1_500,
+                verdict: InvocationVerdict::AllAcked { dropped: 0 },
+                discarded: false,
+            });
+        let (other_id, mut other) = shard("shardId-000000000001", &[]);
+        other.checkpoint = Some(esm_engine::lease::Checkpoint::TrimHorizon);
+        let mapping = MappingStatus {
+            shards: [(id, status), (other_id, other)].into_iter().collect(),
+            ..MappingStatus::default()
+        };
+        let view = mapping_view(&[], &mapping, &HeldRecords::new());
+        let shard = &view["shards"][0];
+        assert_eq!(shard["checkpointShort"], "4917…120000000000");
+        assert_eq!(
+            shard["checkpointShort"],
+            summary::checkpoint_cell(mapping.shards["shardId-000000000000"].checkpoint.as_ref())
+        );
+        assert_eq!(shard["recent"][0]["firstShort"], "4917…100000000000");
+        assert_eq!(shard["recent"][0]["lastShort"], "4917…120000000000");
+        assert_eq!(view["shards"][1]["checkpointShort"], "TRIM_HORIZON");
     }
 }

@@ -10,6 +10,7 @@ mod aws_dynamo;
 mod aws_faults;
 mod aws_kinesis;
 mod embedded_kinesis;
+mod endpoint;
 mod invoke_api;
 mod kinesis_efo;
 mod kinesis_fidelity;

@@ -13,6 +13,7 @@ use lambda_kinesis::wire::{EventSource, write_event};
 
 use super::super::function_binary::{BinaryOptions, runtime_api_invoker};
 use crate::cli::function_binary::FunctionLogs;
+use crate::summary::counted;
 use crate::template::{FunctionResource, Template};
 use esm_engine::config::MappingConfig;
 use esm_engine::destination::shape::BatchPosition;
@@ -71,10 +72,10 @@ pub(super) async fn invoke_again(
                     anyhow::anyhow!("{}: invoking {}: {error}", batch.path, function.logical_id)
                 })?;
             println!(
-                "{}: {} answered for {} records of {} {}..{}: {}",
+                "{}: {} answered for {} of {} {}..{}: {}",
                 batch.path,
                 function.logical_id,
-                batch.records.len(),
+                counted(batch.records.len() as u64, "record", "records"),
                 batch.position.shard_id,
                 batch.position.first,
                 batch.position.last,

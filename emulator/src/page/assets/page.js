@@ -40,12 +40,6 @@ function phaseClass(phase) {
   return "phase-" + phase.replace(/ /g, "-");
 }
 
-// A sequence number shortened as the summary shortens it: the first digits and the last ones.
-function shortSequence(text) {
-  if (!text || text.length <= 16 || !/^\d+$/.test(text)) return text || "";
-  return text.slice(0, 4) + "…" + text.slice(-8);
-}
-
 // ---- the status -------------------------------------------------------------------------
 
 function onStatus(document_) {
@@ -127,7 +121,7 @@ function renderLineage(mapping) {
       svg("rect", { width, height }),
       svg("text", { x: 8, y: 16 }, shard.id),
       svg("text", { x: 8, y: 32, class: "phase" }, shard.phase + (retry ? " · " + retry : "")),
-      svg("text", { x: 8, y: 48 }, "checkpoint " + shortSequence(shard.checkpoint))));
+      svg("text", { x: 8, y: 48, class: "checkpoint" }, "checkpoint " + shard.checkpointShort)));
   }
   return graph;
 }
@@ -161,15 +155,16 @@ function renderHeld(mapping, shard) {
     data);
 }
 
+// The shards' counts under the summary's headings and in its order (`kinesis-esm status`).
 function renderTable(mapping) {
-  const columns = ["shard", "phase", "delivered", "acked", "dropped", "discarded", "filtered", "invocations", "retries", "unsettled", "iterator age"];
+  const columns = ["shard", "phase", "records", "acked", "dropped", "discarded", "filtered", "held", "deliveries", "invocations", "retries", "iterator age"];
   return el("table", { class: "shards" },
     el("thead", {}, el("tr", {}, ...columns.map((name) => el("th", {}, name)))),
     el("tbody", {}, ...mapping.shards.map((shard) => el("tr", { "data-shard": shard.id },
       el("td", {}, shard.id), el("td", { class: "text" }, shard.phase),
-      el("td", {}, shard.delivered), el("td", {}, shard.acked), el("td", {}, shard.dropped),
-      el("td", {}, shard.discarded), el("td", {}, shard.filtered), el("td", {}, shard.invocations),
-      el("td", {}, shard.retries), el("td", {}, shard.unsettled),
+      el("td", {}, shard.records), el("td", {}, shard.acked), el("td", {}, shard.dropped),
+      el("td", {}, shard.discarded), el("td", {}, shard.filtered), el("td", {}, shard.unsettled),
+      el("td", {}, shard.delivered), el("td", {}, shard.invocations), el("td", {}, shard.retries),
       el("td", {}, shard.iteratorAgeMillis === null ? "–" : shard.iteratorAgeMillis + " ms")))));
 }
 
@@ -188,8 +183,8 @@ function renderRecent(mapping) {
         "data-held-at": invocation.heldAt,
       },
       el("td", {}, new Date(invocation.atEpochMillis).toISOString().slice(11, 23)),
-      el("td", { title: invocation.first }, shortSequence(invocation.first)),
-      el("td", { title: invocation.last }, shortSequence(invocation.last)),
+      el("td", { title: invocation.first }, invocation.firstShort),
+      el("td", { title: invocation.last }, invocation.lastShort),
       el("td", {}, invocation.records), el("td", {}, invocation.duration),
       el("td", { class: "text verdict" }, invocation.verdict))))))));
 }

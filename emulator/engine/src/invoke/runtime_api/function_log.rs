@@ -3,9 +3,10 @@
 //! A Rust function logs through `tracing-subscriber`, usually set up by
 //! `lambda_runtime::tracing::init_default_subscriber`: plain text (`LEVEL span{..}:span: message
 //! key=value`, coloured or not, with or without a timestamp), or one JSON object a line when
-//! `AWS_LAMBDA_LOG_FORMAT` is `JSON`. [`parse`] reads both into a [`FunctionLine`]; any other
+//! `AWS_LAMBDA_LOG_FORMAT` is `JSON`. [`LineReader`] reads both into a [`FunctionLine`]; any other
 //! line (a `println!`, a panic) is a message at INFO, as Lambda takes a line without a level.
-//! A panic's first line is the exception: it is an ERROR, so that no level filter hides it.
+//! A Rust panic is the exception: its first line and its message are ERRORs ([`LineReader`]),
+//! so that no level filter hides a crash or what it said.
 //! [`render`] writes a line back, compact or in full.
 
 use std::fmt::Write as _;
@@ -58,27 +59,69 @@ pub(super) struct FunctionLine {
 /// request id and the trace id, shown only in full.
 const RUNTIME_SPAN: &str = "Lambda runtime invoke";
 
-/// Reads one line (colour codes already removed) a function wrote.
-pub(super) fn parse(line: &str) -> FunctionLine {
+/// A line a logger wrote: JSON or `tracing-subscriber`'s text; `None` for any other line.
+fn parse_formatted(line: &str) -> Option<FunctionLine> {
     let trimmed = line.trim();
     if trimmed.starts_with('{')
         && let Some(parsed) = parse_json(trimmed)
     {
-        return parsed;
+        return Some(parsed);
     }
-    if let Some(parsed) = parse_text(trimmed) {
-        return parsed;
-    }
-    let level = if line.contains(" panicked at ") {
+    parse_text(trimmed)
+}
+
+/// A line no logger wrote, at `level`; a panic's first line is an ERROR whatever `level` says.
+fn unformatted(line: &str, level: Level) -> FunctionLine {
+    let level = if line.contains(PANIC_MARK) {
         Level::Error
     } else {
-        Level::Info
+        level
     };
     FunctionLine {
         level,
         spans: Vec::new(),
         message: line.trim_end().to_owned(),
         fields: Vec::new(),
+    }
+}
+
+/// What Rust's panic hook writes in a panic's first line, before the location.
+const PANIC_MARK: &str = " panicked at ";
+
+/// The most lines after a panic's first one taken as its message: a handler's panic is caught
+/// and the process goes on, so its next lines are its own again.
+const PANIC_MESSAGE_LINES: usize = 20;
+
+/// Reads the lines of one output stream in order. Rust's panic hook writes `thread '..'
+/// panicked at FILE:LINE:COL:` and then the message on the lines after it; the message says
+/// what went wrong, so it is logged at ERROR with its first line, up to the hook's `note:` (or a
+/// backtrace, or a line a logger wrote).
+#[derive(Debug, Default)]
+pub(super) struct LineReader {
+    /// How many more unformatted lines belong to the panic's message.
+    panic_lines_left: usize,
+}
+
+impl LineReader {
+    /// Reads the next line (colour codes already removed).
+    pub(super) fn read(&mut self, line: &str) -> FunctionLine {
+        if let Some(parsed) = parse_formatted(line) {
+            self.panic_lines_left = 0;
+            return parsed;
+        }
+        if line.contains(PANIC_MARK) {
+            self.panic_lines_left = PANIC_MESSAGE_LINES;
+            return unformatted(line, Level::Error);
+        }
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("note: ") || trimmed.starts_with("stack backtrace:") {
+            self.panic_lines_left = 0;
+        }
+        if self.panic_lines_left == 0 {
+            return unformatted(line, Level::Info);
+        }
+        self.panic_lines_left -= 1;
+        unformatted(line, Level::Error)
     }
 }
 
@@ -370,7 +413,7 @@ mod tests {
 
     #[track_caller]
     fn check(line: &str, expected_level: Level, compact: &str, full: (&str, &str)) {
-        let parsed = parse(line);
+        let parsed = LineReader::default().read(line);
         assert_eq!(parsed.level, expected_level, "{parsed:?}");
         assert_eq!(render(&parsed, Detail::Compact).1, compact, "{parsed:?}");
         let (spans, body) = render(&parsed, Detail::Full);
@@ -511,6 +554,66 @@ mod tests {
                 "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace",
             ),
         );
+    }
+
+    #[track_caller]
+    fn check_levels(lines: &[&str], expected: &[Level]) {
+        let mut reader = LineReader::default();
+        let levels: Vec<Level> = lines.iter().map(|line| reader.read(line).level).collect();
+        assert_eq!(levels, expected);
+    }
+
+    #[test]
+    fn a_panics_message_is_an_error_up_to_the_hooks_note() {
+        check_levels(
+            &[
+                "before",
+                "thread 'main' (7) panicked at functions/shipping/src/lib.rs:80:13:",
+                "assertion `left == right` failed",
+                "  left: 1",
+                " right: 2",
+                "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace",
+                "after",
+            ],
+            &[
+                Level::Info,
+                Level::Error,
+                Level::Error,
+                Level::Error,
+                Level::Error,
+                Level::Info,
+                Level::Info,
+            ],
+        );
+        // With a backtrace, the message ends at it.
+        check_levels(
+            &[
+                "thread 'main' panicked at src/main.rs:1:1:",
+                "boom",
+                "stack backtrace:",
+                "   0: frame",
+            ],
+            &[Level::Error, Level::Error, Level::Info, Level::Info],
+        );
+        // A line a logger wrote ends it too: the process caught the panic and went on.
+        check_levels(
+            &[
+                "thread 'main' panicked at src/main.rs:1:1:",
+                "boom",
+                BOOKED,
+                "println after",
+            ],
+            &[Level::Error, Level::Error, Level::Info, Level::Info],
+        );
+    }
+
+    #[test]
+    fn a_panic_without_a_note_ends_after_a_bounded_number_of_lines() {
+        let mut lines = vec!["thread 'main' panicked at src/main.rs:1:1:"];
+        lines.extend(std::iter::repeat_n("more", PANIC_MESSAGE_LINES + 1));
+        let mut expected = vec![Level::Error; PANIC_MESSAGE_LINES + 1];
+        expected.push(Level::Info);
+        check_levels(&lines, &expected);
     }
 
     #[test]

@@ -211,6 +211,7 @@ async fn forward(
     tail: Option<Arc<Mutex<Tail>>>,
 ) {
     let mut reader = BufReader::new(reader);
+    let mut lines = function_log::LineReader::default();
     let mut line = Vec::new();
     loop {
         line.clear();
@@ -229,7 +230,7 @@ async fn forward(
         }
         strip_ansi_escapes(&mut line);
         let text = String::from_utf8_lossy(&line);
-        log_line(&label, stream, &text);
+        log_line(&label, stream, lines.read(&text));
         if let Some(tail) = &tail {
             tail.lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -242,8 +243,7 @@ async fn forward(
 pub const FUNCTION_LOG_TARGET: &str = "function";
 
 /// Logs one line the function wrote, at its own level.
-fn log_line(label: &Label, stream: &'static str, text: &str) {
-    let line = function_log::parse(text);
+fn log_line(label: &Label, stream: &'static str, line: function_log::FunctionLine) {
     if label
         .style
         .application_level
