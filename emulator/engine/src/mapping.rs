@@ -13,6 +13,7 @@ mod balance;
 mod checkpointer;
 mod control;
 mod coordinator;
+mod judgement;
 mod lanes;
 mod lineage;
 pub mod metrics;

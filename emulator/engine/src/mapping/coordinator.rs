@@ -19,6 +19,7 @@ use kinesis_source::{Shard, ShardSource, SourceError, StreamDescription};
 use super::status::ShardChange;
 use super::status::{MappingEvent, MappingStatus};
 
+use super::balance::Standing;
 use super::options::MappingOptions;
 use super::reader::ShardReader;
 use super::reader_exit::ReaderExit;
@@ -436,37 +437,51 @@ async fn sync(
     exits: &mpsc::UnboundedSender<ReaderExited>,
     stopping: &watch::Receiver<bool>,
 ) -> Result<Round, String> {
-    let config = &shared.config;
+    let stream_name = &shared.config.stream_name;
     let shards = shared
         .source
-        .list_shards(&config.stream_name)
+        .list_shards(stream_name)
         .await
-        .map_err(|error: SourceError| {
-            format!("listing the shards of {}: {error}", config.stream_name)
-        })?;
-    let prefix = lease_key(stream, "");
-    let list_leases = || async {
-        let leases = shared
-            .leases
-            .list_leases()
-            .await
-            .map_err(|error: LeaseError| format!("listing leases: {error}"))?;
-        Ok::<_, String>(
-            leases
-                .into_iter()
-                .filter(|lease| lease.lease_key.starts_with(&prefix))
-                .map(|lease| (lease.shard_id.clone(), lease))
-                .collect::<BTreeMap<_, _>>(),
-        )
-    };
-    let mut leases = list_leases().await?;
+        .map_err(|error: SourceError| format!("listing the shards of {stream_name}: {error}"))?;
+    let mut leases = list_stream_leases(shared, stream).await?;
     if create_missing_leases(shared, stream, &shards, &leases).await? {
-        leases = list_leases().await?;
+        leases = list_stream_leases(shared, stream).await?;
     }
-    let shards_by_id: HashMap<&str, &Shard> = shards
-        .iter()
-        .map(|shard| (shard.shard_id.as_str(), shard))
-        .collect();
+    report_leases_seen(shared, &leases);
+    let readable = readable_leases(shared, readers, expiry, &shards, &leases);
+    let (to_take, live_workers) = choose_leases_to_take(shared, &readable.leases);
+    let lost_a_race =
+        take_and_start_readers(shared, stream, to_take, readers, exits, stopping).await?;
+    if last_cleanup.is_none_or(|at| at.elapsed() >= shared.options.lease_cleanup_interval) {
+        *last_cleanup = Some(Instant::now());
+        clean_up_leases(shared, &shards, &leases).await;
+    }
+    Ok(Round {
+        undecided: readable.undecided,
+        others_seen: live_workers > 1 || lost_a_race,
+    })
+}
+
+/// The leases of this stream (this creation of it) in the lease table, by shard id.
+async fn list_stream_leases(
+    shared: &Shared,
+    stream: &StreamDescription,
+) -> Result<BTreeMap<String, Lease>, String> {
+    let prefix = lease_key(stream, "");
+    let leases = shared
+        .leases
+        .list_leases()
+        .await
+        .map_err(|error: LeaseError| format!("listing leases: {error}"))?;
+    Ok(leases
+        .into_iter()
+        .filter(|lease| lease.lease_key.starts_with(&prefix))
+        .map(|lease| (lease.shard_id.clone(), lease))
+        .collect())
+}
+
+/// Reports each lease as the round read it: its parents, checkpoint and owner.
+fn report_leases_seen(shared: &Shared, leases: &BTreeMap<String, Lease>) {
     for lease in leases.values() {
         shared.update_shard(
             &lease.shard_id,
@@ -477,42 +492,93 @@ async fn sync(
             },
         );
     }
-    let mut undecided = false;
-    let mut readable: Vec<(&Lease, &Shard, super::balance::Standing)> = Vec::new();
+}
+
+/// The leases a round may read, each with its shard and where it stands.
+struct ReadableLeases<'a> {
+    leases: Vec<(&'a Lease, &'a Shard, Standing<'a>)>,
+    /// Whether a lease of another worker is left undecided (neither seen renewed nor expired).
+    undecided: bool,
+}
+
+/// The leases this worker could read: not at `SHARD_END`, their parents done, their shard still
+/// in the stream; each with where it stands (ours, free, or another worker's).
+fn readable_leases<'a>(
+    shared: &'a Shared,
+    readers: &HashMap<String, JoinHandle<()>>,
+    expiry: &mut LeaseExpiry,
+    shards: &'a [Shard],
+    leases: &'a BTreeMap<String, Lease>,
+) -> ReadableLeases<'a> {
+    let shards_by_id: HashMap<&str, &Shard> = shards
+        .iter()
+        .map(|shard| (shard.shard_id.as_str(), shard))
+        .collect();
+    let mut readable = ReadableLeases {
+        leases: Vec::new(),
+        undecided: false,
+    };
     for lease in leases.values() {
         if lease.checkpoint == Checkpoint::ShardEnd {
             continue;
         }
-        let worker_id = shared.options.worker_id.as_str();
         let standing = if readers.contains_key(&lease.shard_id) {
-            match lease.lease_owner.as_deref() {
-                // Stolen: this worker's reader stops at its next lease write.
-                Some(owner) if owner != worker_id => super::balance::Standing::Leaving(owner),
-                _ => super::balance::Standing::Ours,
-            }
-        } else if !super::lineage::may_start(lease, &leases) {
+            standing_of_ours(lease, &shared.options.worker_id)
+        } else if !super::lineage::may_start(lease, leases) {
             shared.update_shard(&lease.shard_id, ShardChange::WaitingOnParents);
             continue;
         } else {
-            match expiry.availability(lease, worker_id, shared.options.failover_time) {
-                Availability::Available => super::balance::Standing::Free,
-                availability => {
-                    undecided |= availability == Availability::Undecided;
-                    shared.update_shard(&lease.shard_id, ShardChange::NotOwned);
-                    match lease.lease_owner.as_deref() {
-                        Some(owner) => super::balance::Standing::HeldBy(owner),
-                        None => super::balance::Standing::Free,
-                    }
-                }
-            }
+            let (standing, undecided) = standing_without_reader(shared, expiry, lease);
+            readable.undecided |= undecided;
+            standing
         };
         let Some(shard) = shards_by_id.get(lease.shard_id.as_str()) else {
             // The shard has expired from the stream: nothing is left to read.
             continue;
         };
-        readable.push((lease, *shard, standing));
+        readable.leases.push((lease, *shard, standing));
     }
-    let standings: Vec<(&str, super::balance::Standing)> = readable
+    readable
+}
+
+/// Where a lease this worker runs a reader of stands.
+fn standing_of_ours<'a>(lease: &'a Lease, worker_id: &str) -> Standing<'a> {
+    match lease.lease_owner.as_deref() {
+        // Stolen: this worker's reader stops at its next lease write.
+        Some(owner) if owner != worker_id => Standing::Leaving(owner),
+        _ => Standing::Ours,
+    }
+}
+
+/// Where a lease this worker runs no reader of stands, and whether its owner is undecided
+/// (alive or not); a lease not available is reported not owned.
+fn standing_without_reader<'a>(
+    shared: &Shared,
+    expiry: &mut LeaseExpiry,
+    lease: &'a Lease,
+) -> (Standing<'a>, bool) {
+    let worker_id = shared.options.worker_id.as_str();
+    match expiry.availability(lease, worker_id, shared.options.failover_time) {
+        Availability::Available => (Standing::Free, false),
+        availability => {
+            shared.update_shard(&lease.shard_id, ShardChange::NotOwned);
+            let standing = match lease.lease_owner.as_deref() {
+                Some(owner) => Standing::HeldBy(owner),
+                None => Standing::Free,
+            };
+            (standing, availability == Availability::Undecided)
+        }
+    }
+}
+
+/// Chooses, by [`super::balance::leases_to_take`], which `readable` leases this worker takes
+/// this round; reports the others it leaves free as not owned. Returns them with the number of
+/// live workers seen.
+fn choose_leases_to_take<'a>(
+    shared: &Shared,
+    readable: &[(&'a Lease, &'a Shard, Standing<'_>)],
+) -> (Vec<(&'a Lease, &'a Shard)>, usize) {
+    let standings: Vec<(&str, Standing)> = readable
         .iter()
         .map(|(lease, _, standing)| (lease.shard_id.as_str(), *standing))
         .collect();
@@ -528,15 +594,28 @@ async fn sync(
     // in a list of them all was work in the square of the shard count (`docs/scale.md`).
     let chosen_ids: HashSet<&str> = chosen.free.iter().chain(&chosen.stolen).copied().collect();
     let mut to_take = Vec::new();
-    for (lease, shard, standing) in &readable {
+    for (lease, shard, standing) in readable {
         let shard_id = lease.shard_id.as_str();
         if chosen_ids.contains(shard_id) {
             to_take.push((*lease, *shard));
-        } else if *standing == super::balance::Standing::Free {
+        } else if *standing == Standing::Free {
             // Left to the other workers: this one has its fair share.
             shared.update_shard(shard_id, ShardChange::NotOwned);
         }
     }
+    (to_take, chosen.live_workers)
+}
+
+/// Takes the leases `to_take` and starts a reader for each one taken. Returns whether another
+/// worker won a lease first, or the first error met (after every take was tried).
+async fn take_and_start_readers(
+    shared: &Arc<Shared>,
+    stream: &Arc<StreamDescription>,
+    to_take: Vec<(&Lease, &Shard)>,
+    readers: &mut HashMap<String, JoinHandle<()>>,
+    exits: &mpsc::UnboundedSender<ReaderExited>,
+    stopping: &watch::Receiver<bool>,
+) -> Result<bool, String> {
     // Taken a few at a time, so that against a remote table every reader starts at once rather
     // than one round trip after the other.
     let takes: Vec<_> = to_take
@@ -575,30 +654,28 @@ async fn sync(
                 worker_id: shared.options.worker_id.clone(),
             },
         );
-        let exits = exits.clone();
-        let shard_id = lease.shard_id.clone();
-        readers.insert(
-            shard_id.clone(),
-            tokio::spawn(async move {
-                let exit = reader.run().await;
-                let _ = exits.send(ReaderExited {
-                    shard_id,
-                    task: tokio::task::id(),
-                    exit,
-                });
-            }),
-        );
+        let task = spawn_reader(reader, lease.shard_id.clone(), exits.clone());
+        readers.insert(lease.shard_id.clone(), task);
     }
-    if let Some(error) = first_error {
-        return Err(error);
+    match first_error {
+        Some(error) => Err(error),
+        None => Ok(lost_a_race),
     }
-    if last_cleanup.is_none_or(|at| at.elapsed() >= shared.options.lease_cleanup_interval) {
-        *last_cleanup = Some(Instant::now());
-        clean_up_leases(shared, &shards, &leases).await;
-    }
-    Ok(Round {
-        undecided,
-        others_seen: chosen.live_workers > 1 || lost_a_race,
+}
+
+/// Runs `reader` in a task of its own, which tells `exits` how it ended.
+fn spawn_reader(
+    reader: ShardReader,
+    shard_id: String,
+    exits: mpsc::UnboundedSender<ReaderExited>,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let exit = reader.run().await;
+        let _ = exits.send(ReaderExited {
+            shard_id,
+            task: tokio::task::id(),
+            exit,
+        });
     })
 }
 

@@ -69,20 +69,24 @@ pub(super) enum InvocationResult {
     Timeout,
 }
 
+/// Records given up, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Discard {
+    /// The records, as indices into the batch.
+    pub(super) records: Range<usize>,
+    /// Why.
+    pub(super) condition: DiscardCondition,
+    /// The on-failure record's `approximateInvokeCount`.
+    pub(super) invoke_count: u32,
+}
+
 /// What the reader does next with the batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Action {
     /// Invoke the function with these records of the batch.
     Invoke(Range<usize>),
-    /// Discard these records, checkpoint past them, and ask again.
-    Discard {
-        /// The records, as indices into the batch.
-        records: Range<usize>,
-        /// Why.
-        condition: DiscardCondition,
-        /// The on-failure record's `approximateInvokeCount`.
-        invoke_count: u32,
-    },
+    /// Discard these records (too old), checkpoint past them, and ask again.
+    Discard(Discard),
 }
 
 /// What an invocation's result leads to.
@@ -96,14 +100,7 @@ pub(super) enum Next {
     /// The range was split in halves, each to be invoked on its own.
     Split,
     /// Discard these records (retries are used up) and checkpoint past them.
-    Discard {
-        /// The records, as indices into the batch.
-        records: Range<usize>,
-        /// Why.
-        condition: DiscardCondition,
-        /// The on-failure record's `approximateInvokeCount`.
-        invoke_count: u32,
-    },
+    Discard(Discard),
 }
 
 /// One batch on its way to being settled: the ranges still to settle and the current range's
@@ -151,11 +148,11 @@ impl BatchRetry {
                 // A record expired before any invocation is reported as invoked once.
                 let invoke_count = self.invocations.max(1);
                 self.advance(expired);
-                return Some(Action::Discard {
+                return Some(Action::Discard(Discard {
                     records,
                     condition: DiscardCondition::RecordAgeExceeded,
                     invoke_count,
-                });
+                }));
             }
         }
         Some(Action::Invoke(range))
@@ -210,11 +207,11 @@ impl BatchRetry {
             self.advance(range.len());
             self.charged = 0;
             self.invocations = 0;
-            return Next::Discard {
+            return Next::Discard(Discard {
                 records: range,
                 condition: DiscardCondition::RetryAttemptsExhausted,
                 invoke_count,
-            };
+            });
         }
         Next::RetryAfterPause
     }
@@ -274,11 +271,11 @@ mod tests {
                     seen.push("done".to_owned());
                     break;
                 }
-                Some(Action::Discard {
+                Some(Action::Discard(Discard {
                     records,
                     condition,
                     invoke_count,
-                }) => {
+                })) => {
                     assert_eq!(condition, RecordAgeExceeded);
                     seen.push(format!("age {records:?} {invoke_count}"));
                 }
@@ -292,11 +289,11 @@ mod tests {
                         Next::Settle(range) => format!("settle {range:?}"),
                         Next::RetryAfterPause => "retry".to_owned(),
                         Next::Split => "split".to_owned(),
-                        Next::Discard {
+                        Next::Discard(Discard {
                             records,
                             condition,
                             invoke_count,
-                        } => {
+                        }) => {
                             format!("discard {records:?} {} {invoke_count}", condition.as_str())
                         }
                     });
@@ -626,11 +623,11 @@ mod tests {
         let later = arrived + Duration::from_secs(61);
         assert_eq!(
             batch.next(later, |_| arrived),
-            Some(Action::Discard {
+            Some(Action::Discard(Discard {
                 records: 0..1,
                 condition: RecordAgeExceeded,
                 invoke_count: 2
-            })
+            }))
         );
         assert_eq!(batch.next(later, |_| arrived), None);
     }

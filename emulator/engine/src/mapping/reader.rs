@@ -27,10 +27,10 @@ use tokio::task::JoinHandle;
 use super::checkpointer::{Checkpointer, renew};
 use super::reader_exit::ReaderExit;
 
+mod apply_replay;
 mod batch;
 mod concurrent;
 mod position;
-mod replay;
 mod shard_end;
 mod windows;
 use super::lanes::batch_len;

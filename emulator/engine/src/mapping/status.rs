@@ -242,14 +242,7 @@ impl ShardStatus {
                 parent_shard_ids,
                 checkpoint,
                 lease_owner,
-            } => {
-                self.parent_shard_ids = parent_shard_ids;
-                if checkpoint == Checkpoint::ShardEnd {
-                    self.phase = ShardPhase::Ended;
-                }
-                self.checkpoint = Some(checkpoint);
-                self.lease_owner = lease_owner;
-            }
+            } => self.apply_lease_seen(parent_shard_ids, checkpoint, lease_owner),
             ShardChange::WaitingOnParents => self.phase = ShardPhase::WaitingOnParents,
             ShardChange::NotOwned => self.phase = ShardPhase::NotOwned,
             ShardChange::Taken { worker_id } => {
@@ -264,27 +257,13 @@ impl ShardStatus {
                 read,
                 filtered,
                 millis_behind_latest,
-            } => {
-                self.unsettled += (read - filtered) as u64;
-                self.filtered += filtered as u64;
-                self.millis_behind_latest = millis_behind_latest;
-                if read > 0 {
-                    self.reading();
-                }
-            }
+            } => self.apply_read(read, filtered, millis_behind_latest),
             ShardChange::CaughtUp => {
                 if self.held.is_none() {
                     self.phase = ShardPhase::CaughtUp;
                 }
             }
-            ShardChange::Invoked { records } => {
-                self.delivered += records;
-                self.invocations += 1;
-                if let Some(held) = &mut self.held {
-                    held.next_retry = None;
-                }
-                self.reading();
-            }
+            ShardChange::Invoked { records } => self.apply_invoked(records),
             ShardChange::Retried => self.retries += 1,
             ShardChange::Split => self.splits += 1,
             ShardChange::WaitingToRetry(next_retry) => {
@@ -296,71 +275,125 @@ impl ShardStatus {
                 sequence_number,
                 reason,
                 retries_capped,
-            } => {
-                let failed_deliveries = match &self.held {
-                    Some(held) if held.sequence_number == sequence_number => {
-                        held.failed_deliveries + 1
-                    }
-                    _ => 1,
-                };
-                self.phase = ShardPhase::Held;
-                self.held = Some(HeldRecord {
-                    sequence_number,
-                    failed_deliveries,
-                    reason,
-                    retries_capped,
-                    next_retry: None,
-                });
-            }
+            } => self.apply_failed(sequence_number, reason, retries_capped),
             ShardChange::Checkpointed {
                 checkpoint,
                 settled,
-            } => {
-                self.checkpoint = Some(checkpoint);
-                if let Settled::Handled {
-                    records,
-                    dropped,
-                    last,
-                } = settled
-                {
-                    self.acked += records - dropped;
-                    self.dropped += dropped;
-                    self.unsettled = self.unsettled.saturating_sub(records);
-                    self.release_held_up_to(&last);
-                }
-            }
+            } => self.apply_checkpointed(checkpoint, settled),
             ShardChange::InvocationEnded { invocation, .. } => {
                 self.recent_invocations.push(invocation);
             }
-            ShardChange::Replayed(replayed) => {
-                self.unsettled = 0;
-                self.held = None;
-                self.checkpoint = Some(replayed.checkpoint.clone());
-                self.phase = ShardPhase::Reading;
-                self.replayed = Some(replayed);
-            }
-            ShardChange::Discarded { range, .. } => {
-                self.recent_invocations
-                    .mark_discarded(&range.first, &range.last);
-                self.discarded += range.records;
-                self.unsettled = self.unsettled.saturating_sub(range.records);
-                self.release_held_up_to(&range.last);
-                self.last_discarded = Some(range);
-            }
-            ShardChange::Finished(exit) => {
-                self.phase = match exit {
-                    ReaderExit::Ended => ShardPhase::Ended,
-                    ReaderExit::LeaseLost => ShardPhase::NotOwned,
-                    // A shard that was caught up or held when the mapping stopped is reported so.
-                    ReaderExit::Stopped
-                        if matches!(self.phase, ShardPhase::CaughtUp | ShardPhase::Held) =>
-                    {
-                        self.phase
-                    }
-                    ReaderExit::Stopped | ReaderExit::ShardGone => ShardPhase::Stopped,
-                };
-            }
+            ShardChange::Replayed(replayed) => self.apply_replayed(replayed),
+            ShardChange::Discarded { range, .. } => self.apply_discarded(range),
+            ShardChange::Finished(exit) => self.apply_finished(exit),
         }
+    }
+
+    /// The coordinator read the shard's lease: a lease at `SHARD_END` says the shard ended.
+    fn apply_lease_seen(
+        &mut self,
+        parent_shard_ids: Vec<String>,
+        checkpoint: Checkpoint,
+        lease_owner: Option<String>,
+    ) {
+        self.parent_shard_ids = parent_shard_ids;
+        if checkpoint == Checkpoint::ShardEnd {
+            self.phase = ShardPhase::Ended;
+        }
+        self.checkpoint = Some(checkpoint);
+        self.lease_owner = lease_owner;
+    }
+
+    /// A read took in `read` records, `filtered` of them removed by `FilterCriteria`.
+    fn apply_read(&mut self, read: usize, filtered: usize, millis_behind_latest: u64) {
+        self.unsettled += (read - filtered) as u64;
+        self.filtered += filtered as u64;
+        self.millis_behind_latest = millis_behind_latest;
+        if read > 0 {
+            self.reading();
+        }
+    }
+
+    /// The function was invoked with `records` records: a held record's pause is over.
+    fn apply_invoked(&mut self, records: u64) {
+        self.delivered += records;
+        self.invocations += 1;
+        if let Some(held) = &mut self.held {
+            held.next_retry = None;
+        }
+        self.reading();
+    }
+
+    /// An invocation failed on `sequence_number`: the shard is held on it, counting the failures
+    /// in a row on the same record.
+    fn apply_failed(
+        &mut self,
+        sequence_number: SequenceNumber,
+        reason: String,
+        retries_capped: bool,
+    ) {
+        let failed_deliveries = match &self.held {
+            Some(held) if held.sequence_number == sequence_number => held.failed_deliveries + 1,
+            _ => 1,
+        };
+        self.phase = ShardPhase::Held;
+        self.held = Some(HeldRecord {
+            sequence_number,
+            failed_deliveries,
+            reason,
+            retries_capped,
+            next_retry: None,
+        });
+    }
+
+    /// A checkpoint was written: what it settles is acked or dropped, and releases a hold.
+    fn apply_checkpointed(&mut self, checkpoint: Checkpoint, settled: Settled) {
+        self.checkpoint = Some(checkpoint);
+        if let Settled::Handled {
+            records,
+            dropped,
+            last,
+        } = settled
+        {
+            self.acked += records - dropped;
+            self.dropped += dropped;
+            self.unsettled = self.unsettled.saturating_sub(records);
+            self.release_held_up_to(&last);
+        }
+    }
+
+    /// A replay moved the checkpoint back: nothing read is unsettled or held any more.
+    fn apply_replayed(&mut self, replayed: super::replay::Replayed) {
+        self.unsettled = 0;
+        self.held = None;
+        self.checkpoint = Some(replayed.checkpoint.clone());
+        self.phase = ShardPhase::Reading;
+        self.replayed = Some(replayed);
+    }
+
+    /// Records were discarded: counted, marked in the recent invocations, a hold released.
+    fn apply_discarded(&mut self, range: DiscardedRange) {
+        self.recent_invocations
+            .mark_discarded(&range.first, &range.last);
+        self.discarded += range.records;
+        self.unsettled = self.unsettled.saturating_sub(range.records);
+        self.release_held_up_to(&range.last);
+        self.last_discarded = Some(range);
+    }
+
+    /// The reader stopped for `exit`.
+    fn apply_finished(&mut self, exit: ReaderExit) {
+        self.phase = match exit {
+            ReaderExit::Ended => ShardPhase::Ended,
+            ReaderExit::LeaseLost => ShardPhase::NotOwned,
+            // A shard that was caught up or held when the mapping stopped is reported so.
+            ReaderExit::Stopped
+                if matches!(self.phase, ShardPhase::CaughtUp | ShardPhase::Held) =>
+            {
+                self.phase
+            }
+            ReaderExit::Stopped | ReaderExit::ShardGone => ShardPhase::Stopped,
+        };
     }
 
     /// Whether `change` would leave this status exactly as it is: the changes an idle shard

@@ -11,16 +11,17 @@ use lambda_kinesis::window::event::{WindowFields, write_window_event};
 use lambda_kinesis::wire::{EventRecord, EventSource, write_event};
 use tokio::sync::watch;
 
-use crate::backoff::RetryKind;
+use crate::backoff::{Backoff, RetryKind};
 use crate::destination::{Destination, FailedBatch};
-use crate::invoke::{Invocation, InvokeOutcome};
+use crate::invoke::{Invocation, InvokeError, InvokeOutcome};
+use crate::mapping::judgement::{FailedAttempt, InvokedRange, judge};
 use crate::mapping::metrics::{InvocationEnd, iterator_age_millis};
 use crate::mapping::misconfiguration::{TEMPLATE_LINE, ignored_item_failures};
 use crate::mapping::on_failure::{
     KinesisBatchInfo, OnFailureRecord, RequestContext, ResponseContext,
 };
 use crate::mapping::policy::{
-    Action, BatchRetry, DiscardCondition, InvocationResult, Next, RetryRules,
+    Action, BatchRetry, Discard, DiscardCondition, InvocationResult, Next, RetryRules,
 };
 use crate::mapping::reader_exit::ReaderExit;
 use crate::mapping::shared::Shared;
@@ -33,7 +34,6 @@ use crate::mapping::status::ShardChange;
 use crate::mapping::window::{
     Closing, OpenWindow, StateAnswer, WindowSpan, after_success, read_state,
 };
-use crate::response::{Verdict, read_response};
 use kinesis_source::sequence::SequenceNumber;
 use kinesis_source::time::{iso8601_millis, millis_since_epoch};
 use kinesis_source::{Record, StreamDescription};
@@ -66,6 +66,13 @@ pub(super) struct LaneMemory {
 pub(super) struct WindowFlags {
     pub(super) is_final: bool,
     pub(super) terminated_early: bool,
+}
+
+/// When an invocation was sent, and how long the invoker took to answer.
+#[derive(Debug, Clone, Copy)]
+struct InvocationTiming {
+    sent_at: SystemTime,
+    duration: Duration,
 }
 
 /// The records of an event, as `lambda_kinesis::wire` writes them.
@@ -101,13 +108,6 @@ pub(super) trait Settlements {
     /// An invocation reached the function and did not settle every record it carried: the
     /// batch holds records until a retry settles them or they are given up.
     fn failed(&mut self) {}
-}
-
-/// How a batch that reached the function failed.
-struct FailedAttempt {
-    reason: String,
-    /// `"Unhandled"` for function errors and timeouts, `None` for a bad response.
-    function_error: Option<&'static str>,
 }
 
 impl BatchContext {
@@ -153,8 +153,9 @@ impl BatchContext {
         self.check_running()
     }
 
-    /// Settles `batch` as Lambda does: invokes, reads the response, retries, splits and discards
-    /// by [`BatchRetry`]'s rules, and hands every settled or discarded range to `settlements`.
+    /// Settles `batch` as Lambda does: invokes, has the answer judged ([`judge`]), and retries,
+    /// splits and discards by [`BatchRetry`]'s rules, handing every settled or discarded range
+    /// to `settlements`.
     pub(super) async fn process(
         &self,
         batch: &[Record],
@@ -168,137 +169,34 @@ impl BatchContext {
             .collect();
         let mut retry = BatchRetry::new(RetryRules::of(config), batch.len());
         let mut backoff = self.shared.retry_backoff();
-        let mut last_failure: Option<FailedAttempt> = None;
         loop {
             self.check_running()?;
-            let action = retry.next(SystemTime::now(), |index| batch[index].approximate_arrival);
-            let range = match action {
+            let now = SystemTime::now();
+            let range = match retry.next(now, |index| batch[index].approximate_arrival) {
                 None => return Ok(()),
-                Some(Action::Discard {
-                    records,
-                    condition,
-                    invoke_count,
-                }) => {
-                    self.discard(settlements, batch, records, condition, invoke_count, None)
-                        .await?;
+                Some(Action::Discard(discard)) => {
+                    self.discard(settlements, batch, discard, None).await?;
                     continue;
                 }
                 Some(Action::Invoke(range)) => range,
             };
             settlements.before_invoke().await?;
             let records = &batch[range.clone()];
-            let retry_number = retry.retry_number();
-            let sent_at = SystemTime::now();
-            let (outcome, duration) = self.invoke(records, memory).await;
-            let (result, dropped, verdict) = match outcome {
-                Ok(InvokeOutcome::Response(body)) => {
-                    if !config.report_batch_item_failures {
-                        self.warn_of_ignored_item_failures(&body);
-                    }
-                    let mut read = read_response(
-                        &body,
-                        &sequence_numbers[range.clone()],
-                        config.report_batch_item_failures,
-                    );
-                    let state = memory
-                        .window
-                        .is_some()
-                        .then(|| read_state(&body, &self.shard_id));
-                    if let Some(Err(reason)) = &state {
-                        read.verdict = Verdict::Failure {
-                            reason: reason.clone(),
-                        };
-                    }
-                    let answered = !matches!(read.verdict, Verdict::Failure { .. });
-                    let settled = match &read.verdict {
-                        Verdict::Success => records.len(),
-                        Verdict::PartialFailure { first_failed } => *first_failed,
-                        Verdict::Failure { .. } => 0,
-                    };
-                    let dropped = read
-                        .dropped
-                        .iter()
-                        .filter(|&&index| index < settled)
-                        .count();
-                    let verdict = InvocationVerdict::of_answer(
-                        matches!(read.verdict, Verdict::Failure { .. }),
-                        &sequence_numbers[range.clone()],
-                        settled,
-                        dropped,
-                    );
-                    if settled == 0 {
-                        last_failure = Some(FailedAttempt {
-                            reason: match read.verdict {
-                                Verdict::Failure { reason } => format!("bad response: {reason}"),
-                                _ => "the function reported it in batchItemFailures".to_owned(),
-                            },
-                            function_error: None,
-                        });
-                    }
-                    let window = memory.window.as_ref().map(|open| open.span);
-                    if let (Some(Ok(answer)), Some(span)) = (state, window)
-                        && answered
-                    {
-                        // A partial answer's state counts the records before the one it
-                        // names (§8): it is kept, and the rest comes again with it.
-                        self.warn_if_over_limit(span, &answer);
-                        memory.window = after_success(span, answer, None);
-                    }
-                    (InvocationResult::Returned { settled }, dropped, verdict)
-                }
-                Ok(InvokeOutcome::FunctionError {
-                    error_type,
-                    message,
-                }) => {
-                    last_failure = Some(FailedAttempt {
-                        reason: format!("function error {error_type}: {message}"),
-                        function_error: Some("Unhandled"),
-                    });
-                    let verdict = InvocationVerdict::FunctionError { error_type };
-                    (InvocationResult::FunctionError, 0, verdict)
-                }
-                Ok(InvokeOutcome::Timeout) => {
-                    last_failure = Some(FailedAttempt {
-                        reason: format!(
-                            "the function timed out after {:?}",
-                            config.function_timeout
-                        ),
-                        function_error: Some("Unhandled"),
-                    });
-                    (InvocationResult::Timeout, 0, InvocationVerdict::Timeout)
-                }
-                Err(error) => {
-                    // The batch never reached the function: no attempt is charged.
-                    tracing::warn!(shard_id = %self.shard_id, %error, "invoking the function failed; trying again");
-                    (
-                        InvocationResult::NotInvoked,
-                        0,
-                        InvocationVerdict::NotInvoked,
-                    )
-                }
-            };
-            self.report_invocation_end(records, result, verdict, sent_at, duration);
-            let reached_function = result != InvocationResult::NotInvoked;
-            if reached_function && retry_number.is_some() {
-                self.shared
-                    .update_shard(&self.shard_id, ShardChange::Retried);
-            }
-            if reached_function
-                && !matches!(result, InvocationResult::Returned { settled } if settled > 0)
-            {
-                let reason = last_failure
-                    .as_ref()
-                    .map_or("", |failed| failed.reason.as_str());
-                self.hold(&records[0].sequence_number, reason);
-            }
-            if reached_function
-                && !matches!(result, InvocationResult::Returned { settled } if settled == records.len())
-            {
+            let (outcome, timing) = self.invoke(records, memory).await;
+            self.warn_of_outcome(&outcome);
+            let invoked = self.invoked_range(&sequence_numbers[range], memory);
+            let judgement = judge(&mut retry, outcome, &invoked);
+            self.keep_window_state(memory, judgement.window_state);
+            self.report_invocation_end(records, judgement.result, judgement.verdict, timing);
+            self.report_attempt(records, judgement.counted_retry, judgement.failure.as_ref());
+            if judgement.left_unsettled {
                 settlements.failed();
             }
-            match retry.record(result) {
+            match judgement.next {
                 Next::Settle(settled) => {
-                    settlements.settled(batch, settled, dropped).await?;
+                    settlements
+                        .settled(batch, settled, judgement.dropped)
+                        .await?;
                     backoff.reset();
                 }
                 // A range taken up afresh pauses afresh.
@@ -306,47 +204,99 @@ impl BatchContext {
                     self.shared.update_shard(&self.shard_id, ShardChange::Split);
                     backoff.reset();
                 }
-                Next::Discard {
-                    records,
-                    condition,
-                    invoke_count,
-                } => {
-                    self.discard(
-                        settlements,
-                        batch,
-                        records,
-                        condition,
-                        invoke_count,
-                        last_failure.as_ref(),
-                    )
-                    .await?;
+                Next::Discard(discard) => {
+                    let failed = judgement.failure.as_ref();
+                    self.discard(settlements, batch, discard, failed).await?;
                     backoff.reset();
                 }
                 Next::RetryAfterPause => {
                     settlements.before_retry_pause().await?;
-                    let pause = backoff.next_pause(RetryKind::Error);
-                    let next_retry = NextRetry {
-                        number: retry.retry_number().unwrap_or(0),
-                        limit: config.maximum_retry_attempts,
-                        at_epoch_millis: millis_since_epoch(SystemTime::now() + pause),
-                    };
-                    self.shared
-                        .update_shard(&self.shard_id, ShardChange::WaitingToRetry(next_retry));
-                    self.pause(pause).await?;
+                    self.pause_before_retry(&retry, &mut backoff).await?;
                 }
             }
         }
     }
 
-    /// Reports how an invocation of `records`, sent at `sent_at` and answered `duration` later,
-    /// ended, for the metrics and the shard's recent invocations.
+    /// Warns of what an outcome says beyond its judgement: an invocation that never reached the
+    /// function, or item failures the mapping ignores.
+    fn warn_of_outcome(&self, outcome: &Result<InvokeOutcome, InvokeError>) {
+        match outcome {
+            Ok(InvokeOutcome::Response(body)) if !self.shared.config.report_batch_item_failures => {
+                self.warn_of_ignored_item_failures(body);
+            }
+            Err(error) => {
+                tracing::warn!(shard_id = %self.shard_id, %error, "invoking the function failed; trying again");
+            }
+            Ok(_) => {}
+        }
+    }
+
+    /// What [`judge`] reads an answer to the invocation of `sequence_numbers` against.
+    fn invoked_range<'a>(
+        &'a self,
+        sequence_numbers: &'a [SequenceNumber],
+        memory: &LaneMemory,
+    ) -> InvokedRange<'a> {
+        InvokedRange {
+            sequence_numbers,
+            report_batch_item_failures: self.shared.config.report_batch_item_failures,
+            window_open: memory.window.is_some(),
+            shard_id: &self.shard_id,
+            function_timeout: self.shared.config.function_timeout,
+        }
+    }
+
+    /// Keeps the window state an answer carried, if any: the open window goes on with it.
+    fn keep_window_state(&self, memory: &mut LaneMemory, state: Option<StateAnswer>) {
+        let window = memory.window.as_ref().map(|open| open.span);
+        if let (Some(answer), Some(span)) = (state, window) {
+            self.warn_if_over_limit(span, &answer);
+            memory.window = after_success(span, answer, None);
+        }
+    }
+
+    /// Reports an invocation that reached the function: a counted retry, and the range's first
+    /// record held when it `failed` to settle it.
+    fn report_attempt(
+        &self,
+        records: &[Record],
+        counted_retry: bool,
+        failed: Option<&FailedAttempt>,
+    ) {
+        if counted_retry {
+            self.shared
+                .update_shard(&self.shard_id, ShardChange::Retried);
+        }
+        if let Some(failed) = failed {
+            self.hold(&records[0].sequence_number, &failed.reason);
+        }
+    }
+
+    /// Reports the pause ahead of the next retry of the current range, and waits it out.
+    async fn pause_before_retry(
+        &self,
+        retry: &BatchRetry,
+        backoff: &mut Backoff,
+    ) -> Result<(), ReaderExit> {
+        let pause = backoff.next_pause(RetryKind::Error);
+        let next_retry = NextRetry {
+            number: retry.retry_number().unwrap_or(0),
+            limit: self.shared.config.maximum_retry_attempts,
+            at_epoch_millis: millis_since_epoch(SystemTime::now() + pause),
+        };
+        self.shared
+            .update_shard(&self.shard_id, ShardChange::WaitingToRetry(next_retry));
+        self.pause(pause).await
+    }
+
+    /// Reports how an invocation of `records` ended, for the metrics and the shard's recent
+    /// invocations.
     fn report_invocation_end(
         &self,
         records: &[Record],
         result: InvocationResult,
         verdict: InvocationVerdict,
-        sent_at: SystemTime,
-        duration: Duration,
+        InvocationTiming { sent_at, duration }: InvocationTiming,
     ) {
         let last = &records[records.len() - 1];
         self.shared.update_shard(
@@ -368,12 +318,13 @@ impl BatchContext {
     }
 
     /// Invokes the function with `records` (in a window event when a window is open); returns
-    /// its outcome and how long the invoker took to answer.
+    /// its outcome and when it was sent and how long the invoker took to answer.
     async fn invoke(
         &self,
         records: &[Record],
         memory: &mut LaneMemory,
-    ) -> (Result<InvokeOutcome, crate::invoke::InvokeError>, Duration) {
+    ) -> (Result<InvokeOutcome, InvokeError>, InvocationTiming) {
+        let sent_at = SystemTime::now();
         let payload = match &memory.window {
             Some(open) => self.window_event(records, open, WindowFlags::default()),
             None => self.event(records, memory.last_payload_len),
@@ -397,7 +348,8 @@ impl BatchContext {
         let invocation = Invocation::new(payload, self.shared.config.function_timeout);
         let started = Instant::now();
         let outcome = self.shared.invoker.invoke(invocation).await;
-        (outcome, started.elapsed())
+        let duration = started.elapsed();
+        (outcome, InvocationTiming { sent_at, duration })
     }
 
     /// The event Lambda sends the function for `records`, written into a buffer of `capacity`.
@@ -546,11 +498,14 @@ impl BatchContext {
         &self,
         settlements: &mut impl Settlements,
         batch: &[Record],
-        range: Range<usize>,
-        condition: DiscardCondition,
-        invoke_count: u32,
+        discard: Discard,
         failed: Option<&FailedAttempt>,
     ) -> Result<(), ReaderExit> {
+        let Discard {
+            records: range,
+            condition,
+            invoke_count,
+        } = discard;
         let records = &batch[range.clone()];
         let discarded_at = SystemTime::now();
         let record = self.on_failure_record(records, condition, invoke_count, failed, discarded_at);
