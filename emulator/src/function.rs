@@ -7,9 +7,12 @@
 
 use std::ffi::OsString;
 use std::fmt;
-use std::io;
+use std::io::{self, BufRead as _, BufReader, Read as _};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Output, Stdio};
+use std::time::Instant;
+
+mod progress;
 
 /// How many lines of cargo's diagnostics a failed build reports.
 const DIAGNOSTIC_TAIL_LINES: usize = 40;
@@ -70,6 +73,22 @@ pub fn build_function(
     binary: &str,
     release: bool,
 ) -> Result<PathBuf, BuildError> {
+    build_function_saying(crate_dir, binary, release, None)
+}
+
+/// [`build_function`], saying on stderr what the build is doing while it runs when `function`
+/// is given (its name): a line when it starts, a progress line now and then, a line when it is
+/// done ([`progress`]). For a stderr that is not a terminal, where nothing else shows the build
+/// is alive.
+///
+/// # Errors
+/// As [`build_function`].
+pub fn build_function_saying(
+    crate_dir: &Path,
+    binary: &str,
+    release: bool,
+    function: Option<&str>,
+) -> Result<PathBuf, BuildError> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
     let mut command = Command::new(&cargo);
     command
@@ -78,11 +97,16 @@ pub fn build_function(
         .arg("--manifest-path")
         .arg(crate_dir.join("Cargo.toml"))
         .args(["--bin", binary, "--message-format=json-render-diagnostics"])
-        .stdin(Stdio::null());
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     if release {
         command.arg("--release");
     }
-    let output = command.output().map_err(|source| BuildError::CargoNotRun {
+    if let Some(function) = function {
+        eprintln!("{}", progress::start_line(function, crate_dir, binary));
+    }
+    let output = run_saying(command, function).map_err(|source| BuildError::CargoNotRun {
         cargo: cargo.to_string_lossy().into_owned(),
         crate_dir: crate_dir.to_owned(),
         binary: binary.to_owned(),
@@ -105,6 +129,51 @@ pub fn build_function(
         binary: binary.to_owned(),
     })
 }
+
+/// Runs cargo to the end, as `Command::output` does, but reads its messages as they come so
+/// that the compiled crates can be counted and said (when `function` is given).
+fn run_saying(mut command: Command, function: Option<&str>) -> io::Result<Output> {
+    let started = Instant::now();
+    let mut child = command.spawn()?;
+    let mut stderr = child.stderr.take().expect("stderr is piped");
+    // Cargo's diagnostics are read apart, or a full stderr pipe would stop cargo.
+    let diagnostics = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        stderr.read_to_end(&mut text).map(|_| text)
+    });
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout is piped"));
+    let (mut messages, mut compiled, mut last_said) = (Vec::new(), 0, None);
+    let mut line = Vec::new();
+    while stdout.read_until(b'\n', &mut line)? > 0 {
+        // Only units cargo compiled, not those it found fresh, make a build long.
+        if line
+            .windows(ARTIFACT.len())
+            .any(|window| window == ARTIFACT)
+        {
+            compiled += 1;
+        }
+        messages.append(&mut line);
+        let Some(function) = function else { continue };
+        let elapsed = started.elapsed();
+        if let Some(said) = progress::progress_line(function, compiled, None, elapsed, last_said) {
+            eprintln!("{said}");
+            last_said = Some(elapsed);
+        }
+    }
+    let status = child.wait()?;
+    let stderr = diagnostics.join().unwrap_or_else(|_| Ok(Vec::new()))?;
+    if let (Some(function), true) = (function, status.success()) {
+        eprintln!("{}", progress::finish_line(function, started.elapsed()));
+    }
+    Ok(Output {
+        status,
+        stdout: messages,
+        stderr,
+    })
+}
+
+/// The mark of a `compiler-artifact` message among cargo's JSON lines.
+const ARTIFACT: &[u8] = br#""reason":"compiler-artifact""#;
 
 /// The executable of the binary target `binary` among cargo's JSON messages, one per line.
 fn executable_in_messages(messages: &[u8], binary: &str) -> Option<PathBuf> {

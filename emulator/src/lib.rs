@@ -13,6 +13,7 @@ pub mod metrics_report;
 pub mod page;
 pub mod records_file;
 pub mod state;
+pub(crate) mod suggest;
 pub mod summary;
 pub mod template;
 

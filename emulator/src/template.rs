@@ -217,9 +217,9 @@ impl Template {
         options: &TemplateOptions,
     ) -> Result<Self, TemplateError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| TemplateError::Read {
+        let text = std::fs::read_to_string(path).map_err(|reason| TemplateError::Read {
             path: path.to_owned(),
-            source,
+            reason,
         })?;
         Self::parse(path, &text, options)
     }

@@ -2,12 +2,13 @@
 //! as `failures replay` invokes it again: built with cargo (or taken from `--prebuilt-dir`), with
 //! the template's environment, `--env-vars` and `--function-env` over it.
 
+use std::io::IsTerminal as _;
 use std::path::Path;
 
 use anyhow::bail;
 
 use super::sam_options::EnvVarsFile;
-use crate::function::build_function;
+use crate::function::build_function_saying;
 use crate::template::FunctionResource;
 use esm_engine::invoke::runtime_api::{FunctionDefinition, RuntimeApi};
 
@@ -68,7 +69,13 @@ pub(super) fn runtime_api_invoker(
             }
             binary
         }
-        None => build_function(&function.code_dir, &function.binary, options.release)?,
+        None => {
+            // A terminal shows the run's own progress; elsewhere (CI, a pipe) the build says
+            // itself, or a first build is a minute of silence. `--quiet` keeps the summary alone.
+            let saying = !logs.quiet && !std::io::stderr().is_terminal();
+            let name = saying.then_some(function.function_name.as_str());
+            build_function_saying(&function.code_dir, &function.binary, options.release, name)?
+        }
     };
     let mut definition = FunctionDefinition::new(&function.function_name, binary);
     definition.handler.clone_from(&function.handler);

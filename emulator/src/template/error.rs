@@ -9,12 +9,14 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum TemplateError {
     /// The file could not be read.
-    #[error("{}: cannot read the template: {source}", .path.display())]
+    // The reason is said in the message and not exposed as the error's `source`: the command
+    // line prints an error with its chain of sources, which said the reason twice.
+    #[error("{}: cannot read the template: {reason}", .path.display())]
     Read {
         /// The template's path, as given.
         path: PathBuf,
         /// Why reading failed.
-        source: std::io::Error,
+        reason: std::io::Error,
     },
     /// The file is not valid YAML.
     #[error("{}{}: invalid YAML: {message}", .path.display(), LineColumn(*.position))]
@@ -112,10 +114,12 @@ pub enum Problem {
         hint: String,
     },
     /// The property name is not one kinesis-esm knows in this place: often a typo.
-    #[error("is not a property kinesis-esm knows here (known: {known})")]
+    #[error("is not a property kinesis-esm knows here (known: {known}){suggestion}")]
     Unknown {
         /// The names accepted in this place.
         known: String,
+        /// `; did you mean NAME?` when a known name is near the one written, else empty.
+        suggestion: String,
     },
     /// The property changes behaviour that kinesis-esm does not reproduce, so running the
     /// template locally would silently differ from Lambda.

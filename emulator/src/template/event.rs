@@ -9,6 +9,7 @@ use super::error::{Problem, Section};
 use super::fields::{Fault, Fields};
 use super::intrinsic::{Resolver, intrinsic, render};
 use super::stream::is_stream_name;
+use crate::suggest::did_you_mean;
 use esm_engine::config::{FanOutConsumer, MappingConfig, StartingPosition};
 use esm_engine::destination::Target as DestinationTarget;
 use esm_engine::filter::{FilterCriteria, MAX_FILTERS, Pattern};
@@ -169,10 +170,27 @@ fn stream_name(
         Problem::Conflict {
             value: render(value),
             reason: format!(
-                "names no AWS::Kinesis::Stream of the template and is not a stream ARN ({STREAM_ARN_FORM})"
+                "names no AWS::Kinesis::Stream of the template and is not a stream ARN \
+                 ({STREAM_ARN_FORM}){}",
+                near_stream(&text, streams)
             ),
         },
     ))
+}
+
+/// `; did you mean !GetAtt X.Arn?` when `text` is near the name or logical id of stream `X`.
+fn near_stream(text: &str, streams: &[StreamResource]) -> String {
+    let names = streams.iter().map(|stream| stream.name.as_str());
+    let logical_ids = streams.iter().map(|stream| stream.logical_id.as_str());
+    let Some(near) = did_you_mean(text, names.chain(logical_ids)) else {
+        return String::new();
+    };
+    let stream = streams
+        .iter()
+        .find(|stream| stream.name == near || stream.logical_id == near);
+    stream.map_or_else(String::new, |stream| {
+        format!("; did you mean !GetAtt {}.Arn?", stream.logical_id)
+    })
 }
 
 /// The stream and name of the `AWS::Kinesis::StreamConsumer` `logical_id`, from its

@@ -7,6 +7,7 @@ use serde_yaml_ng::{Mapping, Value};
 
 use super::error::{Location, Problem, Section};
 use super::intrinsic::{Resolver, render};
+use crate::suggest::did_you_mean_hint;
 
 /// A problem found at a property, before the file's path is attached to it.
 #[derive(Debug)]
@@ -125,6 +126,7 @@ impl<'a> Fields<'a> {
                     &name,
                     Problem::Unknown {
                         known: known.join(", "),
+                        suggestion: did_you_mean_hint(&name, known.iter().copied()),
                     },
                 ));
             }

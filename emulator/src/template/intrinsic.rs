@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde_yaml_ng::{Mapping, Value};
 
 use super::{LOCAL_DYNAMODB_VARIABLE, TemplateOptions};
+use crate::suggest::did_you_mean_hint;
 
 /// The resource type whose `Ref` and `Arn` kinesis-esm knows.
 pub(super) const KINESIS_STREAM: &str = "AWS::Kinesis::Stream";
@@ -158,6 +159,15 @@ impl<'t> Resolver<'t> {
             .as_str()
     }
 
+    /// `; did you mean X?` for a mistyped resource (or, where `Ref` may name one, parameter)
+    /// logical id, or nothing when no name of the template is near.
+    fn near_name(&self, typed: &str, with_parameters: bool) -> String {
+        let resources = self.resources.keys().filter_map(Value::as_str);
+        let parameters = self.parameters.keys().map(String::as_str);
+        let parameters = parameters.filter(|_| with_parameters);
+        did_you_mean_hint(typed, resources.chain(parameters))
+    }
+
     /// A text property of a resource of the template, as written (no intrinsic functions).
     pub(super) fn resource_property(&self, logical_id: &str, name: &str) -> Option<&'t str> {
         self.resources
@@ -257,7 +267,8 @@ impl<'t> Resolver<'t> {
                 "kinesis-esm cannot know what Ref of resource {name} ({other}) would be"
             )),
             None => Err(format!(
-                "{name} is neither a parameter nor a resource of the template"
+                "{name} is neither a parameter nor a resource of the template{}",
+                self.near_name(name, true)
             )),
         }
     }
@@ -334,7 +345,10 @@ impl<'t> Resolver<'t> {
             None if self.parameters.contains_key(logical_id) => Err(format!(
                 "{logical_id} is a parameter, and parameters have no attributes"
             )),
-            None => Err(format!("{logical_id} is not a resource of the template")),
+            None => Err(format!(
+                "{logical_id} is not a resource of the template{}",
+                self.near_name(logical_id, false)
+            )),
         }
     }
 
@@ -441,8 +455,10 @@ impl Resolver<'_> {
             ));
         }
         let Some(definition) = self.conditions.get(name) else {
+            let known = self.conditions.keys().filter_map(Value::as_str);
             return Err(format!(
-                "{name} is not a condition of the template's Conditions"
+                "{name} is not a condition of the template's Conditions{}",
+                did_you_mean_hint(name, known)
             ));
         };
         self.boolean(definition, depth)

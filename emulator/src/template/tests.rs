@@ -1607,3 +1607,59 @@ fn conditions_that_cannot_be_evaluated_are_refused_saying_why() {
         "Fn::If takes [condition, value if true, value if false], not [IsProd, fast]",
     );
 }
+
+#[test]
+fn a_mistyped_property_is_said_with_the_near_known_name() {
+    check_error(
+        &with_event("BatchSze: 10"),
+        "property BatchSze is not a property kinesis-esm knows here (known: Stream, ",
+    );
+    check_error(&with_event("BatchSze: 10"), "); did you mean BatchSize?");
+    check_error(
+        &with_function_extra("Timout: 10"),
+        "property Timout is not a property kinesis-esm knows here (known: ",
+    );
+    check_error(
+        &with_function_extra("Timout: 10"),
+        "); did you mean Timeout?",
+    );
+    check_error(
+        &with_event("FilterCriteria: {Filters: [{Patern: '{}'}]}"),
+        "(known: Pattern); did you mean Pattern?",
+    );
+}
+
+#[test]
+fn a_mistyped_resource_reference_is_said_with_the_near_logical_id() {
+    check_error(
+        &with_event_properties("Stream: !GetAtt shipmnets.Arn, StartingPosition: LATEST"),
+        "shipmnets is not a resource of the template; did you mean Shipments?",
+    );
+    check_error(
+        &with_function_extra("Environment: {Variables: {STREAM: !Ref Shipmets}}"),
+        "Shipmets is neither a parameter nor a resource of the template; did you mean Shipments?",
+    );
+}
+
+#[test]
+fn a_mistyped_stream_name_is_said_with_the_near_stream() {
+    check_error(
+        &with_event_properties("Stream: shipmnets, StartingPosition: LATEST"),
+        "is not a stream ARN (arn:",
+    );
+    check_error(
+        &with_event_properties("Stream: shipmnets, StartingPosition: LATEST"),
+        "; did you mean !GetAtt Shipments.Arn?",
+    );
+}
+
+#[test]
+fn a_name_near_no_known_one_gets_no_suggestion() {
+    for yaml in [
+        with_event("Zebra: 10"),
+        with_event_properties("Stream: !GetAtt Zebra.Arn, StartingPosition: LATEST"),
+    ] {
+        let message = parse(&yaml).unwrap_err().to_string();
+        assert!(!message.contains("did you mean"), "{message}");
+    }
+}

@@ -155,4 +155,6 @@ fn a_missing_file_is_named() {
             .starts_with(&format!("{}: cannot read the template: ", path.display())),
         "{error}"
     );
+    // The command line prints an error with its sources: the reason is in the message only.
+    assert!(std::error::Error::source(&error).is_none(), "{error:?}");
 }
