@@ -271,6 +271,18 @@ async fn an_unknown_function_is_refused_with_the_known_ones() {
             "--function Shiping: template.yaml has no function of that logical id or name",
             "it has ShippingFunction",
         ],
+        &["did you mean"],
+    )
+    .await;
+    check_message(
+        &[
+            "run",
+            "--function",
+            "ShipingFunction",
+            "--no-listen",
+            "--until-idle",
+        ],
+        &["it has ShippingFunction; did you mean ShippingFunction?"],
         &[],
     )
     .await;

@@ -37,11 +37,18 @@ pub(super) fn chosen_functions<'t>(
             .iter()
             .any(|function| named(function, name))
     }) {
+        let names = template.functions.iter().flat_map(|function| {
+            [
+                function.logical_id.as_str(),
+                function.function_name.as_str(),
+            ]
+        });
         bail!(
             "--function {unknown}: {} has no function of that logical id or name with a Kinesis \
-             event; it has {}",
+             event; it has {}{}",
             args.template.display(),
-            known_functions(template)
+            known_functions(template),
+            crate::suggest::did_you_mean_hint(unknown, names)
         );
     }
     let chosen: Vec<&FunctionResource> = template
