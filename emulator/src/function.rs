@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Output, Stdio};
 use std::time::Instant;
 
-mod progress;
+mod build_progress;
 
 /// How many lines of cargo's diagnostics a failed build reports.
 const DIAGNOSTIC_TAIL_LINES: usize = 40;
@@ -104,7 +104,10 @@ pub fn build_function_saying(
         command.arg("--release");
     }
     if let Some(function) = function {
-        eprintln!("{}", progress::start_line(function, crate_dir, binary));
+        eprintln!(
+            "{}",
+            build_progress::start_line(function, crate_dir, binary)
+        );
     }
     let output = run_saying(command, function).map_err(|source| BuildError::CargoNotRun {
         cargo: cargo.to_string_lossy().into_owned(),
@@ -155,7 +158,9 @@ fn run_saying(mut command: Command, function: Option<&str>) -> io::Result<Output
         messages.append(&mut line);
         let Some(function) = function else { continue };
         let elapsed = started.elapsed();
-        if let Some(said) = progress::progress_line(function, compiled, None, elapsed, last_said) {
+        if let Some(said) =
+            build_progress::progress_line(function, compiled, None, elapsed, last_said)
+        {
             eprintln!("{said}");
             last_said = Some(elapsed);
         }
@@ -163,7 +168,10 @@ fn run_saying(mut command: Command, function: Option<&str>) -> io::Result<Output
     let status = child.wait()?;
     let stderr = diagnostics.join().unwrap_or_else(|_| Ok(Vec::new()))?;
     if let (Some(function), true) = (function, status.success()) {
-        eprintln!("{}", progress::finish_line(function, started.elapsed()));
+        eprintln!(
+            "{}",
+            build_progress::finish_line(function, started.elapsed())
+        );
     }
     Ok(Output {
         status,
