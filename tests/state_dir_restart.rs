@@ -104,6 +104,14 @@ async fn a_restart_over_the_state_dir_delivers_the_held_shipment_first_and_every
     // The second run publishes nothing: the records are those the state directory kept.
     let (second, second_ledger) = run("second", false).await;
     assert_eq!(second.code, Some(1), "held again:\n{}", second.stderr);
+    let resumed = "the counts are this run's: it resumed from the checkpoints kept in the state \
+                   directory";
+    assert!(
+        !first.stdout.contains(resumed) && second.stdout.contains(resumed),
+        "only the second run resumed from stored checkpoints:\n{}\n---\n{}",
+        first.stdout,
+        second.stdout
+    );
     let second_invocations = invocations(&second_ledger);
     assert_eq!(
         second_invocations.first(),

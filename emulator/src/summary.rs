@@ -212,6 +212,15 @@ pub fn never_initialised_line(function: &str, failures: &NeverInitialised) -> St
     )
 }
 
+/// The summary's last line for a run that resumed from stored checkpoints: what it counts began
+/// with this run, while the checkpoints carry the runs before it.
+pub fn resumed_note(store: &str) -> String {
+    format!(
+        "the counts are this run's: it resumed from the checkpoints kept in {store}, which \
+         hold what earlier runs settled"
+    )
+}
+
 /// Renders a mapping's status as a table: one line per shard, the totals, then the records left
 /// on each shard and what was discarded.
 pub fn render(status: &MappingStatus) -> String {

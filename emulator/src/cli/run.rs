@@ -37,7 +37,7 @@ use crate::state::StateDir;
 use crate::template::{LOCAL_DYNAMODB_VARIABLE, Template, TemplateOptions};
 use embedded_kinesis::http::{DEFAULT_ADDR, ServerHandle};
 use esm_engine::aws::{AwsConnection, DynamoLeaseStore};
-use esm_engine::lease::{LeaseStore, MemoryLeaseStore};
+use esm_engine::lease::{Checkpoint, LeaseStore, MemoryLeaseStore};
 use esm_engine::mapping::{MappingOptions, MappingStatus};
 
 pub(super) async fn run(
@@ -73,6 +73,7 @@ pub(super) async fn run(
     };
     let leases = open_lease_store(&args, state.as_ref()).await?;
     warn_of_streams_that_end(&args, &streams, state.as_ref());
+    let resumed_from = resumed_from(&args, leases.as_ref()).await;
     let function_kinesis = function_kinesis_endpoint(&args, &streams, server.as_ref());
     let start = start::Start {
         args: &args,
@@ -98,6 +99,7 @@ pub(super) async fn run(
         started,
         server,
         progress,
+        resumed_from,
     };
     running
         .until_stopped(
@@ -107,6 +109,26 @@ pub(super) async fn run(
             stop_signals,
         )
         .await
+}
+
+/// Where the run's checkpoints came from, when it resumes from stored ones (a lease of the store
+/// past its start): the summary then says its counts are this run's alone.
+async fn resumed_from(args: &RunArgs, leases: &dyn LeaseStore) -> Option<String> {
+    let stored = leases.list_leases().await.ok()?;
+    let resumed = stored.iter().any(|lease| {
+        matches!(
+            lease.checkpoint,
+            Checkpoint::SequenceNumber(_) | Checkpoint::ShardEnd
+        )
+    });
+    if !resumed {
+        return None;
+    }
+    Some(match (&args.lease_table, &args.state_dir) {
+        (Some(table), _) => format!("the lease table {table}"),
+        (None, Some(dir)) => format!("the state directory {}", dir.display()),
+        (None, None) => "the lease store".to_owned(),
+    })
 }
 
 /// The template's reading: the run's region and account, SAM's parameter overrides, and the

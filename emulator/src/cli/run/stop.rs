@@ -24,6 +24,8 @@ pub(super) struct Running {
     pub(super) server: Option<ServerHandle>,
     /// The progress lines' task and the switch that ends them.
     pub(super) progress: Option<(JoinHandle<()>, watch::Sender<bool>)>,
+    /// Where the checkpoints it resumed from are kept, when it resumed.
+    pub(super) resumed_from: Option<String>,
 }
 
 /// Why the run ended, when nothing stopped it on purpose.
@@ -50,6 +52,7 @@ impl Running {
             );
         }
         control.set_phase(ControlPhase::Stopping);
+        let resumed_from = self.resumed_from.clone();
         let (finals, never_initialised) = tokio::select! {
             ended = self.stop() => ended,
             signal = stop_signals.next() => {
@@ -76,6 +79,9 @@ impl Running {
                 "{}",
                 summary::never_initialised_line(function, failures)
             );
+        }
+        if let Some(store) = &resumed_from {
+            let _ = writeln!(std::io::stdout(), "{}", summary::resumed_note(store));
         }
         let never = !never_initialised.is_empty();
         Ok(Exit::of_run(&finals, fail_on_discard, never))
