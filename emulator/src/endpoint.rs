@@ -2,7 +2,7 @@
 //! reads it) composed with the front's own routes: the live page, the control endpoint and the
 //! side documents (`/status`, `/metrics`). The local Kinesis serves one `tower::Service`; this
 //! module decides which requests are the front's and hands it the rest. On loopback it answers
-//! only requests addressed to a loopback name ([`host_guard`]).
+//! only requests addressed to a loopback name (see `host_guard.rs`).
 
 mod host_guard;
 

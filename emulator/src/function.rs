@@ -78,7 +78,7 @@ pub fn build_function(
 
 /// [`build_function`], saying on stderr what the build is doing while it runs when `function`
 /// is given (its name): a line when it starts, a progress line now and then, a line when it is
-/// done ([`progress`]). For a stderr that is not a terminal, where nothing else shows the build
+/// done (`build_progress.rs`). For a stderr that is not a terminal, where nothing else shows the build
 /// is alive.
 ///
 /// # Errors
