@@ -25,6 +25,7 @@ mod aws_resharding;
 mod aws_resharding_twice;
 mod aws_restart;
 mod aws_status;
+mod aws_template_resources;
 mod cargo_lambda;
 mod checkpoints;
 mod cli;

@@ -23,6 +23,10 @@
 //!   lists append, other values are the function's own; `IgnoreGlobals` is honoured).
 //!   Functions without a Kinesis event, and events of other types (SQS, Api, Schedule, ...), are
 //!   skipped without a word: they are not the emulator's business.
+//! - `AWS::DynamoDB::Table` and `AWS::Serverless::SimpleTable` resources become
+//!   [`TableResource`]s, named as their `Ref` names them; SQS queues, SNS topics and S3 buckets
+//!   become [`DestinationResource`]s, named as an on-failure destination names them: what `run`
+//!   makes in a local DynamoDB and at the destinations' endpoint.
 //! - `Ref`, `Fn::GetAtt`, `Fn::Sub`, `Fn::Join` and `Fn::If` (over the template's
 //!   `Conditions`), short and long forms, resolve over the
 //!   template's parameters (their `Default`, or [`TemplateOptions::parameter_overrides`]), the
@@ -55,9 +59,14 @@ mod event;
 mod fields;
 mod function;
 mod intrinsic;
+mod resources;
 mod stream;
 
 pub use error::{Location, Problem, Section, TemplateError};
+pub use resources::{
+    AttributeDefinition, AttributeType, Billing, DestinationResource, KeyElement, KeyType,
+    TableResource,
+};
 pub use stream::{MAX_SHARD_COUNT, ON_DEMAND_SHARD_COUNT};
 
 use fields::{Failure, Fault, Fields};
@@ -135,6 +144,10 @@ pub struct Template {
     pub streams: Vec<StreamResource>,
     /// The functions with at least one Kinesis event, in the template's order.
     pub functions: Vec<FunctionResource>,
+    /// The DynamoDB tables (`AWS::DynamoDB::Table`, `AWS::Serverless::SimpleTable`).
+    pub tables: Vec<TableResource>,
+    /// The SQS queues, SNS topics and S3 buckets, whether or not an event names them.
+    pub destinations: Vec<DestinationResource>,
 }
 
 /// How a stream's capacity is managed (`StreamModeDetails.StreamMode`).
@@ -346,6 +359,8 @@ fn read_template(
         path: path.to_owned(),
         streams,
         functions,
+        tables: resources::tables(resources, &resolver)?,
+        destinations: resources::destinations(resources, &resolver)?,
     })
 }
 

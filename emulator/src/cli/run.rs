@@ -2,11 +2,13 @@
 //! This file is the run's order of events; `args.rs` its options, `streams.rs` the Kinesis it
 //! reads, `invoker.rs` how each function is invoked, `start.rs` the functions and mappings
 //! started, `stop.rs` how the run ends, `signals.rs` Ctrl-C and SIGTERM, `fan_out.rs` the source
-//! of a mapping that reads through a stream consumer.
+//! of a mapping that reads through a stream consumer, `resources.rs` the template's tables,
+//! queues, topics and buckets made before it starts.
 
 mod args;
 mod fan_out;
 mod invoker;
+mod resources;
 mod signals;
 mod start;
 mod stop;
@@ -48,7 +50,8 @@ pub(super) async fn run(
     // Listened to from the start: a signal's default action would end the run with its function
     // processes left behind. One that comes while the run starts stops it as soon as it runs.
     let stop_signals = StopSignals::listen().context("listening for Ctrl-C and SIGTERM")?;
-    let template = Template::load_with(&args.template, &template_options(&args)?)?;
+    let options = template_options(&args)?;
+    let template = Template::load_with(&args.template, &options)?;
     let functions = start::chosen_functions(&args, &template)?;
     start::check_streams(&args, &template, &functions)?;
     let env_vars = args
@@ -57,6 +60,8 @@ pub(super) async fn run(
         .map(|path| read_env_vars(path, &template))
         .transpose()
         .map_err(anyhow::Error::msg)?;
+    let local_dynamodb = options.local_dynamodb.as_deref();
+    resources::make(&args, &template, local_dynamodb, logs.quiet).await?;
     let state = args.state_dir.as_deref().map(StateDir::open).transpose()?;
     let streams = Streams::set_up(&args, &template, state.as_ref()).await?;
     let statuses = Statuses::default();

@@ -407,7 +407,10 @@ fn on_failure_destination(
 /// topic or a bucket. A template resource is known by the name its properties give it, else by
 /// its logical id (CloudFormation would make one up; locally the logical id stands in for it,
 /// lower-cased for a bucket, whose names S3 wants in lower case).
-fn destination_target(destination: &str, resolver: &Resolver<'_>) -> Option<DestinationTarget> {
+pub(super) fn destination_target(
+    destination: &str,
+    resolver: &Resolver<'_>,
+) -> Option<DestinationTarget> {
     let Some(resource_type) = resolver.resource_type(destination) else {
         return DestinationTarget::from_arn(destination).ok();
     };

@@ -14,7 +14,10 @@ use crate::suggest::did_you_mean_hint;
 pub(super) const KINESIS_STREAM: &str = "AWS::Kinesis::Stream";
 
 /// The resource type whose `Ref` (its name) kinesis-esm gives, for a function's environment.
-const DYNAMODB_TABLE: &str = "AWS::DynamoDB::Table";
+pub(super) const DYNAMODB_TABLE: &str = "AWS::DynamoDB::Table";
+
+/// SAM's table, whose `Ref` is its name too.
+pub(super) const SIMPLE_TABLE: &str = "AWS::Serverless::SimpleTable";
 
 /// The pseudo-parameters a local run can answer, and how.
 const PSEUDO_PARAMETERS: &str =
@@ -262,7 +265,7 @@ impl<'t> Resolver<'t> {
         }
         match self.resource_type(name) {
             Some(KINESIS_STREAM) => self.stream_name(name).map(str::to_owned),
-            Some(DYNAMODB_TABLE) => self.table_name(name),
+            Some(DYNAMODB_TABLE | SIMPLE_TABLE) => self.table_name(name),
             Some(other) => Err(format!(
                 "kinesis-esm cannot know what Ref of resource {name} ({other}) would be"
             )),
@@ -286,6 +289,12 @@ impl<'t> Resolver<'t> {
             );
             return Ok(String::new());
         }
+        self.physical_table_name(logical_id)
+    }
+
+    /// The name of the template's table `logical_id` in a local DynamoDB: its `TableName`, or
+    /// `<stack>-<logical id>`. `Ref` gives it, and `run` creates the table under it.
+    pub(super) fn physical_table_name(&self, logical_id: &str) -> Result<String, String> {
         let name = self
             .resources
             .get(logical_id)

@@ -478,9 +478,9 @@ fn table_environment(local_dynamodb: Option<&str>) -> BTreeMap<String, String> {
                 "  Queue:\n",
                 "  Named:
     Type: AWS::DynamoDB::Table
-    Properties: {TableName: idempotency}
+    Properties: {TableName: idempotency, BillingMode: PAY_PER_REQUEST, KeySchema: [{AttributeName: id, KeyType: HASH}], AttributeDefinitions: [{AttributeName: id, AttributeType: S}]}
   Unnamed:
-    Type: AWS::DynamoDB::Table
+    Type: AWS::Serverless::SimpleTable
   Queue:\n",
             );
     let options = TemplateOptions {
