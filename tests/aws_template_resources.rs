@@ -41,6 +41,8 @@ async fn run(what: &str, args: &[&str], env: &[(&str, String)]) -> RunOutput {
     let mut command = kinesis_esm_run(args).await;
     command
         .args(["--no-listen", "--until-idle"])
+        // A failing run's discarded batches go to `.kinesis-esm/` here, not into the tree.
+        .current_dir(std::env::temp_dir())
         .env("RUST_LOG", "info");
     for (name, value) in env {
         command.env(name, value);
@@ -231,4 +233,51 @@ async fn aws_the_run_makes_the_templates_queue_at_the_destination_endpoint() {
     assert_eq!(again.code, Some(0), "{again:#?}");
     let exists = format!("kinesis-esm: queue Queue: {queue} at {moto} (exists)");
     assert!(again.stderr.contains(&exists), "{}", again.stderr);
+}
+
+#[tokio::test]
+async fn aws_an_unreachable_dynamodb_or_destination_endpoint_stops_the_run_before_any_build() {
+    let scratch = ScratchDir::new("unreachable");
+    let template = shipping_template(&scratch, &[]);
+    // Nothing listens on port 1 of loopback.
+    let nowhere = "http://127.0.0.1:1";
+    let dynamodb = run(
+        "a run with no DynamoDB",
+        &["--template", path(&template)],
+        &[("AWS_ENDPOINT_URL_DYNAMODB", nowhere.to_owned())],
+    )
+    .await;
+    assert_eq!(dynamodb.code, Some(2), "{dynamodb:#?}");
+    assert!(
+        dynamodb.stderr.contains(
+            "kinesis-esm: table IdempotencyTable (local-IdempotencyTable): describing it in the \
+             local DynamoDB at http://127.0.0.1:1 (AWS_ENDPOINT_URL_DYNAMODB): nothing answers at \
+             http://127.0.0.1:1 (connection refused)"
+        ),
+        "{}",
+        dynamodb.stderr
+    );
+    let destinations = run(
+        "a run with no destination endpoint",
+        &[
+            "--template",
+            path(&template),
+            "--destination-endpoint",
+            nowhere,
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(destinations.code, Some(2), "{destinations:#?}");
+    assert!(
+        destinations.stderr.contains(
+            "kinesis-esm: queue Queue (Queue): describing it at http://127.0.0.1:1 \
+             (--destination-endpoint): nothing answers at http://127.0.0.1:1 (connection refused)"
+        ),
+        "{}",
+        destinations.stderr
+    );
+    for run in [&dynamodb, &destinations] {
+        assert!(!run.stderr.contains("building"), "{}", run.stderr);
+    }
 }

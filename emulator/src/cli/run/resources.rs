@@ -118,23 +118,31 @@ async fn make_table(
         return Err(failed("creating", &observed));
     }
     wait_until_active(client, table, endpoint).await?;
-    if let Some(spec) = time_to_live(table) {
-        let updated = client
-            .update_time_to_live()
-            .table_name(&table.name)
-            .time_to_live_specification(spec)
-            .send()
-            .await;
-        // dynalite has no TTL: the table is usable without it, which is said.
-        if let Err(error) = updated {
-            notes.push(format!(
-                "TimeToLiveSpecification not applied, items do not expire: UpdateTimeToLive \
-                 answered {}",
-                observe(&error).describe("DynamoDB", endpoint)
-            ));
-        }
-    }
+    notes.extend(turn_on_time_to_live(client, table, endpoint).await);
     Ok(line(Made::Created, &notes))
+}
+
+/// Turns the TTL of a created table on when its template enables it; a note when the local
+/// DynamoDB refuses (dynalite has no TTL: the table is usable without it, which is said).
+async fn turn_on_time_to_live(
+    client: &Client,
+    table: &TableResource,
+    endpoint: &str,
+) -> Option<String> {
+    let spec = time_to_live(table)?;
+    let updated = client
+        .update_time_to_live()
+        .table_name(&table.name)
+        .time_to_live_specification(spec)
+        .send()
+        .await;
+    updated.err().map(|error| {
+        format!(
+            "TimeToLiveSpecification not applied, items do not expire: UpdateTimeToLive \
+             answered {}",
+            observe(&error).describe("DynamoDB", endpoint)
+        )
+    })
 }
 
 async fn wait_until_active(
