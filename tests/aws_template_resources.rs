@@ -281,3 +281,76 @@ async fn aws_an_unreachable_dynamodb_or_destination_endpoint_stops_the_run_befor
         assert!(!run.stderr.contains("building"), "{}", run.stderr);
     }
 }
+
+#[tokio::test]
+async fn aws_the_run_makes_the_templates_topic_and_bucket_at_the_destination_endpoint() {
+    shipping_bootstrap().await;
+    let scratch = ScratchDir::new("made-topic");
+    let (topic, bucket, queue) = (
+        unique_name("failures"),
+        unique_name("failures"),
+        unique_name("failures"),
+    );
+    let resources = format!(
+        "Resources:\n  Topic:\n    Type: AWS::SNS::Topic\n    Properties:\n      TopicName: \
+         {topic}\n      Tags: [{{Key: team, Value: shipping}}]\n  Bucket:\n    Type: \
+         AWS::S3::Bucket\n    Properties:\n      BucketName: {bucket}\n"
+    );
+    let queue_name = format!("      MessageRetentionPeriod: 1209600\n      QueueName: {queue}\n");
+    let template = shipping_template(
+        &scratch,
+        &[
+            ("Resources:\n", &resources),
+            ("      MessageRetentionPeriod: 1209600\n", &queue_name),
+        ],
+    );
+    let moto = moto_endpoint();
+    let args = [
+        "--template",
+        path(&template),
+        "--destination-endpoint",
+        &moto,
+    ];
+    let first = run("the run", &args, &[]).await;
+    assert_eq!(first.code, Some(0), "{first:#?}");
+    for line in [
+        format!("kinesis-esm: topic Topic: {topic} at {moto} (created; not applied locally: Tags)"),
+        format!("kinesis-esm: bucket Bucket: {bucket} at {moto} (created)"),
+    ] {
+        assert!(first.stderr.contains(&line), "{line}\n{}", first.stderr);
+    }
+    let config = AwsConnection::local(moto.clone())
+        .sdk_config()
+        .await
+        .expect("a local configuration");
+    let topics = aws_sdk_sns::Client::new(&config)
+        .list_topics()
+        .send()
+        .await
+        .expect("topics");
+    assert!(
+        topics
+            .topics()
+            .iter()
+            .filter_map(|listed| listed.topic_arn())
+            .any(|arn| arn.ends_with(&format!(":{topic}"))),
+        "the run made the topic"
+    );
+    let s3 = aws_sdk_s3::config::Builder::from(&config)
+        .force_path_style(true)
+        .build();
+    aws_sdk_s3::Client::from_conf(s3)
+        .head_bucket()
+        .bucket(&bucket)
+        .send()
+        .await
+        .expect("the run made the bucket");
+    let again = run("the second run", &args, &[]).await;
+    assert!(
+        again.stderr.contains(&format!(
+            "kinesis-esm: bucket Bucket: {bucket} at {moto} (exists)"
+        )),
+        "{}",
+        again.stderr
+    );
+}
