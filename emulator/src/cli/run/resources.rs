@@ -15,7 +15,9 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::TableStatus;
 use esm_engine::aws::failure::{Observed, observe};
 
-use self::plan::{Made, create_table_input, not_applied_note, start_line, time_to_live};
+use self::plan::{
+    Made, create_table_input, key_mismatch_note, not_applied_note, start_line, time_to_live,
+};
 use super::args::RunArgs;
 use crate::cli::connection_to;
 use crate::template::{TableResource, Template};
@@ -91,7 +93,10 @@ async fn make_table(
         )
     };
     match client.describe_table().table_name(&table.name).send().await {
-        Ok(_) => return Ok(line(Made::Exists, &notes)),
+        Ok(described) => {
+            notes.extend(existing_key_note(table, &described));
+            return Ok(line(Made::Exists, &notes));
+        }
         Err(error) => {
             let observed = observe(&error);
             if code(&observed) != Some("ResourceNotFoundException") {
@@ -120,6 +125,21 @@ async fn make_table(
     wait_until_active(client, table, endpoint).await?;
     notes.extend(turn_on_time_to_live(client, table, endpoint).await);
     Ok(line(Made::Created, &notes))
+}
+
+/// The note for a table found with another key than the template's, if it is.
+fn existing_key_note(
+    table: &TableResource,
+    described: &aws_sdk_dynamodb::operation::describe_table::DescribeTableOutput,
+) -> Option<String> {
+    let found: Vec<(&str, &str)> = described
+        .table()
+        .map(|found| found.key_schema())
+        .unwrap_or_default()
+        .iter()
+        .map(|element| (element.attribute_name(), element.key_type().as_str()))
+        .collect();
+    key_mismatch_note(table, &found)
 }
 
 /// Turns the TTL of a created table on when its template enables it; a note when the local

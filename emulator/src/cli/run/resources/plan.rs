@@ -116,6 +116,36 @@ pub(super) fn start_line(
     line
 }
 
+/// The note for a table that exists with another key than the template's (`found`: attribute
+/// and `HASH`/`RANGE`, as DescribeTable gives them), if it does: it is left as it is, and a
+/// function that writes the template's key to it fails.
+pub(super) fn key_mismatch_note(table: &TableResource, found: &[(&str, &str)]) -> Option<String> {
+    let wanted: Vec<(&str, &str)> = table
+        .key
+        .iter()
+        .map(|element| {
+            let key_type = match element.key_type {
+                KeyType::Hash => "HASH",
+                KeyType::Range => "RANGE",
+            };
+            (element.attribute.as_str(), key_type)
+        })
+        .collect();
+    let render = |key: &[(&str, &str)]| {
+        key.iter()
+            .map(|(attribute, key_type)| format!("{attribute} {key_type}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    (wanted != found).then(|| {
+        format!(
+            "its key is {}, not the template's {}: left as it is",
+            render(found),
+            render(&wanted)
+        )
+    })
+}
+
 /// The note for properties present that were not applied, if any.
 pub(super) fn not_applied_note(properties: &[String]) -> Option<String> {
     (!properties.is_empty()).then(|| format!("not applied locally: {}", properties.join(", ")))
@@ -233,5 +263,18 @@ mod tests {
              RedrivePolicy)"
         );
         assert_eq!(not_applied_note(&[]), None);
+    }
+
+    #[test]
+    fn an_existing_table_with_another_key_is_said() {
+        let table = table(Billing::PayPerRequest, None);
+        assert_eq!(
+            key_mismatch_note(&table, &[("customer", "HASH"), ("at", "RANGE")]),
+            None
+        );
+        assert_eq!(
+            key_mismatch_note(&table, &[("id", "HASH")]).as_deref(),
+            Some("its key is id HASH, not the template's customer HASH, at RANGE: left as it is")
+        );
     }
 }
