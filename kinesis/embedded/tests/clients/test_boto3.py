@@ -1,6 +1,6 @@
 """boto3 against the embedded Kinesis served over the Kinesis API.
 
-Run by `cargo test --workspace --test integration kinesis_http_tools`, which starts the
+Run by `cargo test -p embedded-kinesis --test api clients::`, which starts the
 endpoint, puts the records of the AT_TIMESTAMP check on a stopped clock, and passes in the
 environment:
 

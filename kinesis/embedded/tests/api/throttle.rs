@@ -1,13 +1,13 @@
 //! `--throttle`: the embedded Kinesis applies AWS's per-shard throughput limits, answered as
 //! AWS answers them, through `aws-sdk-kinesis` (and boto3, in
-//! `tests/kinesis_http/test_boto3_throttle.py`). The limits and their sources are in
+//! `tests/clients/test_boto3_throttle.py`). The limits and their sources are in
 //! docs/kinesis.md, "Throughput limits (`--throttle`)".
 //!
 //! The endpoint is the one `kinesis-esm serve --throttle` serves (the flag sets
 //! `EmbeddedKinesisBuilder::throttle`); most tests stop its clock, so that a budget refills only
 //! when a test says so.
 //!
-//! Run with `cargo test --workspace --test integration kinesis_throttle`.
+//! Run with `cargo test -p embedded-kinesis --test api throttle::`.
 
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
@@ -16,17 +16,15 @@ use aws_sdk_kinesis::Client;
 use aws_sdk_kinesis::config::retry::RetryConfig;
 use aws_sdk_kinesis::primitives::Blob;
 use aws_sdk_kinesis::types::{PutRecordsRequestEntry, ShardIteratorType};
-use kinesis_esm::aws::AwsConnection;
-use kinesis_esm::kinesis::http;
-use kinesis_esm::kinesis::{EmbeddedKinesis, ManualClock};
+use embedded_kinesis::http;
+use embedded_kinesis::{EmbeddedKinesis, ManualClock};
 
-use crate::kinesis_http::{check_failure, create, failure};
-use crate::kinesis_http_tools::{command, finish, venv};
+use crate::clients::{command, finish, venv};
+use crate::support::{check_failure, create, failure, sdk_config};
 
 /// A throttling endpoint on `clock`, and a client that does not retry, so that each answer
 /// reaches the test as the endpoint gave it.
 async fn serve_throttled(clock: Option<ManualClock>) -> (http::ServerHandle, Client, Client) {
-    crate::support::init_logging();
     let builder = EmbeddedKinesis::builder().throttle(true);
     let kinesis = match clock {
         Some(clock) => builder.clock(clock).build(),
@@ -35,14 +33,13 @@ async fn serve_throttled(clock: Option<ManualClock>) -> (http::ServerHandle, Cli
     let server = http::serve(kinesis, "127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
-    let config = AwsConnection::local(server.endpoint_url())
-        .sdk_config()
-        .await
-        .unwrap();
-    let once = aws_sdk_kinesis::config::Builder::from(&config)
+    let config = sdk_config(&server.endpoint_url());
+    let once = config
+        .to_builder()
         .retry_config(RetryConfig::disabled())
         .build();
-    let retrying = aws_sdk_kinesis::config::Builder::from(&config)
+    let retrying = config
+        .to_builder()
         .retry_config(
             RetryConfig::standard()
                 .with_max_attempts(10)
@@ -134,7 +131,7 @@ async fn put_records_past_a_shards_limit_fails_those_entries_only() {
                 .await,
         ),
         "ProvisionedThroughputExceededException",
-        "Rate exceeded for shard shardId-000000000000 in stream orders",
+        &["Rate exceeded for shard shardId-000000000000 in stream orders"],
     );
     // A tenth of a second later, a hundred records more fit.
     clock.advance(Duration::from_millis(100));
@@ -238,7 +235,7 @@ async fn control_calls_past_their_rate_are_limit_exceeded() {
     check_failure(
         failure(client.describe_stream().stream_name("orders").send().await),
         "LimitExceededException",
-        "Rate exceeded for stream orders under account 000000000000.",
+        &["Rate exceeded for stream orders under account 000000000000."],
     );
     for _ in 0..5 {
         trim_horizon(&client, "orders").await;
@@ -254,14 +251,13 @@ async fn control_calls_past_their_rate_are_limit_exceeded() {
                 .await,
         ),
         "ProvisionedThroughputExceededException",
-        "Rate exceeded for shard shardId-000000000000 in stream orders",
+        &["Rate exceeded for shard shardId-000000000000 in stream orders"],
     );
 }
 
 #[tokio::test]
 async fn boto3_sees_the_same_throttles() {
     venv();
-    crate::support::init_logging();
     let kinesis = EmbeddedKinesis::builder()
         .throttle(true)
         .clock(stopped_clock())
@@ -269,8 +265,7 @@ async fn boto3_sees_the_same_throttles() {
     let server = http::serve(kinesis, "127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
-    let script =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kinesis_http/test_boto3_throttle.py");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/test_boto3_throttle.py");
     let output = finish(
         "the boto3 throttle suite",
         command("python", &server.endpoint_url()).arg(&script),

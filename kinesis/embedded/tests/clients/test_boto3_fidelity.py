@@ -1,7 +1,7 @@
 """boto3 against the embedded Kinesis: the answers clients read (validation, resource
-policies, on-demand streams, quoted iterators, tag rules), as `kinesis_fidelity.rs` checks them with the Rust SDK.
+policies, on-demand streams, quoted iterators, tag rules), as `tests/api/fidelity.rs` checks them with the Rust SDK.
 
-Run by `cargo test --workspace --test integration kinesis_fidelity`, which starts the
+Run by `cargo test -p embedded-kinesis --test api fidelity::`, which starts the
 endpoint and passes KINESIS_ENDPOINT_URL.
 """
 

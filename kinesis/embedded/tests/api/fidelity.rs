@@ -3,9 +3,9 @@
 //! streams, resource policies, shard ids read by their number, quoted shard iterators, tag rules, and iterators that are not
 //! echoed back whole.
 //! Each behaviour through `aws-sdk-kinesis`, and all of them through boto3 in
-//! `tests/kinesis_http/test_boto3_fidelity.py`. The rules are in docs/kinesis.md.
+//! `tests/clients/test_boto3_fidelity.py`. The rules are in docs/kinesis.md.
 //!
-//! Run with `cargo test --workspace --test integration kinesis_fidelity`.
+//! Run with `cargo test -p embedded-kinesis --test api fidelity::`.
 
 use std::path::Path;
 use std::time::{Duration, UNIX_EPOCH};
@@ -16,16 +16,16 @@ use aws_sdk_kinesis::types::{
     PutRecordsRequestEntry, ScalingType, ShardIteratorType, StreamMode, StreamModeDetails,
     StreamStatus,
 };
-use kinesis_esm::kinesis::http;
-use kinesis_esm::kinesis::{EmbeddedKinesis, ManualClock};
+use embedded_kinesis::http;
+use embedded_kinesis::{EmbeddedKinesis, ManualClock};
 
-use crate::kinesis_http::{check_failure, create, failure, serve};
-use crate::kinesis_http_tools::{command, finish, venv};
+use crate::clients::{command, finish, venv};
+use crate::support::{check_failure, create, failure, listen, within_timeout};
 
 #[tokio::test]
 async fn validation_comes_before_lookup_and_lists_every_violation() {
     let kinesis = EmbeddedKinesis::new();
-    let (_server, client) = serve(&kinesis).await;
+    let (_server, client) = listen(&kinesis).await;
 
     // A malformed name of a stream that does not exist: the shape is wrong first.
     check_failure(
@@ -37,8 +37,10 @@ async fn validation_comes_before_lookup_and_lists_every_violation() {
                 .await,
         ),
         "ValidationException",
-        "1 validation error detected: Value 'no such stream' at 'streamName' failed to satisfy \
+        &[
+            "1 validation error detected: Value 'no such stream' at 'streamName' failed to satisfy \
          constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+",
+        ],
     );
     // Two members wrong at once: both are listed, in one message.
     let (code, message, _) = failure(
@@ -72,8 +74,10 @@ async fn validation_comes_before_lookup_and_lists_every_violation() {
                 .await,
         ),
         "ValidationException",
-        "Value '12ab' at 'sequenceNumberForOrdering' failed to satisfy constraint: Member must \
+        &[
+            "Value '12ab' at 'sequenceNumberForOrdering' failed to satisfy constraint: Member must \
          satisfy regular expression pattern: 0|([1-9]\\d{0,128})",
+        ],
     );
     // PutRecords entries are named by their position, counted from 1.
     check_failure(
@@ -100,7 +104,7 @@ async fn validation_comes_before_lookup_and_lists_every_violation() {
                 .await,
         ),
         "ValidationException",
-        "Value '-1' at 'records.2.member.explicitHashKey'",
+        &["Value '-1' at 'records.2.member.explicitHashKey'"],
     );
     // GetRecords' Limit outside 1..10000 is a validation error, checked with the iterator.
     for (limit, constraint) in [
@@ -117,9 +121,9 @@ async fn validation_comes_before_lookup_and_lists_every_violation() {
                     .await,
             ),
             "ValidationException",
-            &format!(
+            &[&format!(
                 "Value '{limit}' at 'limit' failed to satisfy constraint: Member must have value {constraint}"
-            ),
+            )],
         );
     }
     // A well-formed request for a missing stream is still ResourceNotFound.
@@ -132,14 +136,14 @@ async fn validation_comes_before_lookup_and_lists_every_violation() {
                 .await,
         ),
         "ResourceNotFoundException",
-        "missing",
+        &["missing"],
     );
 }
 
 #[tokio::test]
 async fn resource_policies_are_kept_replaced_and_deleted() {
     let kinesis = EmbeddedKinesis::new();
-    let (_server, client) = serve(&kinesis).await;
+    let (_server, client) = listen(&kinesis).await;
     create(&client, "orders", 1).await;
     let arn = kinesis.stream_arn("orders");
 
@@ -176,7 +180,7 @@ async fn resource_policies_are_kept_replaced_and_deleted() {
                 .await,
         ),
         "ResourceNotFoundException",
-        "No resource policy found",
+        &["No resource policy found"],
     );
     check_failure(
         failure(
@@ -188,7 +192,7 @@ async fn resource_policies_are_kept_replaced_and_deleted() {
                 .await,
         ),
         "ResourceNotFoundException",
-        "missing",
+        &["missing"],
     );
     check_failure(
         failure(
@@ -200,7 +204,7 @@ async fn resource_policies_are_kept_replaced_and_deleted() {
                 .await,
         ),
         "InvalidArgumentException",
-        "not a JSON policy document",
+        &["not a JSON policy document"],
     );
     check_failure(
         failure(
@@ -211,14 +215,14 @@ async fn resource_policies_are_kept_replaced_and_deleted() {
                 .await,
         ),
         "ValidationException",
-        "at 'resourceARN'",
+        &["at 'resourceARN'"],
     );
 }
 
 #[tokio::test]
 async fn a_quoted_shard_iterator_reads_and_a_bad_one_is_not_echoed() {
     let kinesis = EmbeddedKinesis::new();
-    let (_server, client) = serve(&kinesis).await;
+    let (_server, client) = listen(&kinesis).await;
     create(&client, "orders", 1).await;
     client
         .put_record()
@@ -248,7 +252,7 @@ async fn a_quoted_shard_iterator_reads_and_a_bad_one_is_not_echoed() {
 #[tokio::test]
 async fn shard_ids_are_read_by_their_number() {
     let kinesis = EmbeddedKinesis::new();
-    let (_server, client) = serve(&kinesis).await;
+    let (_server, client) = listen(&kinesis).await;
     create(&client, "orders", 2).await;
     for given in [
         "shardId-000000000001",
@@ -308,14 +312,14 @@ async fn shard_ids_are_read_by_their_number() {
                 .await,
         ),
         "ResourceNotFoundException",
-        "shardId-000000000007",
+        &["shardId-000000000007"],
     );
 }
 
 #[tokio::test]
 async fn tags_hold_only_the_characters_and_counts_kinesis_allows() {
     let kinesis = EmbeddedKinesis::new();
-    let (_server, client) = serve(&kinesis).await;
+    let (_server, client) = listen(&kinesis).await;
     create(&client, "orders", 1).await;
     for (key, value) in [
         ("a;b", "v"),
@@ -334,7 +338,7 @@ async fn tags_hold_only_the_characters_and_counts_kinesis_allows() {
                     .await,
             ),
             "InvalidArgumentException",
-            "may hold only letters, digits, spaces and _ . / = + - @",
+            &["may hold only letters, digits, spaces and _ . / = + - @"],
         );
     }
     client
@@ -352,7 +356,7 @@ async fn tags_hold_only_the_characters_and_counts_kinesis_allows() {
     check_failure(
         failure(eleven.send().await),
         "InvalidArgumentException",
-        "one call adds at most 10",
+        &["one call adds at most 10"],
     );
     // 1 + 4 calls of 10 = 41 tags, then 10 more would make 51.
     for call in 0..4 {
@@ -369,14 +373,14 @@ async fn tags_hold_only_the_characters_and_counts_kinesis_allows() {
     check_failure(
         failure(ten.send().await),
         "LimitExceededException",
-        "would have 51 tags",
+        &["would have 51 tags"],
     );
 }
 
 #[tokio::test]
 async fn a_stream_without_a_shard_count_is_on_demand_and_can_switch_modes() {
     let kinesis = EmbeddedKinesis::new();
-    let (_server, client) = serve(&kinesis).await;
+    let (_server, client) = listen(&kinesis).await;
     client
         .create_stream()
         .stream_name("elastic")
@@ -469,7 +473,7 @@ async fn a_stream_without_a_shard_count_is_on_demand_and_can_switch_modes() {
                 .await,
         ),
         "InvalidArgumentException",
-        "takes no ShardCount",
+        &["takes no ShardCount"],
     );
     check_failure(
         failure(
@@ -481,7 +485,7 @@ async fn a_stream_without_a_shard_count_is_on_demand_and_can_switch_modes() {
                 .await,
         ),
         "ResourceNotFoundException",
-        "missing",
+        &["missing"],
     );
 }
 
@@ -489,7 +493,7 @@ async fn a_stream_without_a_shard_count_is_on_demand_and_can_switch_modes() {
 async fn a_body_declared_over_the_limit_is_answered_413_before_it_is_sent() {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
     let kinesis = EmbeddedKinesis::new();
-    let (server, _client) = serve(&kinesis).await;
+    let (server, _client) = listen(&kinesis).await;
     let mut connection = tokio::net::TcpStream::connect(server.local_addr())
         .await
         .unwrap();
@@ -502,7 +506,7 @@ async fn a_body_declared_over_the_limit_is_answered_413_before_it_is_sent() {
     );
     connection.write_all(head.as_bytes()).await.unwrap();
     let mut answer = vec![0; 4096];
-    let read = crate::support::within_timeout("the 413 answer", connection.read(&mut answer))
+    let read = within_timeout("the 413 answer", connection.read(&mut answer))
         .await
         .unwrap();
     let answer = String::from_utf8_lossy(&answer[..read]);
@@ -510,7 +514,7 @@ async fn a_body_declared_over_the_limit_is_answered_413_before_it_is_sent() {
     assert!(answer.contains("larger than 16777216 bytes"), "{answer}");
 
     // Under the limit, the same envelope is served.
-    let (status, _, _) = crate::kinesis_http::exchange(
+    let (status, _, _) = crate::sdk::exchange(
         &server,
         "POST",
         &[
@@ -526,13 +530,11 @@ async fn a_body_declared_over_the_limit_is_answered_413_before_it_is_sent() {
 #[tokio::test]
 async fn boto3_sees_the_same_answers() {
     venv();
-    crate::support::init_logging();
     let kinesis = EmbeddedKinesis::new();
     let server = http::serve(kinesis.clone(), "127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
-    let script =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kinesis_http/test_boto3_fidelity.py");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/test_boto3_fidelity.py");
     let output = finish(
         "the boto3 fidelity suite",
         command("python", &server.endpoint_url()).arg(&script),
@@ -596,7 +598,7 @@ async fn iterators_expire_after_five_minutes_and_records_after_the_retention_per
     let start = UNIX_EPOCH + Duration::from_secs(1_796_189_895);
     let clock = ManualClock::new(start);
     let kinesis = EmbeddedKinesis::builder().clock(clock.clone()).build();
-    let (_server, client) = serve(&kinesis).await;
+    let (_server, client) = listen(&kinesis).await;
     create(&client, "orders", 1).await;
     put_text(&client, "orders", "old").await;
     let iterator = trim_horizon_iterator(&client, "orders").await;
@@ -609,9 +611,11 @@ async fn iterators_expire_after_five_minutes_and_records_after_the_retention_per
     check_failure(
         failure(client.get_records().shard_iterator(&iterator).send().await),
         "ExpiredIteratorException",
-        "Iterator expired. The iterator was created at time Wed Dec 02 05:38:15 UTC 2026 while \
+        &[
+            "Iterator expired. The iterator was created at time Wed Dec 02 05:38:15 UTC 2026 while \
          right now it is Wed Dec 02 05:43:16 UTC 2026 which is further in the future than the \
          tolerated delay of 300000 milliseconds.",
+        ],
     );
 
     // A longer retention keeps the old record past a day; shortening it trims at once.
@@ -659,7 +663,7 @@ async fn streams_pass_through_creating_updating_and_deleting_for_the_status_dela
         .clock(clock.clone())
         .stream_status_delay(delay)
         .build();
-    let (_server, client) = serve(&kinesis).await;
+    let (_server, client) = listen(&kinesis).await;
     let put = || {
         client
             .put_record()
@@ -682,12 +686,12 @@ async fn streams_pass_through_creating_updating_and_deleting_for_the_status_dela
     check_failure(
         failure(put().await),
         "ResourceNotFoundException",
-        "Stream orders under account 000000000000 not found.",
+        &["Stream orders under account 000000000000 not found."],
     );
     check_failure(
         failure(split().await),
         "ResourceInUseException",
-        "Stream orders under account 000000000000 not ACTIVE, instead in state CREATING",
+        &["Stream orders under account 000000000000 not ACTIVE, instead in state CREATING"],
     );
     clock.advance(delay);
     assert_eq!(status_of(&client, "orders").await, StreamStatus::Active);
@@ -712,7 +716,7 @@ async fn streams_pass_through_creating_updating_and_deleting_for_the_status_dela
     check_failure(
         failure(split().await),
         "ResourceInUseException",
-        "not ACTIVE, instead in state UPDATING",
+        &["not ACTIVE, instead in state UPDATING"],
     );
     clock.advance(delay);
     let arn = kinesis.stream_arn("orders");
@@ -743,7 +747,7 @@ async fn streams_pass_through_creating_updating_and_deleting_for_the_status_dela
     check_failure(
         failure(put().await),
         "ResourceNotFoundException",
-        "not found",
+        &["not found"],
     );
     let listed = client.list_streams().send().await.unwrap();
     assert_eq!(listed.stream_names, ["orders"]);
@@ -757,7 +761,7 @@ async fn streams_pass_through_creating_updating_and_deleting_for_the_status_dela
                 .await,
         ),
         "ResourceNotFoundException",
-        "Stream orders under account 000000000000 not found.",
+        &["Stream orders under account 000000000000 not found."],
     );
     assert!(
         client
@@ -778,7 +782,7 @@ async fn the_sdk_stream_exists_waiter_waits_through_creating() {
     let kinesis = EmbeddedKinesis::builder()
         .stream_status_delay(Duration::from_secs(2))
         .build();
-    let (_server, client) = serve(&kinesis).await;
+    let (_server, client) = listen(&kinesis).await;
     create(&client, "orders", 1).await;
     assert_eq!(status_of(&client, "orders").await, StreamStatus::Creating);
     client

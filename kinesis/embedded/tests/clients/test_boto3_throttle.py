@@ -1,7 +1,7 @@
 """boto3 against the embedded Kinesis with `--throttle`: partial PutRecords failures and
-throttled reads, as `kinesis_throttle.rs` checks them with the Rust SDK.
+throttled reads, as `tests/api/throttle.rs` checks them with the Rust SDK.
 
-Run by `cargo test --workspace --test integration kinesis_throttle`, which starts a
+Run by `cargo test -p embedded-kinesis --test api throttle::`, which starts a
 throttling endpoint whose clock stands still and passes KINESIS_ENDPOINT_URL.
 """
 

@@ -1,9 +1,9 @@
 //! boto3 and the aws CLI v1 against the embedded Kinesis served over the Kinesis API: the
 //! clients Python users and shell scripts point at a local Kinesis.
 //!
-//! Run with `cargo test --workspace --test integration kinesis_http_tools`. The first run
+//! Run with `cargo test -p embedded-kinesis --test api clients::`. The first run
 //! installs the pinned boto3 and awscli into `.local/venv` through
-//! `emulator/tests/kinesis_http/python-tools` (it needs python3 and PyPI); later runs find them
+//! `emulator/tests/clients/python-tools` (it needs python3 and PyPI); later runs find them
 //! there.
 
 use std::path::{Path, PathBuf};
@@ -13,8 +13,8 @@ use std::time::{Duration, SystemTime};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use kinesis_esm::kinesis::http::{self, ServerHandle};
-use kinesis_esm::kinesis::{EmbeddedKinesis, ManualClock, PutRecordsEntry};
+use embedded_kinesis::http::{self, ServerHandle};
+use embedded_kinesis::{EmbeddedKinesis, ManualClock, PutRecordsEntry};
 use serde_json::Value;
 
 /// How long one client run may take: the boto3 suite starts Python once and makes about a
@@ -30,7 +30,7 @@ const QUARTER: u128 = 1 << 126;
 pub(crate) fn venv() -> &'static Path {
     static VENV: OnceLock<PathBuf> = OnceLock::new();
     VENV.get_or_init(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kinesis_http/python-tools");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/python-tools");
         let output = std::process::Command::new(&script)
             .output()
             .unwrap_or_else(|error| panic!("could not run {}: {error}", script.display()));
@@ -47,7 +47,6 @@ pub(crate) fn venv() -> &'static Path {
 
 /// An endpoint whose clock stands still after putting the timed stream's two records.
 async fn serve() -> (ServerHandle, EmbeddedKinesis) {
-    crate::support::init_logging();
     let clock = ManualClock::new(SystemTime::UNIX_EPOCH + Duration::from_secs(TIMED_START));
     let kinesis = EmbeddedKinesis::builder().clock(clock.clone()).build();
     kinesis.create_stream(TIMED_STREAM, 1).unwrap();
@@ -95,7 +94,7 @@ pub(crate) async fn finish(what: &str, command: &mut tokio::process::Command) ->
 async fn boto3_flows_pass() {
     venv();
     let (server, _kinesis) = serve().await;
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kinesis_http/test_boto3.py");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/test_boto3.py");
     let output = finish(
         "the boto3 suite",
         command("python", &server.endpoint_url())

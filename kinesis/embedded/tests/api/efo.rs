@@ -4,10 +4,11 @@
 //! subscription's lifetime and its errors). One test speaks HTTP/2 with prior knowledge (h2c),
 //! as clients that insist on HTTP/2 do over `http://`.
 //!
-//! Run with `cargo test --workspace --test integration kinesis_efo`.
+//! Run with `cargo test -p embedded-kinesis --test api efo::`.
 
 use std::time::Duration;
 
+use crate::support::{check_failure, create, failure, listen, within_timeout};
 use aws_sdk_kinesis::Client;
 use aws_sdk_kinesis::primitives::Blob;
 use aws_sdk_kinesis::types::{
@@ -15,13 +16,10 @@ use aws_sdk_kinesis::types::{
     SubscribeToShardEventStream,
 };
 use aws_smithy_eventstream::frame::{DecodedFrame, MessageFrameDecoder};
+use embedded_kinesis::EmbeddedKinesis;
+use embedded_kinesis::http::ServerHandle;
 use http_body_util::BodyExt as _;
-use kinesis_esm::kinesis::EmbeddedKinesis;
-use kinesis_esm::kinesis::http::ServerHandle;
 use serde_json::json;
-
-use crate::kinesis_http::{check_failure, create, failure, serve};
-use crate::support::within_timeout;
 
 /// An embedded Kinesis whose streams and consumers show `CREATING`/`DELETING` for `delay`.
 fn kinesis_with_delay(delay: Duration) -> EmbeddedKinesis {
@@ -96,7 +94,7 @@ fn data_of(event: &SubscribeToShardEvent) -> Vec<String> {
 async fn sdk_registers_describes_lists_and_deregisters_consumers_through_their_states() {
     let delay = Duration::from_millis(300);
     let kinesis = kinesis_with_delay(delay);
-    let (_server, client) = serve(&kinesis).await;
+    let (_server, client) = listen(&kinesis).await;
     create(&client, "orders", 1).await;
     kinesis.wait_until_active("orders").await.unwrap();
     let arn = stream_arn(&client, "orders").await;
@@ -131,7 +129,7 @@ async fn sdk_registers_describes_lists_and_deregisters_consumers_through_their_s
                 .await,
         ),
         "ResourceInUseException",
-        "is not ACTIVE, instead in state CREATING",
+        &["is not ACTIVE, instead in state CREATING"],
     );
     tokio::time::sleep(delay).await;
     let described = client
@@ -170,7 +168,7 @@ async fn sdk_registers_describes_lists_and_deregisters_consumers_through_their_s
                 .await,
         ),
         "ResourceInUseException",
-        "already exists",
+        &["already exists"],
     );
     for number in 1..20 {
         register(&client, &arn, &format!("fan-{number:02}")).await;
@@ -185,7 +183,7 @@ async fn sdk_registers_describes_lists_and_deregisters_consumers_through_their_s
                 .await,
         ),
         "LimitExceededException",
-        "20 registered consumers",
+        &["20 registered consumers"],
     );
     // Pages of the 20, in name order.
     let first = client
@@ -232,7 +230,7 @@ async fn sdk_registers_describes_lists_and_deregisters_consumers_through_their_s
                 .await,
         ),
         "ResourceNotFoundException",
-        "not found",
+        &["not found"],
     );
     let remaining = client
         .list_stream_consumers()
@@ -253,7 +251,7 @@ async fn sdk_registers_describes_lists_and_deregisters_consumers_through_their_s
                 .await,
         ),
         "ValidationException",
-        "2 validation errors detected",
+        &["2 validation errors detected"],
     );
     check_failure(
         failure(
@@ -264,14 +262,14 @@ async fn sdk_registers_describes_lists_and_deregisters_consumers_through_their_s
                 .await,
         ),
         "ResourceNotFoundException",
-        "orders-missing",
+        &["orders-missing"],
     );
 }
 
 #[tokio::test]
 async fn sdk_subscribe_to_shard_pushes_records_as_they_arrive() {
     let kinesis = EmbeddedKinesis::new();
-    let (_server, client) = serve(&kinesis).await;
+    let (_server, client) = listen(&kinesis).await;
     create(&client, "orders", 1).await;
     let arn = stream_arn(&client, "orders").await;
     let consumer = register(&client, &arn, "fan").await;
@@ -322,7 +320,7 @@ async fn sdk_subscribe_to_shard_pushes_records_as_they_arrive() {
                 .await,
         ),
         "ResourceInUseException",
-        "less than 5 seconds ago",
+        &["less than 5 seconds ago"],
     );
     // Another consumer reads the same shard on its own.
     let other = register(&client, &arn, "other").await;
@@ -355,7 +353,7 @@ async fn sdk_subscribe_to_shard_pushes_records_as_they_arrive() {
                 .await,
         ),
         "ResourceNotFoundException",
-        "nobody",
+        &["nobody"],
     );
     check_failure(
         failure(
@@ -368,7 +366,7 @@ async fn sdk_subscribe_to_shard_pushes_records_as_they_arrive() {
                 .await,
         ),
         "ResourceNotFoundException",
-        "shardId-000000000007",
+        &["shardId-000000000007"],
     );
 }
 
@@ -377,7 +375,7 @@ async fn an_idle_subscription_says_where_it_is_and_ends_after_its_lifetime() {
     let kinesis = EmbeddedKinesis::builder()
         .subscription_lifetime(Duration::from_millis(400))
         .build();
-    let (_server, client) = serve(&kinesis).await;
+    let (_server, client) = listen(&kinesis).await;
     create(&client, "orders", 1).await;
     let arn = stream_arn(&client, "orders").await;
     let consumer = register(&client, &arn, "fan").await;
@@ -427,7 +425,7 @@ async fn an_idle_subscription_says_where_it_is_and_ends_after_its_lifetime() {
 #[tokio::test]
 async fn a_subscription_to_a_split_shard_ends_with_its_children() {
     let kinesis = EmbeddedKinesis::new();
-    let (_server, client) = serve(&kinesis).await;
+    let (_server, client) = listen(&kinesis).await;
     create(&client, "orders", 1).await;
     let arn = stream_arn(&client, "orders").await;
     let consumer = register(&client, &arn, "fan").await;
@@ -544,7 +542,7 @@ async fn subscribe_over_h2c(
 #[tokio::test]
 async fn subscribe_to_shard_speaks_http2_with_prior_knowledge() {
     let kinesis = EmbeddedKinesis::new();
-    let (server, client) = serve(&kinesis).await;
+    let (server, client) = listen(&kinesis).await;
     create(&client, "orders", 1).await;
     let arn = stream_arn(&client, "orders").await;
     let consumer = register(&client, &arn, "fan").await;
@@ -560,17 +558,16 @@ async fn subscribe_to_shard_speaks_http2_with_prior_knowledge() {
 
 #[tokio::test]
 async fn boto3_registers_consumers_and_reads_subscribe_to_shard_events() {
-    crate::kinesis_http_tools::venv();
-    crate::support::init_logging();
+    crate::clients::venv();
     let kinesis = EmbeddedKinesis::new();
-    let server = kinesis_esm::kinesis::http::serve(kinesis.clone(), "127.0.0.1:0".parse().unwrap())
+    let server = embedded_kinesis::http::serve(kinesis.clone(), "127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/kinesis_http/test_boto3_efo.py");
-    let output = crate::kinesis_http_tools::finish(
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/test_boto3_efo.py");
+    let output = crate::clients::finish(
         "the boto3 enhanced fan-out suite",
-        crate::kinesis_http_tools::command("python", &server.endpoint_url()).arg(&script),
+        crate::clients::command("python", &server.endpoint_url()).arg(&script),
     )
     .await;
     let report = String::from_utf8_lossy(&output.stderr);

@@ -1,9 +1,9 @@
 """boto3 against the embedded Kinesis' enhanced fan-out: the consumer operations, and
 SubscribeToShard's event stream read by botocore over HTTP/1.1 (boto3 cannot speak HTTP/2,
 which Kinesis requires for SubscribeToShard; the embedded Kinesis answers it over HTTP/1.1 too).
-`kinesis_efo.rs` checks the same with the Rust SDK.
+`tests/api/efo.rs` checks the same with the Rust SDK.
 
-Run by `cargo test --workspace --test integration kinesis_efo`, which starts the endpoint
+Run by `cargo test -p embedded-kinesis --test api efo::`, which starts the endpoint
 and passes KINESIS_ENDPOINT_URL.
 """
 

@@ -1,6 +1,6 @@
 """Kinesis over CBOR 1.1 against the embedded Kinesis, requests encoded here with cbor2.
 
-Run by `cargo test --workspace --test integration kinesis_http_cbor`, which starts the
+Run by `cargo test -p embedded-kinesis --test api cbor::`, which starts the
 endpoint and passes its URL in KINESIS_ENDPOINT_URL.
 
 The requests follow the AWS SDKs for Java, which speak Kinesis over CBOR by default:
