@@ -15,26 +15,12 @@ import os
 import unittest
 import uuid
 
-import boto3
-from botocore.config import Config
+from local_kinesis import kinesis_client
 
-ENDPOINT = os.environ["KINESIS_ENDPOINT_URL"]
 TIMED_STREAM = os.environ["TIMED_STREAM"]
 TIMED_START = int(os.environ["TIMED_START"])
 UPPER_HALF = 2**127
 QUARTER = 2**126
-
-
-def kinesis_client():
-    return boto3.client(
-        "kinesis",
-        endpoint_url=ENDPOINT,
-        region_name="us-east-1",
-        aws_access_key_id="local",
-        aws_secret_access_key="local",
-        # A failure must reach the test as it is, not after retries.
-        config=Config(retries={"total_max_attempts": 1}),
-    )
 
 
 def shard_id(number):

@@ -7,46 +7,12 @@ Run by `cargo test -p embedded-kinesis --test api efo::`, which starts the endpo
 and passes KINESIS_ENDPOINT_URL.
 """
 
-import os
 import unittest
-import uuid
 
-import boto3
-from botocore.config import Config
-from botocore.exceptions import ClientError
-
-ENDPOINT = os.environ["KINESIS_ENDPOINT_URL"]
+from local_kinesis import StreamTestCase
 
 
-def kinesis_client():
-    return boto3.client(
-        "kinesis",
-        endpoint_url=ENDPOINT,
-        region_name="us-east-1",
-        aws_access_key_id="local",
-        aws_secret_access_key="local",
-        config=Config(retries={"total_max_attempts": 1}, parameter_validation=False),
-    )
-
-
-class EnhancedFanOut(unittest.TestCase):
-    def setUp(self):
-        self.kinesis = kinesis_client()
-        self.stream = "boto3-efo-" + uuid.uuid4().hex[:8]
-        self.kinesis.create_stream(StreamName=self.stream, ShardCount=1)
-        self.kinesis.get_waiter("stream_exists").wait(StreamName=self.stream)
-        self.arn = self.kinesis.describe_stream_summary(StreamName=self.stream)[
-            "StreamDescriptionSummary"
-        ]["StreamARN"]
-
-    def fails(self, code, part, call, **arguments):
-        with self.assertRaises(ClientError) as raised:
-            call(**arguments)
-        error = raised.exception.response["Error"]
-        self.assertEqual(error["Code"], code, error)
-        self.assertIn(part, error["Message"])
-        return error["Message"]
-
+class EnhancedFanOut(StreamTestCase):
     def test_consumers_register_describe_list_and_deregister(self):
         consumer = self.kinesis.register_stream_consumer(
             StreamARN=self.arn, ConsumerName="fan"

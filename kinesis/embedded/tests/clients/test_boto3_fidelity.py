@@ -5,50 +5,13 @@ Run by `cargo test -p embedded-kinesis --test api fidelity::`, which starts the
 endpoint and passes KINESIS_ENDPOINT_URL.
 """
 
-import os
 import unittest
-import uuid
 
-import boto3
-from botocore.config import Config
-from botocore.exceptions import ClientError
-
-ENDPOINT = os.environ["KINESIS_ENDPOINT_URL"]
+from local_kinesis import StreamTestCase
 
 
-def kinesis_client():
-    return boto3.client(
-        "kinesis",
-        endpoint_url=ENDPOINT,
-        region_name="us-east-1",
-        aws_access_key_id="local",
-        aws_secret_access_key="local",
-        # A failure must reach the test as it is, not after retries; boto3 must send what
-        # the test gives, so that the server's validation is what answers.
-        config=Config(retries={"total_max_attempts": 1}, parameter_validation=False),
-    )
-
-
-class Fidelity(unittest.TestCase):
-    def setUp(self):
-        self.kinesis = kinesis_client()
-        self.stream = "boto3-" + uuid.uuid4().hex[:12]
-        self.kinesis.create_stream(StreamName=self.stream, ShardCount=1)
-        self.kinesis.get_waiter("stream_exists").wait(StreamName=self.stream)
-        self.arn = self.kinesis.describe_stream_summary(StreamName=self.stream)[
-            "StreamDescriptionSummary"
-        ]["StreamARN"]
-
-    def fails(self, code, part, call, **arguments):
-        with self.assertRaises(ClientError) as raised:
-            call(**arguments)
-        error = raised.exception.response["Error"]
-        self.assertEqual(error["Code"], code, error)
-        self.assertIn(part, error["Message"])
-        self.assertEqual(
-            raised.exception.response["ResponseMetadata"]["HTTPStatusCode"], 400
-        )
-        return error["Message"]
+class Fidelity(StreamTestCase):
+    validate = False
 
     def test_validation_lists_every_violation_before_lookup(self):
         message = self.fails(

@@ -5,36 +5,14 @@ Run by `cargo test -p embedded-kinesis --test api throttle::`, which starts a
 throttling endpoint whose clock stands still and passes KINESIS_ENDPOINT_URL.
 """
 
-import os
 import unittest
-import uuid
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
-ENDPOINT = os.environ["KINESIS_ENDPOINT_URL"]
+from local_kinesis import StreamTestCase
 
 
-def kinesis_client():
-    return boto3.client(
-        "kinesis",
-        endpoint_url=ENDPOINT,
-        region_name="us-east-1",
-        aws_access_key_id="local",
-        aws_secret_access_key="local",
-        # A throttle must reach the test as it is: the endpoint's clock stands still, so a
-        # retry would meet the same answer.
-        config=Config(retries={"total_max_attempts": 1}),
-    )
-
-
-class Throttle(unittest.TestCase):
-    def setUp(self):
-        self.kinesis = kinesis_client()
-        self.stream = "boto3-" + uuid.uuid4().hex[:12]
-        self.kinesis.create_stream(StreamName=self.stream, ShardCount=1)
-
+class Throttle(StreamTestCase):
     def put(self, count):
         return self.kinesis.put_records(
             StreamName=self.stream,
