@@ -55,6 +55,7 @@ mod event;
 mod fields;
 mod function;
 mod intrinsic;
+mod other_sources;
 mod stream;
 
 pub use error::{Location, Problem, Section, TemplateError};

@@ -8,6 +8,7 @@ use super::StreamResource;
 use super::error::{Problem, Section};
 use super::fields::{Fault, Fields};
 use super::intrinsic::{Resolver, intrinsic, render};
+use super::other_sources;
 use super::stream::is_stream_name;
 use crate::suggest::did_you_mean;
 use esm_engine::config::{FanOutConsumer, MappingConfig, StartingPosition};
@@ -57,6 +58,7 @@ pub(super) fn read(
         Section::Resource(target.logical_id.to_owned()),
         Some(event.to_owned()),
     );
+    other_sources::refuse_settings(&fields)?;
     fields.check_names(PROPERTIES)?;
 
     let (stream_name, consumer) = stream_name(&fields, resolver, streams)?;
@@ -385,10 +387,12 @@ fn on_failure_destination(
         return Err(config.missing("OnFailure", ""));
     }
     on_failure.check_names(&["Destination", "Type"])?;
+    let written = on_failure.get("Destination").and_then(Value::as_str);
+    other_sources::refuse_kafka_destination(&on_failure, written)?;
     if let Some(kind) = on_failure.get("Type")
-        && !matches!(kind.as_str(), Some("SQS" | "SNS" | "S3" | "Kafka"))
+        && !matches!(kind.as_str(), Some("SQS" | "SNS" | "S3"))
     {
-        return Err(on_failure.not_allowed("Type", "SQS, SNS, S3, Kafka"));
+        return Err(on_failure.not_allowed("Type", "SQS, SNS, S3"));
     }
     let Some(destination) = on_failure.get("Destination") else {
         return Err(
