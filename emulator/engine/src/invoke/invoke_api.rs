@@ -66,25 +66,18 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use lambda_kinesis::tower::Service;
 use tokio::net::TcpStream;
 
-use self::answer::{RejectionKind, classify};
+use self::answer::{FUNCTION_ERROR, RejectionKind, classify};
+use self::error_chain::ErrorChain;
 use self::signing::{Signer, aws_endpoint, encode_uri_component};
-use super::{Invocation, InvokeError, InvokeOutcome, Invoker};
+use super::invoker::{Invocation, InvokeError, InvokeOutcome, Invoker};
 
 mod answer;
+mod error_chain;
 mod signing;
 
 /// The largest answer a synchronous invocation may return: Lambda's 6 MB limit, which it counts
 /// as 6 MiB and 100 bytes.
 const MAX_RESPONSE_BYTES: usize = 6_291_556;
-
-/// How much of an answer that is not the expected JSON an error message quotes.
-const QUOTED_BODY_CHARS: usize = 300;
-
-/// Lambda's header that marks a function error (`Handled` or `Unhandled`).
-const FUNCTION_ERROR: HeaderName = HeaderName::from_static("x-amz-function-error");
-
-/// The AWS header that names a service error's type (`ResourceNotFoundException:<namespace>`).
-const ERROR_TYPE: HeaderName = HeaderName::from_static("x-amzn-errortype");
 
 /// The invocation type: wait for the function's answer.
 const INVOCATION_TYPE: HeaderName = HeaderName::from_static("x-amz-invocation-type");
@@ -92,16 +85,6 @@ const INVOCATION_TYPE: HeaderName = HeaderName::from_static("x-amz-invocation-ty
 /// The request id header the Runtime API uses. `cargo lambda watch` takes the id from it, so its
 /// logs show the emulator's request id; Lambda ignores it.
 const REQUEST_ID: HeaderName = HeaderName::from_static("lambda-runtime-aws-request-id");
-
-/// The error type under which Lambda reports a function stopped at its timeout.
-const SANDBOX_TIMEDOUT: &str = "Sandbox.Timedout";
-
-/// Credentials without an expiry time are loaded again after this long, as the AWS SDK's
-/// identity cache does.
-const CREDENTIALS_WITHOUT_EXPIRY_TTL: Duration = Duration::from_secs(15 * 60);
-
-/// Credentials are renewed this long before they expire, so none expires in flight.
-const CREDENTIALS_RENEWAL_MARGIN: Duration = Duration::from_secs(5 * 60);
 
 /// How long an idle connection is kept for the next invocation.
 const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -610,20 +593,5 @@ impl Service<Uri> for TimedConnector {
                 Err(_elapsed) => Err(format!("no connection within {timeout:?}").into()),
             }
         })
-    }
-}
-
-/// An error with its sources, `outer: inner: innermost`.
-struct ErrorChain<'a>(&'a (dyn StdError + 'static));
-
-impl fmt::Display for ErrorChain<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)?;
-        let mut source = self.0.source();
-        while let Some(error) = source {
-            write!(f, ": {error}")?;
-            source = error.source();
-        }
-        Ok(())
     }
 }

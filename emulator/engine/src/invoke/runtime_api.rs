@@ -35,7 +35,9 @@
 //! runtime's pending `next` is never answered (an answer without a request id would make
 //! `lambda_runtime` panic in its last moment, which would read as the function's crash).
 
+mod abort_on_drop;
 mod definition;
+mod function_failure;
 mod function_log;
 mod init_record;
 mod log_tap;
@@ -54,67 +56,21 @@ use std::time::{Duration, SystemTime};
 use async_trait::async_trait;
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, mpsc, oneshot, watch};
-use tokio::task::JoinHandle;
 
+use self::abort_on_drop::AbortOnDrop;
 pub use self::definition::FunctionDefinition;
 use self::definition::{base_environment, log_stream_name};
+use self::function_failure::FunctionFailure;
 use self::init_record::InitRecord;
 pub use self::log_tap::{TappedLine, function_lines};
 pub use self::process::FUNCTION_LOG_TARGET;
 use self::process::{ExitReport, Label, Process};
 use self::server::{Delivery, Exchange};
-use super::{Invocation, InvokeError, InvokeOutcome, Invoker, NeverInitialised};
+use super::invoker::{Invocation, InvokeError, InvokeOutcome, Invoker, NeverInitialised};
 
 /// How long an answer posted just as the process ended is still waited for: the process may
 /// exit right after posting, before its post is read.
 const ANSWER_GRACE: Duration = Duration::from_millis(100);
-
-/// How a function failed, as the Runtime API was told or as the emulator saw it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct FunctionFailure {
-    error_type: String,
-    message: String,
-}
-
-impl FunctionFailure {
-    /// The failure a runtime reported in an error post: the body's `errorType` and
-    /// `errorMessage` when it is Lambda's error document, else the
-    /// `Lambda-Runtime-Function-Error-Type` header (or `default_type`) and the body as text.
-    fn reported(headers: &hyper::HeaderMap, body: &[u8], default_type: &str) -> Self {
-        #[derive(serde::Deserialize)]
-        struct ErrorDocument {
-            #[serde(rename = "errorType")]
-            error_type: Option<String>,
-            #[serde(rename = "errorMessage")]
-            error_message: Option<String>,
-        }
-        let document = serde_json::from_slice::<ErrorDocument>(body).ok();
-        let (body_type, body_message) = document
-            .map(|document| (document.error_type, document.error_message))
-            .unwrap_or_default();
-        let header_type = headers
-            .get("lambda-runtime-function-error-type")
-            .and_then(|value| value.to_str().ok())
-            .map(str::to_owned);
-        let error_type = [body_type, header_type]
-            .into_iter()
-            .flatten()
-            .find(|error_type| !error_type.is_empty())
-            .unwrap_or_else(|| default_type.to_owned());
-        let message = body_message.unwrap_or_else(|| String::from_utf8_lossy(body).into_owned());
-        Self {
-            error_type,
-            message,
-        }
-    }
-
-    fn into_outcome(self) -> InvokeOutcome {
-        InvokeOutcome::FunctionError {
-            error_type: self.error_type,
-            message: self.message,
-        }
-    }
-}
 
 /// Runs a function's own binary under the Lambda Runtime API: an [`Invoker`].
 ///
@@ -577,55 +533,5 @@ async fn init_failure(
     match reported {
         Some(failure) => failure,
         None => std::future::pending().await,
-    }
-}
-
-/// Aborts the task when dropped, so that a task cannot outlive its owner.
-struct AbortOnDrop(JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[track_caller]
-    fn check_reported(header: Option<&str>, body: &str, expected: (&str, &str)) {
-        let mut headers = hyper::HeaderMap::new();
-        if let Some(header) = header {
-            headers.insert(
-                "lambda-runtime-function-error-type",
-                header.parse().expect("a header value"),
-            );
-        }
-        let failure = FunctionFailure::reported(&headers, body.as_bytes(), "Unhandled");
-        assert_eq!(
-            (failure.error_type.as_str(), failure.message.as_str()),
-            expected
-        );
-    }
-
-    #[test]
-    fn reported_errors_take_the_documents_type_then_the_headers() {
-        check_reported(
-            Some("unhandled"),
-            r#"{"errorType":"my::Error","errorMessage":"boom"}"#,
-            ("my::Error", "boom"),
-        );
-        check_reported(
-            Some("Runtime.InitError"),
-            r#"{"errorMessage":"boom"}"#,
-            ("Runtime.InitError", "boom"),
-        );
-        check_reported(None, "not json", ("Unhandled", "not json"));
-        check_reported(
-            Some(""),
-            r#"{"errorType":"","errorMessage":"m"}"#,
-            ("Unhandled", "m"),
-        );
     }
 }

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use aws_credential_types::Credentials;
 use aws_credential_types::provider::{ProvideCredentials as _, SharedCredentialsProvider};
@@ -14,7 +14,14 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::Request;
 
-use super::{CREDENTIALS_RENEWAL_MARGIN, CREDENTIALS_WITHOUT_EXPIRY_TTL, ErrorChain};
+use super::error_chain::ErrorChain;
+
+/// Credentials without an expiry time are loaded again after this long, as the AWS SDK's
+/// identity cache does.
+const CREDENTIALS_WITHOUT_EXPIRY_TTL: Duration = Duration::from_secs(15 * 60);
+
+/// Credentials are renewed this long before they expire, so none expires in flight.
+const CREDENTIALS_RENEWAL_MARGIN: Duration = Duration::from_secs(5 * 60);
 
 /// Percent-encodes everything but RFC 3986's unreserved characters, as the AWS SDKs encode a
 /// function name (`arn:aws:lambda:...` becomes `arn%3Aaws%3Alambda%3A...`) in the path.
