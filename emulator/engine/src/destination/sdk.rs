@@ -1,5 +1,5 @@
 //! Destinations at a real SQS, SNS or S3 API (AWS itself, LocalStack, moto's server), through
-//! the AWS SDK's clients. The SDK does not retry (`crate::aws::config`): the reader retries a
+//! the AWS SDK's clients. The SDK does not retry (`crate::aws::connection`): the reader retries a
 //! failed delivery with its own backoff, and every failure is said in one sentence
 //! (`crate::aws::failure`).
 
