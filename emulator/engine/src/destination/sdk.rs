@@ -8,8 +8,9 @@ use aws_sdk_kinesis::config::http::HttpResponse;
 use aws_sdk_kinesis::error::{ProvideErrorMetadata, SdkError};
 use tokio::sync::OnceCell;
 
+use super::delivery::{DeliveryError, Destination, FailedBatch};
 use super::shape::{SNS_MESSAGE_LIMIT, fits_sns, metadata_text, s3_body, s3_key};
-use super::{DeliveryError, Destination, DestinationKind, FailedBatch, Target};
+use super::target::{DestinationKind, Target};
 use crate::aws::AwsConnection;
 use crate::aws::failure::observe;
 
