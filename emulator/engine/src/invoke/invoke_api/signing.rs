@@ -37,7 +37,8 @@ pub(super) fn encode_uri_component(text: &str) -> String {
     encoded
 }
 
-/// Lambda's endpoint for `config`, chosen as the AWS SDK chooses it (see [`InvokeApi::aws`]).
+/// Lambda's endpoint for `config`, chosen as the AWS SDK chooses it (see
+/// [`InvokeApi::aws`](super::InvokeApi::aws)).
 pub(super) fn aws_endpoint(config: &SdkConfig, region: &str) -> String {
     let explicit = config.get_origin("endpoint_url").is_client_config();
     let from_settings = || {
