@@ -43,7 +43,7 @@ use aws_sdk_kinesis::types::{
 use bytes::Bytes;
 use tokio::time::Instant;
 
-use crate::aws::config::{AwsConnection, ConnectionError};
+use crate::aws::connection::{AwsConnection, ConnectionError};
 use crate::aws::failure::{Observed, observe};
 use kinesis_source::sequence::SequenceNumber;
 use kinesis_source::{
@@ -256,7 +256,7 @@ pub struct SdkKinesis {
 
 impl SdkKinesis {
     /// A source over an SDK client made elsewhere. Give the client no retries of its own (see
-    /// [`crate::aws::config`]).
+    /// [`crate::aws::connection`]).
     pub fn from_client(client: Client) -> Self {
         Self {
             client,

@@ -4,7 +4,7 @@
 
 use std::sync::{Mutex, PoisonError};
 
-use crate::invoke::{InvokeOutcome, NeverInitialised};
+use crate::invoke::invoker::{InvokeOutcome, NeverInitialised};
 
 /// What the new execution environments of one function came to.
 #[derive(Debug, Default)]

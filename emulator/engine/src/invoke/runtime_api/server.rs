@@ -21,8 +21,8 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
-use super::FunctionFailure;
-use crate::invoke::InvokeOutcome;
+use super::function_failure::FunctionFailure;
+use crate::invoke::invoker::InvokeOutcome;
 
 /// The largest response Lambda accepts from a synchronously invoked function, in bytes.
 pub(super) const MAX_RESPONSE_BYTES: usize = 6_291_556;
