@@ -13,6 +13,7 @@ mod excerpt;
 mod meta;
 mod pre_read;
 mod scan;
+mod spans;
 
 use std::fmt;
 
@@ -20,12 +21,11 @@ use aws_lambda_events::kinesis::KinesisEvent;
 use base64::Engine as _;
 use serde_json::value::RawValue;
 
-use crate::aggregate::AggregateError;
-
 pub(crate) use excerpt::data_excerpt;
 pub(crate) use meta::RecordData;
 pub use meta::RecordMeta;
 pub use pre_read::{ReadBatch, ReadBatchLayer};
+use spans::{Aggregated, Span, Spans, UserSpans};
 
 /// A Kinesis event, read once from its JSON: the text of its records' fields, and where each
 /// record's fields lie in it. This is the payload type the adapter's [`tower::Service`]
@@ -42,47 +42,6 @@ pub struct KinesisBatch {
     user_records: Vec<UserSpans>,
     /// The data of those user records, which their `data` spans index.
     user_data: Vec<u8>,
-}
-
-/// Where one record's fields lie in the batch's text.
-#[derive(Clone, Copy)]
-struct Spans {
-    shard_id: Span,
-    sequence_number: Span,
-    partition_key: Span,
-    data_base64: Span,
-    event_source_arn: Span,
-    arrival_millis: i64,
-    /// For a user record of a KPL aggregate, `partition_key` is the user record's own and
-    /// `data_base64` the whole aggregate's.
-    aggregated: Aggregated,
-}
-
-/// Whether a record is a KPL aggregate's user record (see `docs/kpl-aggregation.md`).
-#[derive(Clone, Copy)]
-enum Aggregated {
-    /// A record as the producer put it.
-    Plain,
-    /// A user record: its index in `KinesisBatch::user_records`.
-    User(u32),
-    /// An aggregate that cannot be read, kept whole to be rejected.
-    Corrupt(AggregateError),
-}
-
-/// What a user record of an aggregate has of its own.
-#[derive(Clone, Copy)]
-struct UserSpans {
-    sub_sequence_number: u32,
-    /// In `KinesisBatch::user_data`.
-    data: Span,
-    /// In the batch's text.
-    explicit_hash_key: Option<Span>,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct Span {
-    start: usize,
-    end: usize,
 }
 
 impl KinesisBatch {

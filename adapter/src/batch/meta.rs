@@ -3,7 +3,8 @@
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
-use super::{Aggregated, KinesisBatch, Spans, UserSpans};
+use super::KinesisBatch;
+use super::spans::{Aggregated, Spans, UserSpans};
 use crate::aggregate::AggregateError;
 use crate::retry::Envelope;
 

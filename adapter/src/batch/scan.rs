@@ -25,7 +25,7 @@
 
 mod layout;
 
-use super::{Aggregated, Span, Spans};
+use super::spans::{Aggregated, Span, Spans};
 use crate::aggregate::MAGIC_BASE64_PREFIX;
 use layout::LambdaLayout;
 

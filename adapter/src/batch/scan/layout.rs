@@ -3,7 +3,7 @@
 //! comparing the text the two share.
 
 use super::{Scanner, first_special};
-use crate::batch::{Aggregated, Span, Spans};
+use crate::batch::spans::{Aggregated, Span, Spans};
 
 /// The text a record in Lambda's layout shares with the records around it: Lambda (and
 /// `write_event`) write every field but the partition key, sequence number, data, arrival time
