@@ -4,7 +4,7 @@
 
 use base64::Engine as _;
 
-use super::KinesisBatch;
+use super::kinesis_batch::KinesisBatch;
 use super::spans::{Aggregated, Span, Spans, UserSpans};
 use crate::aggregate::{self, UserRecord};
 
