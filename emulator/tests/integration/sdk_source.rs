@@ -69,7 +69,7 @@ async fn sdk_kinesis_source_sees_what_the_embedded_kinesis_holds() {
 
     // Through the endpoint, over pages of two shards, the source sees the same shards.
     let description = source.describe_stream("source").await.unwrap();
-    assert_eq!(description.arn, kinesis.stream_arn("source"));
+    assert_eq!(description.arn.to_string(), kinesis.stream_arn("source"));
     // The API carries times to the millisecond.
     let created = kinesis.describe_stream_summary("source").unwrap().created;
     let created_millis = created.duration_since(SystemTime::UNIX_EPOCH).unwrap();

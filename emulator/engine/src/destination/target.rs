@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use kinesis_source::arn::{Arn, ArnError, Resource};
+
 /// The kind of resource a destination is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DestinationKind {
@@ -37,29 +39,19 @@ impl Target {
     /// The target an ARN names (`arn:aws:sqs:REGION:ACCOUNT:NAME`, `arn:aws:sns:...:NAME`,
     /// `arn:aws:s3:::BUCKET`), or why it names none.
     pub fn from_arn(arn: &str) -> Result<Self, String> {
-        let parts: Vec<&str> = arn.splitn(6, ':').collect();
-        let [prefix, _partition, service, _region, _account, resource] = parts[..] else {
-            return Err(format!(
-                "{arn} is not an ARN (arn:PARTITION:SERVICE:REGION:ACCOUNT:RESOURCE)"
-            ));
+        let parsed: Arn = arn.parse().map_err(|error: ArnError| error.to_string())?;
+        let (kind, name) = match parsed.resource {
+            Resource::Queue { name } => (DestinationKind::Sqs, name),
+            Resource::Topic { name } => (DestinationKind::Sns, name),
+            Resource::Bucket { name } => (DestinationKind::S3, name),
+            _ => {
+                return Err(format!(
+                    "{arn} is not an SQS queue, SNS topic or S3 bucket ARN, the on-failure \
+                     destinations kinesis-esm delivers to"
+                ));
+            }
         };
-        let kind = match service {
-            _ if prefix != "arn" => None,
-            "sqs" => Some(DestinationKind::Sqs),
-            "sns" => Some(DestinationKind::Sns),
-            "s3" => Some(DestinationKind::S3),
-            _ => None,
-        };
-        match kind {
-            Some(kind) if !resource.is_empty() && !resource.contains(['/', ':']) => Ok(Self {
-                kind,
-                name: resource.to_owned(),
-            }),
-            _ => Err(format!(
-                "{arn} is not an SQS queue, SNS topic or S3 bucket ARN, the on-failure \
-                 destinations kinesis-esm delivers to"
-            )),
-        }
+        Ok(Self { kind, name })
     }
 
     /// The target a template resource of this CloudFormation type is, named `name`.
