@@ -4,12 +4,11 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use serde_yaml_ng::{Mapping, Value};
 
-use super::StreamResource;
 use super::error::{Problem, Section};
 use super::fields::{Fault, Fields};
 use super::intrinsic::{Resolver, intrinsic, render};
 use super::other_sources;
-use super::stream::is_stream_name;
+use super::stream::{StreamResource, is_stream_name};
 use crate::suggest::did_you_mean;
 use esm_engine::config::{FanOutConsumer, MappingConfig, StartingPosition};
 use esm_engine::destination::Target as DestinationTarget;

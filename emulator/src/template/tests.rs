@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::{Duration, UNIX_EPOCH};
 
 use super::*;
-use esm_engine::config::{FanOutConsumer, LoggingConfig, StartingPosition};
+use esm_engine::config::{FanOutConsumer, LoggingConfig, MappingConfig, StartingPosition};
 use esm_engine::destination::{DestinationKind, Target};
 use esm_engine::filter::{FilterCriteria, Pattern};
 

@@ -10,7 +10,52 @@ use super::error::{Problem, Section};
 use super::event::{self, Target};
 use super::fields::{Fault, Fields};
 use super::intrinsic::{Resolver, intrinsic, render};
-use super::{Architecture, FunctionResource, LOCAL_DYNAMODB_VARIABLE, StreamResource};
+use super::options::LOCAL_DYNAMODB_VARIABLE;
+use super::resources::refuse_condition;
+use super::stream::StreamResource;
+use esm_engine::config::MappingConfig;
+
+/// The instruction set a function is built for (`Architectures`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Architecture {
+    /// `x86_64`, the default.
+    X86_64,
+    /// `arm64` (Graviton).
+    Arm64,
+}
+
+/// An `AWS::Serverless::Function` with Kinesis events.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FunctionResource {
+    /// The resource's logical id.
+    pub logical_id: String,
+    /// `FunctionName`, or the logical id.
+    pub function_name: String,
+    /// `CodeUri` as the template writes it (`.` when absent), for messages.
+    pub code_uri: String,
+    /// The folder holding the function's crate (`CodeUri`), absolute.
+    pub code_dir: PathBuf,
+    /// The cargo binary to build (`Metadata.BuildProperties.Binary`, `bootstrap` when absent).
+    pub binary: String,
+    /// `Metadata.BuildMethod`, such as `rust-cargolambda`.
+    pub build_method: Option<String>,
+    /// `Handler`.
+    pub handler: String,
+    /// `Runtime`: one of the `provided` runtimes.
+    pub runtime: String,
+    /// `Architectures`.
+    pub architecture: Architecture,
+    /// `Timeout` (3 seconds when absent).
+    pub timeout: Duration,
+    /// `MemorySize` in MB (128 when absent).
+    pub memory_size: u32,
+    /// `Environment.Variables`, resolved.
+    pub environment: BTreeMap<String, String>,
+    /// `LoggingConfig`.
+    pub logging: esm_engine::config::LoggingConfig,
+    /// One mapping per Kinesis event, in the template's order.
+    pub mappings: Vec<MappingConfig>,
+}
 
 /// The properties of `AWS::Serverless::Function`, as SAM defines them.
 const PROPERTIES: &[&str] = &[
@@ -157,7 +202,7 @@ pub(super) fn read(
     if events.is_empty() {
         return Ok(None);
     }
-    super::refuse_condition(logical_id, resource)?;
+    refuse_condition(logical_id, resource)?;
 
     let globals = applicable_globals(&resource_fields, around.globals)?;
     let merged = merge_maps(&globals, local.map());
