@@ -754,7 +754,7 @@ mod tests {
             11,
             2_500_000,
             InvocationVerdict::FunctionError {
-                error_type: "Panic".to_owned(),
+                error_type: esm_engine::invoke::ErrorType::new("Panic"),
             },
             true,
         ));

@@ -16,6 +16,7 @@ use lambda_kinesis::window::event::WindowEvent;
 use lambda_kinesis::window::{WindowAdapter, WindowHandler};
 use lambda_kinesis::wire::KinesisBatch;
 
+use super::error_type::{ErrorType, LambdaError};
 use super::invoker::{Invocation, InvokeError, InvokeOutcome, Invoker};
 
 type BoxedCall = Box<
@@ -66,7 +67,7 @@ impl InProcess {
                 serde_json::to_vec(&response)
                     .map(Bytes::from)
                     .map_err(|error| Diagnostic {
-                        error_type: "Runtime.SerializationError".to_owned(),
+                        error_type: LambdaError::SerializationError.as_str().to_owned(),
                         error_message: error.to_string(),
                     })
             })
@@ -83,7 +84,7 @@ impl Invoker for InProcess {
             Ok(batch) => batch,
             Err(error) => {
                 return Ok(InvokeOutcome::FunctionError {
-                    error_type: "Runtime.DeserializationError".to_owned(),
+                    error_type: LambdaError::DeserializationError.into(),
                     message: error.to_string(),
                 });
             }
@@ -105,11 +106,11 @@ impl Invoker for InProcess {
                 Ok(InvokeOutcome::Timeout)
             }
             Ok(Err(join_error)) => Ok(InvokeOutcome::FunctionError {
-                error_type: "Runtime.ExitError".to_owned(),
+                error_type: LambdaError::ExitError.into(),
                 message: format!("the function panicked: {join_error}"),
             }),
             Ok(Ok(Err(diagnostic))) => Ok(InvokeOutcome::FunctionError {
-                error_type: diagnostic.error_type,
+                error_type: ErrorType::new(diagnostic.error_type),
                 message: diagnostic.error_message,
             }),
             Ok(Ok(Ok(body))) => Ok(InvokeOutcome::Response(body)),
@@ -151,7 +152,7 @@ impl InProcessWindow {
                 serde_json::to_vec(&response)
                     .map(Bytes::from)
                     .map_err(|error| Diagnostic {
-                        error_type: "Runtime.SerializationError".to_owned(),
+                        error_type: LambdaError::SerializationError.as_str().to_owned(),
                         error_message: error.to_string(),
                     })
             })
@@ -167,7 +168,7 @@ impl Invoker for InProcessWindow {
             Ok(event) => event,
             Err(error) => {
                 return Ok(InvokeOutcome::FunctionError {
-                    error_type: "Runtime.DeserializationError".to_owned(),
+                    error_type: LambdaError::DeserializationError.into(),
                     message: error.to_string(),
                 });
             }
@@ -183,11 +184,11 @@ impl Invoker for InProcessWindow {
                 Ok(InvokeOutcome::Timeout)
             }
             Ok(Err(join_error)) => Ok(InvokeOutcome::FunctionError {
-                error_type: "Runtime.ExitError".to_owned(),
+                error_type: LambdaError::ExitError.into(),
                 message: format!("the function panicked: {join_error}"),
             }),
             Ok(Ok(Err(diagnostic))) => Ok(InvokeOutcome::FunctionError {
-                error_type: diagnostic.error_type,
+                error_type: ErrorType::new(diagnostic.error_type),
                 message: diagnostic.error_message,
             }),
             Ok(Ok(Ok(body))) => Ok(InvokeOutcome::Response(body)),

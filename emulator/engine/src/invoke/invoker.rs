@@ -6,6 +6,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use bytes::Bytes;
 
+use super::error_type::ErrorType;
+
 /// One invocation of the function.
 #[derive(Debug, Clone)]
 pub struct Invocation {
@@ -42,8 +44,8 @@ pub enum InvokeOutcome {
     Response(Bytes),
     /// The function reported an error or crashed: the whole batch failed (`Unhandled`).
     FunctionError {
-        /// The error's type, such as `Runtime.ExitError` or the handler's own type.
-        error_type: String,
+        /// The error's type: one Lambda reports (`Runtime.ExitError`) or the handler's own.
+        error_type: ErrorType,
         /// The error's message.
         message: String,
     },

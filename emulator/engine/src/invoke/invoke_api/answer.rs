@@ -7,6 +7,7 @@ use bytes::Bytes;
 use hyper::StatusCode;
 use hyper::header::{HeaderMap, HeaderName};
 
+use crate::invoke::error_type::ErrorType;
 use crate::invoke::invoker::InvokeOutcome;
 
 /// How much of an answer that is not the expected JSON an error message quotes.
@@ -133,7 +134,7 @@ pub(super) fn function_error(body: &[u8], reported: &str) -> InvokeOutcome {
         return InvokeOutcome::Timeout;
     }
     InvokeOutcome::FunctionError {
-        error_type: error_type.unwrap_or(reported).to_owned(),
+        error_type: ErrorType::new(error_type.unwrap_or(reported)),
         message: message.map_or_else(|| quote(body), str::to_owned),
     }
 }

@@ -20,6 +20,7 @@ use super::connector::{TimedConnector, http_client};
 use super::error_chain::ErrorChain;
 use super::setup::{InvokeApiOptions, SetupError};
 use super::signing::{Signer, aws_endpoint, encode_uri_component};
+use crate::invoke::error_type::LambdaError;
 use crate::invoke::invoker::{Invocation, InvokeError, InvokeOutcome, Invoker};
 
 /// The largest answer a synchronous invocation may return: Lambda's 6 MB limit, which it counts
@@ -294,7 +295,7 @@ impl InvokeApi {
             Err(error) if error.is::<LengthLimitError>() => {
                 if parts.status.is_success() && !parts.headers.contains_key(FUNCTION_ERROR) {
                     return Ok(InvokeOutcome::FunctionError {
-                        error_type: "Function.ResponseSizeTooLarge".to_owned(),
+                        error_type: LambdaError::ResponseSizeTooLarge.into(),
                         message: format!(
                             "Response payload size exceeded maximum allowed payload size ({MAX_RESPONSE_BYTES} bytes)."
                         ),

@@ -1,5 +1,6 @@
 //! How a function failed, as its runtime reported it or as the emulator saw it.
 
+use crate::invoke::error_type::ErrorType;
 use crate::invoke::invoker::InvokeOutcome;
 
 /// How a function failed, as the Runtime API was told or as the emulator saw it.
@@ -43,7 +44,7 @@ impl FunctionFailure {
 
     pub(super) fn into_outcome(self) -> InvokeOutcome {
         InvokeOutcome::FunctionError {
-            error_type: self.error_type,
+            error_type: ErrorType::new(self.error_type),
             message: self.message,
         }
     }

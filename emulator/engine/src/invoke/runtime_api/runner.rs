@@ -22,6 +22,7 @@ use super::function_log;
 use super::init_record::InitRecord;
 use super::process::{self, ExitReport, Label, Process};
 use super::server::{self, Delivery, Exchange};
+use crate::invoke::error_type::LambdaError;
 use crate::invoke::invoker::{Invocation, InvokeError, InvokeOutcome, Invoker, NeverInitialised};
 
 /// How long an answer posted just as the process ended is still waited for: the process may
@@ -217,7 +218,7 @@ impl RuntimeApi {
                 "the function's binary could not be started"
             );
             Ok(InvokeOutcome::FunctionError {
-                error_type: "Runtime.InvalidEntrypoint".to_owned(),
+                error_type: LambdaError::InvalidEntrypoint.into(),
                 message: format!(
                     "could not start the binary {} of function {}: {error}",
                     self.function.binary.display(),
@@ -453,7 +454,7 @@ impl Environment {
             "{message}"
         );
         InvokeOutcome::FunctionError {
-            error_type: "Runtime.ExitError".to_owned(),
+            error_type: LambdaError::ExitError.into(),
             message,
         }
     }
@@ -461,7 +462,7 @@ impl Environment {
     /// The outcome of an invocation the environment itself lost track of.
     fn lost(&self, request_id: &str, what: &str) -> InvokeOutcome {
         InvokeOutcome::FunctionError {
-            error_type: "Runtime.Unknown".to_owned(),
+            error_type: LambdaError::Unknown.into(),
             message: format!(
                 "RequestId: {request_id} Error: execution environment {} failed: {what}",
                 self.number
