@@ -69,7 +69,10 @@ async fn the_shipping_function_under_cargo_lambda_watch() {
             error_type,
             message,
         }) => {
-            assert!(error_type.contains("DeserializeError"), "{error_type}");
+            assert!(
+                error_type.as_str().contains("DeserializeError"),
+                "{error_type}"
+            );
             assert!(message.contains("failed to deserialize"), "{message}");
         }
         other => panic!("expected a function error, got {other:?}:\n{}", watch.log()),

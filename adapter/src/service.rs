@@ -9,14 +9,14 @@ use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
-use lambda_runtime::{Context, Diagnostic, LambdaEvent};
+use lambda_runtime::{Context, LambdaEvent};
 
 use crate::batch::{KinesisBatch, ReadBatchLayer};
 use crate::guard::{DynGuard, RecordGuard};
 use crate::handler::{Handler, WithState};
 use crate::settle::{Deadline, Options};
 use crate::settlement::{RecordOutcome, Settlement};
-use crate::wire::BatchResponse;
+use crate::wire::{AdapterError, BatchResponse};
 
 /// A Kinesis record handler with the rules it is settled by, ready to run on Lambda.
 ///
@@ -432,36 +432,6 @@ impl<T: 'static> KinesisAdapter<T> {
                 plan: crate::retry::RetryPlan::default(),
                 sender: std::sync::Arc::new(crate::retry::kinesis::KinesisSender::from_env()),
             })
-    }
-}
-
-/// What makes the adapter answer Lambda with a function error instead of a response: the event
-/// itself is unusable. Lambda retries the batch (and bisects it, when so configured).
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum AdapterError {
-    /// The event holds records of more than one shard. Lambda never sends one; a response could
-    /// hold only one shard's checkpoint.
-    #[error(
-        "the event mixes records of shards {first} and {second}; a Kinesis event comes from one shard"
-    )]
-    MixedShards {
-        /// The first record's shard.
-        first: String,
-        /// Another shard in the same event.
-        second: String,
-    },
-}
-
-impl From<AdapterError> for Diagnostic {
-    fn from(error: AdapterError) -> Self {
-        let error_type = match error {
-            AdapterError::MixedShards { .. } => "LambdaKinesis.MixedShards",
-        };
-        Diagnostic {
-            error_type: error_type.to_owned(),
-            error_message: error.to_string(),
-        }
     }
 }
 

@@ -16,13 +16,13 @@
 
 use aws_lambda_events::streams::KinesisBatchItemFailure;
 use base64::Engine as _;
+use lambda_runtime::Diagnostic;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
 pub use aws_lambda_events::kinesis::KinesisEvent;
 pub use aws_lambda_events::streams::KinesisEventResponse;
 
 pub use crate::batch::{KinesisBatch, ReadBatch, ReadBatchLayer};
-pub use crate::service::AdapterError;
 
 /// The key of the response's extension object: `{"batchItemFailures":[...],"lambdaKinesis":{...}}`.
 /// Lambda reads only `batchItemFailures` and ignores it.
@@ -229,6 +229,36 @@ fn write_json_string(out: &mut Vec<u8>, text: &str) {
         out.push(b'"');
     } else {
         serde_json::to_writer(out, text).expect("a string always serialises");
+    }
+}
+
+/// What makes the adapter answer Lambda with a function error instead of a response: the event
+/// itself is unusable. Lambda retries the batch (and bisects it, when so configured).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AdapterError {
+    /// The event holds records of more than one shard. Lambda never sends one; a response could
+    /// hold only one shard's checkpoint.
+    #[error(
+        "the event mixes records of shards {first} and {second}; a Kinesis event comes from one shard"
+    )]
+    MixedShards {
+        /// The first record's shard.
+        first: String,
+        /// Another shard in the same event.
+        second: String,
+    },
+}
+
+impl From<AdapterError> for Diagnostic {
+    fn from(error: AdapterError) -> Self {
+        let error_type = match error {
+            AdapterError::MixedShards { .. } => "LambdaKinesis.MixedShards",
+        };
+        Diagnostic {
+            error_type: error_type.to_owned(),
+            error_message: error.to_string(),
+        }
     }
 }
 

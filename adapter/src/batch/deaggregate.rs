@@ -4,7 +4,8 @@
 
 use base64::Engine as _;
 
-use super::{Aggregated, KinesisBatch, Span, Spans, UserSpans};
+use super::kinesis_batch::KinesisBatch;
+use super::spans::{Aggregated, Span, Spans, UserSpans};
 use crate::aggregate::{self, UserRecord};
 
 impl KinesisBatch {

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
-use super::KinesisBatch;
+use super::kinesis_batch::KinesisBatch;
 
 /// Reads a Lambda Kinesis event from JSON (serde_json's `Deserializer` or `Value`; the `Records`
 /// array is taken whole, as a `RawValue`, which only serde_json provides).

@@ -3,7 +3,8 @@
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
-use super::{Aggregated, KinesisBatch, Spans, UserSpans};
+use super::kinesis_batch::KinesisBatch;
+use super::spans::{Aggregated, Spans, UserSpans};
 use crate::aggregate::AggregateError;
 use crate::retry::Envelope;
 
@@ -23,6 +24,27 @@ pub struct RecordMeta<'a> {
     pub(super) spans: &'a Spans,
     // The envelope a record of the adapter's retry stream came in, unwrapped by the engine.
     pub(super) retry: Option<&'a Envelope>,
+}
+
+// The batch's records as the handler reads them, here beside `RecordMeta`, which holds the batch.
+impl KinesisBatch {
+    /// The records, in the order of the event (shard order, as Lambda sends them).
+    pub fn records(&self) -> impl ExactSizeIterator<Item = RecordMeta<'_>> + '_ {
+        self.records.iter().map(|spans| self.meta(spans))
+    }
+
+    /// The record at `index`.
+    pub fn record(&self, index: usize) -> Option<RecordMeta<'_>> {
+        self.records.get(index).map(|spans| self.meta(spans))
+    }
+
+    fn meta<'a>(&'a self, spans: &'a Spans) -> RecordMeta<'a> {
+        RecordMeta {
+            batch: self,
+            spans,
+            retry: None,
+        }
+    }
 }
 
 /// Where the data the handler's type is decoded from lies.

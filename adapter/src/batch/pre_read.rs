@@ -17,7 +17,7 @@ use std::task::{Context, Poll};
 
 use lambda_runtime::LambdaInvocation;
 
-use super::KinesisBatch;
+use super::kinesis_batch::KinesisBatch;
 
 thread_local! {
     /// The batch read from the body of the invocation whose `call` is running on this thread.

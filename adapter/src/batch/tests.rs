@@ -2,6 +2,8 @@
 
 use std::time::{Duration, SystemTime};
 
+use aws_lambda_events::kinesis::KinesisEvent;
+
 use super::*;
 
 const EVENT: &str = r#"{"Records":[{

@@ -6,7 +6,7 @@ use std::pin::Pin;
 
 use tokio::sync::OnceCell;
 
-use super::Envelope;
+use super::envelope::Envelope;
 use super::route::SendEnvelope;
 use crate::publish::Publisher;
 

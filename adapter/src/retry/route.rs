@@ -7,7 +7,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use super::{Envelope, RetryPlan};
+use super::envelope::Envelope;
+use super::plan::RetryPlan;
 
 /// Sends an envelope to a stream under a partition key; the error is one sentence for the log.
 pub(crate) trait SendEnvelope: Send + Sync {

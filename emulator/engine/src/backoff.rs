@@ -1,8 +1,9 @@
 //! Pauses between attempts at a call that failed for a passing reason.
 //!
 //! The AWS backends do not retry by themselves (the SDKs' own retries are off, see
-//! [`crate::aws::config`]): they report each failure with its kind, and the caller decides. This
-//! module gives callers the pauses. Two kinds of failure are kept apart, as rskafka's backoff does:
+//! [`crate::aws::connection`]): they report each failure with its kind, and the caller decides.
+//! This module gives callers the pauses. Two kinds of failure are kept apart, as rskafka's backoff
+//! does:
 //!
 //! - an **error** (a 5xx answer, a dropped connection, a server that went away): the pause grows
 //!   from [`BackoffConfig::initial`] towards [`BackoffConfig::max`], with "decorrelated jitter"

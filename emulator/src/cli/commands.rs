@@ -46,7 +46,7 @@ impl KinesisTarget {
         let connection = if self.aws {
             AwsConnection::from_environment()
         } else {
-            super::connection_to(&self.endpoint).with_region(&self.region)
+            super::connection::connection_to(&self.endpoint).with_region(&self.region)
         };
         Ok(SdkKinesis::connect(&connection).await?)
     }

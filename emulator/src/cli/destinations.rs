@@ -53,7 +53,12 @@ pub(super) async fn destination_for(
     let destination: Arc<dyn Destination> =
         match endpoint_for(target.kind, flag, |name| std::env::var(name).ok()) {
             Some(endpoint) => Arc::new(
-                SdkDestination::connect(target, &super::connection_to(&endpoint), endpoint).await?,
+                SdkDestination::connect(
+                    target,
+                    &super::connection::connection_to(&endpoint),
+                    endpoint,
+                )
+                .await?,
             ),
             None => Arc::new(FolderDestination::new(folder_root(state_dir), target)),
         };

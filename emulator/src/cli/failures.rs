@@ -182,7 +182,7 @@ async fn queue_records(
     queue_url: &str,
 ) -> anyhow::Result<Vec<(String, Value)>> {
     let connection = match &args.destination_endpoint {
-        Some(endpoint) => super::connection_to(endpoint),
+        Some(endpoint) => super::connection::connection_to(endpoint),
         None => esm_engine::aws::AwsConnection::from_environment(),
     };
     let sqs = aws_sdk_sqs::Client::new(&connection.sdk_config().await?);

@@ -6,8 +6,9 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::Args;
 
-use super::Exit;
-use super::run::{StopSignals, listen_failure};
+use super::exit::Exit;
+use super::listen_failure::listen_failure;
+use super::run::StopSignals;
 use crate::endpoint::serve_with;
 use crate::state::StateDir;
 use crate::template::{StreamMode, Template, TemplateOptions};

@@ -15,7 +15,7 @@ use axum::response::sse::Event;
 use futures_util::Stream;
 use tokio::sync::{broadcast, mpsc, watch};
 
-use super::LivePage;
+use super::live_page::LivePage;
 use super::view::{self, HeldRecordView, HeldRecords, Settings};
 use esm_engine::invoke::runtime_api::{TappedLine, function_lines};
 use esm_engine::mapping::MappingStatus;

@@ -1,7 +1,9 @@
 //! A shard's recent invocations in words, for the `status` tree and the live page.
 
-use super::{counted, short_sequence_number};
 use esm_engine::mapping::{InvocationVerdict, RecentInvocation};
+
+use super::counted::counted;
+use super::sequence_number::short_sequence_number;
 
 /// What an invocation's answer did, in words: "all acked", "all settled, 1 dropped", "held at N
 /// (2 settled before it)", "function error Panic", "timed out", "bad response", "not invoked";

@@ -138,6 +138,14 @@ pub enum Problem {
         /// The allowed range.
         allowed: String,
     },
+    /// A setting Lambda takes for other event sources only.
+    #[error(
+        "is a setting of {sources} event sources; Lambda takes none of it for a Kinesis stream"
+    )]
+    OtherEventSource {
+        /// The event sources that take it.
+        sources: String,
+    },
     /// A value that is not one of the allowed ones, or not of the expected kind.
     #[error("= {value} is not allowed (allowed: {allowed})")]
     NotAllowed {

@@ -4,15 +4,16 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use serde_yaml_ng::{Mapping, Value};
 
-use super::StreamResource;
 use super::error::{Problem, Section};
 use super::fields::{Fault, Fields};
 use super::intrinsic::{Resolver, intrinsic, render};
-use super::stream::is_stream_name;
+use super::other_sources;
+use super::stream::{StreamResource, is_stream_name};
 use crate::suggest::did_you_mean;
 use esm_engine::config::{FanOutConsumer, MappingConfig, StartingPosition};
 use esm_engine::destination::Target as DestinationTarget;
 use esm_engine::filter::{FilterCriteria, MAX_FILTERS, Pattern};
+use kinesis_source::arn::{Arn, Resource};
 
 const PROPERTIES: &[&str] = &[
     "Stream",
@@ -57,6 +58,7 @@ pub(super) fn read(
         Section::Resource(target.logical_id.to_owned()),
         Some(event.to_owned()),
     );
+    other_sources::refuse_settings(&fields)?;
     fields.check_names(PROPERTIES)?;
 
     let (stream_name, consumer) = stream_name(&fields, resolver, streams)?;
@@ -253,34 +255,19 @@ fn stream_of_arn(arn: &str) -> Result<(String, Option<FanOutConsumer>), Problem>
         value: arn.to_owned(),
         allowed: format!("a Kinesis stream ARN, {STREAM_ARN_FORM}, or a consumer's"),
     };
-    let parts: Vec<&str> = arn.splitn(6, ':').collect();
-    let [_, _, service, _, _, resource] = parts.as_slice() else {
-        return Err(not_a_stream());
-    };
-    if *service != "kinesis" {
-        return Err(not_a_stream());
-    }
-    let Some(path) = resource.strip_prefix("stream/") else {
-        return Err(not_a_stream());
-    };
-    if let Some((stream, consumer)) = path.split_once("/consumer/") {
-        // The consumer's creation time follows its name, after a colon.
-        let name = consumer.split_once(':').map_or(consumer, |(name, _)| name);
-        if !is_stream_name(stream) || !is_consumer_name(name) {
-            return Err(not_a_stream());
-        }
-        return Ok((
-            stream.to_owned(),
-            Some(FanOutConsumer {
-                name: name.to_owned(),
+    match arn.parse::<Arn>().map_err(|_| not_a_stream())?.resource {
+        Resource::Stream { name } if is_stream_name(&name) => Ok((name, None)),
+        Resource::Consumer { stream, name, .. }
+            if is_stream_name(&stream) && is_consumer_name(&name) =>
+        {
+            let consumer = FanOutConsumer {
+                name,
                 declared: false,
-            }),
-        ));
+            };
+            Ok((stream, Some(consumer)))
+        }
+        _ => Err(not_a_stream()),
     }
-    if !is_stream_name(path) {
-        return Err(not_a_stream());
-    }
-    Ok((path.to_owned(), None))
 }
 
 /// The logical id a `Ref` or `Fn::GetAtt` names, when the value is one.
@@ -385,10 +372,12 @@ fn on_failure_destination(
         return Err(config.missing("OnFailure", ""));
     }
     on_failure.check_names(&["Destination", "Type"])?;
+    let written = on_failure.get("Destination").and_then(Value::as_str);
+    other_sources::refuse_kafka_destination(&on_failure, written)?;
     if let Some(kind) = on_failure.get("Type")
-        && !matches!(kind.as_str(), Some("SQS" | "SNS" | "S3" | "Kafka"))
+        && !matches!(kind.as_str(), Some("SQS" | "SNS" | "S3"))
     {
-        return Err(on_failure.not_allowed("Type", "SQS, SNS, S3, Kafka"));
+        return Err(on_failure.not_allowed("Type", "SQS, SNS, S3"));
     }
     let Some(destination) = on_failure.get("Destination") else {
         return Err(

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_yaml_ng::{Mapping, Value};
 
-use super::{LOCAL_DYNAMODB_VARIABLE, TemplateOptions};
+use super::options::{LOCAL_DYNAMODB_VARIABLE, TemplateOptions};
 use crate::suggest::did_you_mean_hint;
 
 /// The resource type whose `Ref` and `Arn` kinesis-esm knows.

@@ -7,7 +7,6 @@ use serde_yaml_ng::Mapping;
 use super::error::{Problem, Section};
 use super::fields::{Fault, Fields};
 use super::intrinsic::{Resolver, render};
-use super::{StreamMode, StreamResource};
 
 /// The shards an on-demand stream starts with: AWS sizes a new on-demand stream for 4 MiB/s of
 /// writes, which is 4 shards of 1 MiB/s each. Locally nothing scales it afterwards.
@@ -16,6 +15,31 @@ pub const ON_DEMAND_SHARD_COUNT: u32 = 4;
 /// The most shards one stream may have here: the default shard quota of an account in the
 /// largest regions. More shards than this needs a quota increase on AWS as well.
 pub const MAX_SHARD_COUNT: u32 = 500;
+
+/// How a stream's capacity is managed (`StreamModeDetails.StreamMode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamMode {
+    /// A fixed number of shards (`PROVISIONED`, the default).
+    Provisioned,
+    /// AWS scales the shards (`ON_DEMAND`); the embedded Kinesis splits a hot shard as AWS
+    /// documents (docs/kinesis.md, "On-demand scaling"), another Kinesis scales as it does.
+    OnDemand,
+}
+
+/// An `AWS::Kinesis::Stream` resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamResource {
+    /// The resource's logical id.
+    pub logical_id: String,
+    /// The stream's name: `Name`, or the logical id.
+    pub name: String,
+    /// The number of shards: `ShardCount` (1 when absent), or [`ON_DEMAND_SHARD_COUNT`].
+    pub shard_count: u32,
+    /// How long records stay readable (`RetentionPeriodHours`, 24 hours when absent).
+    pub retention: Duration,
+    /// The capacity mode.
+    pub mode: StreamMode,
+}
 
 const PROPERTIES: &[&str] = &[
     "Name",

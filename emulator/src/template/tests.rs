@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::{Duration, UNIX_EPOCH};
 
 use super::*;
-use esm_engine::config::{FanOutConsumer, LoggingConfig, StartingPosition};
+use esm_engine::config::{FanOutConsumer, LoggingConfig, MappingConfig, StartingPosition};
 use esm_engine::destination::{DestinationKind, Target};
 use esm_engine::filter::{FilterCriteria, Pattern};
 
@@ -1078,7 +1078,7 @@ fn response_types_and_destinations_take_only_what_lambda_takes() {
     );
     check_error(
         &with_event("DestinationConfig: {OnFailure: {Type: Lambda, Destination: x}}"),
-        "property DestinationConfig.OnFailure.Type = Lambda is not allowed (allowed: SQS, SNS, S3, Kafka)",
+        "property DestinationConfig.OnFailure.Type = Lambda is not allowed (allowed: SQS, SNS, S3)",
     );
     check_error(
         &with_event("DestinationConfig: {OnFailure: {Type: SQS}}"),
@@ -1661,5 +1661,48 @@ fn a_name_near_no_known_one_gets_no_suggestion() {
     ] {
         let message = parse(&yaml).unwrap_err().to_string();
         assert!(!message.contains("did you mean"), "{message}");
+    }
+}
+
+#[test]
+fn a_setting_of_another_event_source_names_the_sources_that_take_it() {
+    let refused = [
+        (
+            "ProvisionedPollerConfig: {MinimumPollers: 1}",
+            "property ProvisionedPollerConfig is a setting of Amazon MSK, self-managed Apache \
+             Kafka and Amazon SQS event sources; Lambda takes none of it for a Kinesis stream",
+        ),
+        (
+            "LoggingConfig: {SystemLogLevel: DEBUG}",
+            "property LoggingConfig is a setting of Amazon MSK and self-managed Apache Kafka",
+        ),
+        (
+            "SchemaRegistryConfig: {SchemaRegistryURI: x}",
+            "property SchemaRegistryConfig is a setting of Amazon MSK and self-managed",
+        ),
+        (
+            "AmazonManagedKafkaEventSourceConfig: {ConsumerGroupId: g}",
+            "is a setting of Amazon MSK event sources",
+        ),
+        (
+            "SelfManagedKafkaEventSourceConfig: {ConsumerGroupId: g}",
+            "is a setting of self-managed Apache Kafka event sources",
+        ),
+        (
+            "ScalingConfig: {MaximumConcurrency: 5}",
+            "property ScalingConfig is a setting of Amazon SQS event sources",
+        ),
+        (
+            "DestinationConfig: {OnFailure: {Type: Kafka, Destination: 'kafka://broker:9092'}}",
+            "property DestinationConfig.OnFailure.Type is a setting of Amazon MSK and \
+             self-managed Apache Kafka event sources",
+        ),
+        (
+            "DestinationConfig: {OnFailure: {Destination: 'kafka://broker:9092'}}",
+            "property DestinationConfig.OnFailure.Destination is a setting of Amazon MSK",
+        ),
+    ];
+    for (extra, expected) in refused {
+        check_error(&with_event(extra), expected);
     }
 }

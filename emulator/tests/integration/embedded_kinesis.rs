@@ -1276,7 +1276,7 @@ async fn the_shard_source_seam_reads_the_same_stream() {
     let (kinesis, _) = kinesis_with(2);
     let source: Arc<dyn ShardSource> = Arc::new(kinesis.clone());
     let description = source.describe_stream(STREAM).await.unwrap();
-    assert_eq!(description.arn, kinesis.stream_arn(STREAM));
+    assert_eq!(description.arn.to_string(), kinesis.stream_arn(STREAM));
     assert_eq!(description.created, start_time());
     assert_eq!(
         source.list_shards(STREAM).await.unwrap(),

@@ -225,7 +225,7 @@ fn check_function_error(
     assert_eq!(
         result,
         Ok(InvokeOutcome::FunctionError {
-            error_type: expected_type.to_owned(),
+            error_type: kinesis_esm::invoke::ErrorType::new(expected_type),
             message: expected_message.to_owned(),
         })
     );

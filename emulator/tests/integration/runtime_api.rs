@@ -502,7 +502,7 @@ async fn an_init_error_is_the_invocations_function_error() {
     assert_eq!(
         outcome,
         InvokeOutcome::FunctionError {
-            error_type: "Misbehaving.InitFailed".to_owned(),
+            error_type: kinesis_esm::invoke::ErrorType::new("Misbehaving.InitFailed"),
             message: "could not initialise, as asked".to_owned(),
         }
     );

@@ -12,23 +12,11 @@ use std::future::Future;
 use lambda_kinesis::tracing::{self, Instrument as _};
 use lambda_kinesis::{HandlerOutcome, KinesisAdapter};
 use lambda_kinesis_idempotency::{Idempotency, IdempotencyGuard, Store};
-use serde::{Deserialize, Serialize};
 
+mod shipment;
 pub mod tally;
 
-/// The carriers this release's client books with.
-pub const CARRIERS: [&str; 2] = ["dhl", "ups"];
-
-/// A shipment to book, as producers publish it (JSON).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-pub struct Shipment {
-    /// The shipment's id.
-    pub id: u64,
-    /// Where it goes.
-    pub address: String,
-    /// Who carries it: one of [`CARRIERS`].
-    pub carrier: String,
-}
+pub use shipment::{CARRIERS, Shipment};
 
 /// Why a carrier client did not book a shipment.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use lambda_kinesis::tracing;
 use lambda_kinesis::window::{Window, WindowOutcome};
 use serde::{Deserialize, Serialize};
 
-use crate::{CARRIERS, Shipment};
+use crate::shipment::{CARRIERS, Shipment};
 
 /// A window's shipments per carrier: the state Lambda carries between its invocations.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

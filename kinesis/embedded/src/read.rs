@@ -13,6 +13,7 @@ use super::numbering::IteratorToken;
 use super::stream::Stream;
 use crate::embedded::EmbeddedKinesis;
 use crate::limits::MAX_GET_RECORDS_LIMIT;
+use kinesis_source::arn::Arn;
 use kinesis_source::sequence::SequenceNumber;
 use kinesis_source::{
     GetRecordsOutput, IteratorPosition, Shard, ShardSource, SourceError, StreamDescription,
@@ -130,7 +131,9 @@ impl ShardSource for EmbeddedKinesis {
         let summary = self.describe_stream_summary(stream)?;
         Ok(StreamDescription {
             name: summary.name,
-            arn: summary.arn,
+            arn: Arn::parse_stream(&summary.arn).map_err(|error| SourceError::Service {
+                message: format!("the stream {stream}'s {error}"),
+            })?,
             created: summary.created,
         })
     }

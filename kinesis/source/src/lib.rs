@@ -8,6 +8,7 @@
 //! the event source mapping (crate `esm-engine`) implements them over `aws-sdk-kinesis` and reads
 //! shards through them, never knowing which Kinesis it reads.
 
+pub mod arn;
 mod error;
 mod records;
 pub mod sequence;
@@ -16,6 +17,7 @@ mod stream;
 mod subscription;
 pub mod time;
 
+pub use arn::{Arn, ArnError};
 pub use error::SourceError;
 pub use records::{GetRecordsOutput, IteratorPosition, Record};
 pub use shard_source::ShardSource;

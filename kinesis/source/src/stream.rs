@@ -2,6 +2,7 @@
 
 use std::time::SystemTime;
 
+use crate::arn::Arn;
 use crate::sequence::SequenceNumber;
 
 /// A stream as `DescribeStreamSummary` tells it.
@@ -9,8 +10,9 @@ use crate::sequence::SequenceNumber;
 pub struct StreamDescription {
     /// The stream's name.
     pub name: String,
-    /// The stream's ARN.
-    pub arn: String,
+    /// The stream's ARN, read where the description entered (its region and account name the
+    /// stream's place in events and lease keys).
+    pub arn: Arn,
     /// When the stream was created. A stream deleted and created again under the same name has a
     /// new creation time: checkpoints are tied to it.
     pub created: SystemTime,

@@ -2,29 +2,8 @@
 //! values rather than reading each key, and, for a record that repeats the one before, by
 //! comparing the text the two share.
 
-use super::{Scanner, first_special};
-use crate::batch::{Aggregated, Span, Spans};
-
-/// The text a record in Lambda's layout shares with the records around it: Lambda (and
-/// `write_event`) write every field but the partition key, sequence number, data, arrival time
-/// and the sequence number half of `eventID` the same for every record of an event. A record
-/// that repeats these pieces byte for byte, where they lie, is read by comparing them with the
-/// record before, which costs a fraction of reading each of their strings again; it reads as
-/// that record would have been read (see [`Scanner::lambda_record_like`]).
-#[derive(Clone, Copy)]
-pub(super) struct LambdaLayout {
-    /// From the record's `{` to the opening quote of its partition key.
-    head: Span,
-    /// From the end of the arrival time to the `eventID` value's last `:` (included), or to
-    /// its opening quote when it has none: the shard id is all of it that lies in `eventID`.
-    middle: Span,
-    /// Where the shard id lies in the text, within `middle`.
-    shard_id: Span,
-    /// From the closing quote of `eventID` to the record's `}`.
-    tail: Span,
-    /// Where `eventSourceARN`'s value lies in the text, within `tail`.
-    event_source_arn: Span,
-}
+use super::scanner::{LambdaLayout, Scanner, first_special};
+use crate::batch::spans::{Aggregated, Span, Spans};
 
 impl Scanner<'_> {
     /// A record laid out exactly as Lambda writes it (and `write_event` does): every field in

@@ -13,10 +13,10 @@
 //! back as [`LeaseError::LeaseLost`]. Each call makes exactly one write; changes return the
 //! stored item (`ReturnValues = ALL_NEW`), so no read follows a successful write.
 //!
-//! **Failures and retries.** Throttling, 5xx answers, timeouts and unreachable servers come back
-//! as [`LeaseError::Unavailable`] at once: the SDK does not retry (see [`crate::aws::config`]);
-//! the caller pauses with [`crate::backoff::Backoff`] and calls again with the lease *as it
-//! last saw it*. Trying again is safe even when the failed attempt did reach the table (the
+//! **Failures and retries.** Throttling, 5xx answers, timeouts and unreachable servers come back as
+//! [`LeaseError::Unavailable`] at once: the SDK does not retry (see [`crate::aws::connection`]);
+//! the caller pauses with [`crate::backoff::Backoff`] and calls again with the lease *as it last
+//! saw it*. Trying again is safe even when the failed attempt did reach the table (the
 //! answer was lost on the way back): the store remembers the change it could not confirm, and
 //! when the same change then fails its condition, it reads the item once; if the item holds
 //! exactly what the change would have made (same owner, counter one up, same checkpoint), the
@@ -42,7 +42,7 @@ use aws_sdk_dynamodb::types::{
 };
 use tokio::time::Instant;
 
-use crate::aws::config::{AwsConnection, ConnectionError};
+use crate::aws::connection::{AwsConnection, ConnectionError};
 use crate::aws::failure::observe;
 use crate::lease::{Checkpoint, Lease, LeaseError, LeaseStore};
 
@@ -381,7 +381,7 @@ pub struct DynamoLeaseStore {
 
 impl DynamoLeaseStore {
     /// A store on `table` through a client made elsewhere (give it no retries of its own, see
-    /// [`crate::aws::config`]). Makes no call: see [`Self::create_table_if_missing`].
+    /// [`crate::aws::connection`]). Makes no call: see [`Self::create_table_if_missing`].
     pub fn from_client(client: Client, table: impl Into<String>) -> Self {
         Self {
             client,

@@ -45,7 +45,7 @@ impl SdkSubscriber {
         name: &str,
         register: bool,
     ) -> Result<String, SourceError> {
-        let stream_arn = self.kinesis.describe_stream(stream).await?.arn;
+        let stream_arn = self.kinesis.describe_stream(stream).await?.arn.to_string();
         let client = self.kinesis.client();
         let endpoint = self.kinesis.endpoint();
         let call = Call::read("DescribeStreamConsumer", stream, None);

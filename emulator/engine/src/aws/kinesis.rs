@@ -43,8 +43,9 @@ use aws_sdk_kinesis::types::{
 use bytes::Bytes;
 use tokio::time::Instant;
 
-use crate::aws::config::{AwsConnection, ConnectionError};
+use crate::aws::connection::{AwsConnection, ConnectionError};
 use crate::aws::failure::{Observed, observe};
+use kinesis_source::arn::Arn;
 use kinesis_source::sequence::SequenceNumber;
 use kinesis_source::{
     ChildShard, GetRecordsOutput, HashKeyRange, IteratorPosition, Record, Shard, ShardSource,
@@ -256,7 +257,7 @@ pub struct SdkKinesis {
 
 impl SdkKinesis {
     /// A source over an SDK client made elsewhere. Give the client no retries of its own (see
-    /// [`crate::aws::config`]).
+    /// [`crate::aws::connection`]).
     pub fn from_client(client: Client) -> Self {
         Self {
             client,
@@ -663,7 +664,9 @@ impl ShardSource for SdkKinesis {
             })?;
         Ok(StreamDescription {
             name: summary.stream_name().to_owned(),
-            arn: summary.stream_arn().to_owned(),
+            arn: Arn::parse_stream(summary.stream_arn()).map_err(|error| SourceError::Service {
+                message: format!("{call}: Kinesis answered with {error}"),
+            })?,
             created: system_time(summary.stream_creation_timestamp(), &call)?,
         })
     }

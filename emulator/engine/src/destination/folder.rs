@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 
+use super::delivery::{DeliveryError, Destination, FailedBatch};
 use super::shape::{file_name, metadata_text, s3_body};
-use super::{DeliveryError, Destination, DestinationKind, FailedBatch, Target};
+use super::target::{DestinationKind, Target};
 
 /// Where records go when no `--state-dir` says otherwise.
 pub const DEFAULT_FOLDER: &str = ".kinesis-esm/destinations";

@@ -1,5 +1,5 @@
 //! Destinations at a real SQS, SNS or S3 API (AWS itself, LocalStack, moto's server), through
-//! the AWS SDK's clients. The SDK does not retry (`crate::aws::config`): the reader retries a
+//! the AWS SDK's clients. The SDK does not retry (`crate::aws::connection`): the reader retries a
 //! failed delivery with its own backoff, and every failure is said in one sentence
 //! (`crate::aws::failure`).
 
@@ -8,8 +8,9 @@ use aws_sdk_kinesis::config::http::HttpResponse;
 use aws_sdk_kinesis::error::{ProvideErrorMetadata, SdkError};
 use tokio::sync::OnceCell;
 
+use super::delivery::{DeliveryError, Destination, FailedBatch};
 use super::shape::{SNS_MESSAGE_LIMIT, fits_sns, metadata_text, s3_body, s3_key};
-use super::{DeliveryError, Destination, DestinationKind, FailedBatch, Target};
+use super::target::{DestinationKind, Target};
 use crate::aws::AwsConnection;
 use crate::aws::failure::observe;
 

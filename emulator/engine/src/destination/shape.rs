@@ -5,6 +5,7 @@ use std::time::SystemTime;
 
 use serde_json::Value;
 
+use kinesis_source::arn::Arn;
 use kinesis_source::sequence::SequenceNumber;
 use kinesis_source::time::iso8601_millis;
 
@@ -105,12 +106,9 @@ impl BatchPosition {
                 .map_err(|_| format!("KinesisBatchInfo.{name} is not a sequence number"))
         };
         let stream_arn = field("streamArn")?;
-        let stream_name = stream_arn
-            .split_once(":stream/")
-            .map(|(_, name)| name.to_owned())
-            .ok_or_else(|| {
-                format!("KinesisBatchInfo.streamArn {stream_arn} is not a stream ARN")
-            })?;
+        let stream = Arn::parse_stream(&stream_arn)
+            .map_err(|error| format!("KinesisBatchInfo.streamArn {error}"))?;
+        let stream_name = stream.stream_name().unwrap_or_default().to_owned();
         Ok(Self {
             stream_arn,
             stream_name,

@@ -11,7 +11,7 @@ use std::ops::ControlFlow;
 
 use serde_json::{Number, Value};
 
-use super::{AnythingBut, Cidr, Conjunction, Field, Pattern, Range, Rule, Wildcard, scalar_equals};
+use super::pattern::{AnythingBut, Cidr, Conjunction, Field, Pattern, Range, Rule, Wildcard};
 use kinesis_source::Record;
 use kinesis_source::time::millis_since_epoch;
 
@@ -250,4 +250,11 @@ impl Cidr {
             _ => false,
         }
     }
+}
+
+/// Whether two JSON scalars are equal as Lambda compares them: strings and booleans by value,
+/// numbers by their JSON form. serde_json keeps integers and fractions apart, so `300` and
+/// `300.0` differ, as on Lambda (`docs/filtering.md`, "Numbers").
+fn scalar_equals(value: &Value, expected: &Value) -> bool {
+    value == expected
 }

@@ -5,10 +5,44 @@ use std::net::IpAddr;
 
 use serde_json::{Map, Value};
 
-use super::{
-    AnythingBut, Bound, Cidr, Conjunction, Field, MAX_PATTERN_CHARS, METADATA_KEYS, Pattern,
-    PatternError, Range, Rule, Wildcard,
+use super::pattern::{
+    AnythingBut, Bound, Cidr, Conjunction, Field, MAX_PATTERN_CHARS, METADATA_KEYS, Pattern, Range,
+    Rule, Wildcard,
 };
+
+/// Why a pattern is refused, and where in it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{at}{reason}")]
+pub struct PatternError {
+    /// Where: `at data.Weather[0]: ` or `at line 1, column 9: `, empty for the whole pattern.
+    at: String,
+    reason: String,
+}
+
+impl PatternError {
+    fn new(at: &str, reason: impl Into<String>) -> Self {
+        Self {
+            at: if at.is_empty() {
+                String::new()
+            } else {
+                format!("at {at}: ")
+            },
+            reason: reason.into(),
+        }
+    }
+
+    /// What is wrong, without the place.
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+}
+
+impl Pattern {
+    /// Parses one filter's `Pattern` text, refusing what Lambda refuses.
+    pub fn parse(text: &str) -> Result<Self, PatternError> {
+        pattern(text)
+    }
+}
 
 const OPERATORS: &str =
     "prefix, suffix, equals-ignore-case, wildcard, exists, numeric, cidr, anything-but";

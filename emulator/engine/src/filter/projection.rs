@@ -14,7 +14,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use super::Conjunction;
+use super::pattern::Conjunction;
 
 /// The paths under `data` that patterns read, as a tree of keys.
 #[derive(Debug, Default, Clone, PartialEq)]

@@ -185,7 +185,7 @@ impl RunningMapping {
 /// The lease key of a shard: the KCL's multi-stream form, tied to the stream's creation time so
 /// that a stream created again under the same name never resumes from the old one's checkpoints.
 pub(super) fn lease_key(stream: &StreamDescription, shard_id: &str) -> String {
-    let account = stream.arn.split(':').nth(4).unwrap_or("000000000000");
+    let account = &stream.arn.account;
     let created = stream
         .created
         .duration_since(UNIX_EPOCH)
@@ -201,7 +201,7 @@ async fn report_leases_of_another_creation(shared: &Shared, stream: &StreamDescr
         // The first sync lists the leases again and reports the error.
         return;
     };
-    let account = stream.arn.split(':').nth(4).unwrap_or("000000000000");
+    let account = &stream.arn.account;
     let this_key = lease_key(stream, "");
     let created = this_key.split(':').nth(2).unwrap_or_default();
     for (lease, other_created) in

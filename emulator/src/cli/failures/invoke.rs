@@ -331,7 +331,7 @@ Resources:
             answer("not json", true)
         );
         let error = InvokeOutcome::FunctionError {
-            error_type: "Runtime.ExitError".to_owned(),
+            error_type: esm_engine::invoke::LambdaError::ExitError.into(),
             message: "exit status 101".to_owned(),
         };
         assert_eq!(

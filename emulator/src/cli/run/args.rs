@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::cli::parse_duration;
+use crate::cli::duration::parse_duration;
 
 /// `kinesis-esm run`.
 #[derive(Debug, Args)]

@@ -14,7 +14,7 @@ use tokio::task::JoinHandle;
 use super::invoker::missing_function;
 use super::signals::StopSignals;
 use super::start::Started;
-use crate::cli::Exit;
+use crate::cli::exit::Exit;
 use crate::control::{Control, Phase as ControlPhase};
 use crate::summary;
 

@@ -14,7 +14,7 @@ use anyhow::{Context as _, bail};
 
 use super::args::RunArgs;
 use crate::cli::commands::put_every_record;
-use crate::cli::connection_to;
+use crate::cli::connection::connection_to;
 use crate::records_file::{RecordToPut, put_records_batches, read_records};
 use crate::state::StateDir;
 use crate::template::{StreamMode, Template};

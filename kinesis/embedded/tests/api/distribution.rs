@@ -44,7 +44,7 @@ impl Endpoint {
     }
 
     /// Puts `count` records without partition keys in one call.
-    async fn put_keyless(&self, stream: &str, count: usize) -> Result<(), (String, String)> {
+    async fn put_keyless(&self, stream: &str, count: usize) -> Result<(), (String, String, u16)> {
         let records = (0..count).map(|n| {
             PutRecordsRequestEntry::builder()
                 .data(Blob::new(format!("record {n}")))
@@ -58,8 +58,7 @@ impl Endpoint {
             .set_records(Some(records.collect()))
             .send()
             .await;
-        put.map(drop)
-            .map_err(|error| failure::<(), _, _>(Err(error)))
+        put.map(drop).map_err(|error| failure::<(), _>(Err(error)))
     }
 
     /// Every record of every shard: how many each shard holds, and whether any has a key.

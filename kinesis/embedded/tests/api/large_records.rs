@@ -41,7 +41,7 @@ impl Endpoint {
             .max_record_size_in_kib()
     }
 
-    async fn put_sized(&self, stream: &str, size: usize) -> Result<(), (String, String)> {
+    async fn put_sized(&self, stream: &str, size: usize) -> Result<(), (String, String, u16)> {
         let put = self
             .client
             .put_record()
@@ -52,7 +52,7 @@ impl Endpoint {
             .await;
         match put {
             Ok(_) => Ok(()),
-            Err(error) => Err(failure::<(), _, _>(Err(error))),
+            Err(error) => Err(failure::<(), _>(Err(error))),
         }
     }
 
@@ -60,7 +60,7 @@ impl Endpoint {
         &self,
         stream: &str,
         sizes: &[usize],
-    ) -> Result<(), (String, String)> {
+    ) -> Result<(), (String, String, u16)> {
         let records = sizes.iter().enumerate().map(|(position, &size)| {
             let key = format!("k{position}");
             PutRecordsRequestEntry::builder()
@@ -78,7 +78,7 @@ impl Endpoint {
             .await;
         match put {
             Ok(_) => Ok(()),
-            Err(error) => Err(failure::<(), _, _>(Err(error))),
+            Err(error) => Err(failure::<(), _>(Err(error))),
         }
     }
 }

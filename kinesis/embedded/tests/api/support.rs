@@ -1,9 +1,12 @@
 //! What every test here starts from: an endpoint over an embedded Kinesis with an SDK client
 //! for it, a journal kept in memory, and the reading of a failed call.
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use aws_sdk_kinesis::Client;
+use aws_sdk_kinesis::config::http::HttpResponse;
 use aws_sdk_kinesis::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_kinesis::error::{ProvideErrorMetadata, SdkError};
 use embedded_kinesis::http::{self, ServerHandle};
@@ -19,20 +22,51 @@ pub(crate) struct Endpoint {
 
 /// Serves `kinesis` on a free loopback port, with an SDK client pointed at it.
 pub(crate) async fn serve(kinesis: EmbeddedKinesis) -> Endpoint {
+    let (server, client) = listen(&kinesis).await;
+    Endpoint {
+        kinesis,
+        client,
+        _server: server,
+    }
+}
+
+/// Serves `kinesis` on a free loopback port: the endpoint (it stops when dropped) and an SDK
+/// client pointed at it.
+pub(crate) async fn listen(kinesis: &EmbeddedKinesis) -> (ServerHandle, Client) {
     let server = http::serve(kinesis.clone(), "127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
-    let config = aws_sdk_kinesis::Config::builder()
+    let client = Client::from_conf(sdk_config(&server.endpoint_url()));
+    (server, client)
+}
+
+/// The SDK's configuration for a local endpoint: a region and static test credentials, so
+/// that nothing probes the environment or an instance metadata service.
+pub(crate) fn sdk_config(endpoint_url: &str) -> aws_sdk_kinesis::Config {
+    aws_sdk_kinesis::Config::builder()
         .behavior_version(BehaviorVersion::latest())
-        .endpoint_url(server.endpoint_url())
+        .endpoint_url(endpoint_url)
         .region(Region::new("us-east-1"))
         .credentials_provider(Credentials::new("test", "test", None, None, "tests"))
-        .build();
-    Endpoint {
-        kinesis,
-        client: Client::from_conf(config),
-        _server: server,
-    }
+        .build()
+}
+
+/// Creates a provisioned stream of `shards` shards through the API.
+pub(crate) async fn create(client: &Client, stream: &str, shards: i32) {
+    client
+        .create_stream()
+        .stream_name(stream)
+        .shard_count(shards)
+        .send()
+        .await
+        .unwrap();
+}
+
+/// Waits for `future`, failing the test with `what` if it takes longer than 30 seconds.
+pub(crate) async fn within_timeout<T>(what: &str, future: impl Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(30), future)
+        .await
+        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
 }
 
 /// An endpoint over a new embedded Kinesis with the defaults.
@@ -73,26 +107,33 @@ impl MemoryJournal {
     }
 }
 
-/// The exception name and message of a call that must fail.
+/// The exception name, message and HTTP status of a call that must fail.
 #[track_caller]
-pub(crate) fn failure<T: std::fmt::Debug, E: ProvideErrorMetadata + std::fmt::Debug, R>(
-    result: Result<T, SdkError<E, R>>,
-) -> (String, String) {
+pub(crate) fn failure<T: std::fmt::Debug, E: ProvideErrorMetadata + std::fmt::Debug>(
+    result: Result<T, SdkError<E, HttpResponse>>,
+) -> (String, String, u16) {
     let error = result.expect_err("the call should have failed");
+    let status = error.raw_response().map_or(0, |raw| raw.status().as_u16());
     (
         error.code().unwrap_or("(no code)").to_owned(),
         error.message().unwrap_or("(no message)").to_owned(),
+        status,
     )
 }
 
-/// Checks a failure's exception name and that its message holds each of `parts`.
+/// Checks a failure's exception name, that it came as a client error (400, as every Kinesis
+/// exception does), and that its message holds each of `parts`.
 #[track_caller]
 pub(crate) fn check_failure(
-    (code, message): (String, String),
+    (code, message, status): (String, String, u16),
     expected_code: &str,
     parts: &[&str],
 ) {
-    assert_eq!(code, expected_code, "{message}");
+    assert_eq!(
+        (code.as_str(), status),
+        (expected_code, 400),
+        "message: {message}"
+    );
     for part in parts {
         assert!(
             message.contains(part),

@@ -5,10 +5,22 @@ use std::fmt::Write as _;
 
 use bytes::Bytes;
 use hyper::StatusCode;
-use hyper::header::HeaderMap;
+use hyper::header::{HeaderMap, HeaderName};
 
-use super::{ERROR_TYPE, FUNCTION_ERROR, QUOTED_BODY_CHARS, SANDBOX_TIMEDOUT};
-use crate::invoke::InvokeOutcome;
+use crate::invoke::error_type::ErrorType;
+use crate::invoke::invoker::InvokeOutcome;
+
+/// How much of an answer that is not the expected JSON an error message quotes.
+const QUOTED_BODY_CHARS: usize = 300;
+
+/// Lambda's header that marks a function error (`Handled` or `Unhandled`).
+pub(super) const FUNCTION_ERROR: HeaderName = HeaderName::from_static("x-amz-function-error");
+
+/// The AWS header that names a service error's type (`ResourceNotFoundException:<namespace>`).
+const ERROR_TYPE: HeaderName = HeaderName::from_static("x-amzn-errortype");
+
+/// The error type under which Lambda reports a function stopped at its timeout.
+const SANDBOX_TIMEDOUT: &str = "Sandbox.Timedout";
 
 /// Why an answer did not come from the function.
 #[derive(Debug)]
@@ -122,7 +134,7 @@ pub(super) fn function_error(body: &[u8], reported: &str) -> InvokeOutcome {
         return InvokeOutcome::Timeout;
     }
     InvokeOutcome::FunctionError {
-        error_type: error_type.unwrap_or(reported).to_owned(),
+        error_type: ErrorType::new(error_type.unwrap_or(reported)),
         message: message.map_or_else(|| quote(body), str::to_owned),
     }
 }

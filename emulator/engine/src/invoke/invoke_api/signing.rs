@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use aws_credential_types::Credentials;
 use aws_credential_types::provider::{ProvideCredentials as _, SharedCredentialsProvider};
@@ -14,7 +14,14 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::Request;
 
-use super::{CREDENTIALS_RENEWAL_MARGIN, CREDENTIALS_WITHOUT_EXPIRY_TTL, ErrorChain};
+use super::error_chain::ErrorChain;
+
+/// Credentials without an expiry time are loaded again after this long, as the AWS SDK's
+/// identity cache does.
+const CREDENTIALS_WITHOUT_EXPIRY_TTL: Duration = Duration::from_secs(15 * 60);
+
+/// Credentials are renewed this long before they expire, so none expires in flight.
+const CREDENTIALS_RENEWAL_MARGIN: Duration = Duration::from_secs(5 * 60);
 
 /// Percent-encodes everything but RFC 3986's unreserved characters, as the AWS SDKs encode a
 /// function name (`arn:aws:lambda:...` becomes `arn%3Aaws%3Alambda%3A...`) in the path.
@@ -30,7 +37,8 @@ pub(super) fn encode_uri_component(text: &str) -> String {
     encoded
 }
 
-/// Lambda's endpoint for `config`, chosen as the AWS SDK chooses it (see [`InvokeApi::aws`]).
+/// Lambda's endpoint for `config`, chosen as the AWS SDK chooses it (see
+/// [`InvokeApi::aws`](super::InvokeApi::aws)).
 pub(super) fn aws_endpoint(config: &SdkConfig, region: &str) -> String {
     let explicit = config.get_origin("endpoint_url").is_client_config();
     let from_settings = || {

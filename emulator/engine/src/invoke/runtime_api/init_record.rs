@@ -4,7 +4,7 @@
 
 use std::sync::{Mutex, PoisonError};
 
-use crate::invoke::{InvokeOutcome, NeverInitialised};
+use crate::invoke::invoker::{InvokeOutcome, NeverInitialised};
 
 /// What the new execution environments of one function came to.
 #[derive(Debug, Default)]
@@ -62,10 +62,11 @@ fn describe(outcome: &InvokeOutcome) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::invoke::error_type::ErrorType;
 
     fn init_error() -> InvokeOutcome {
         InvokeOutcome::FunctionError {
-            error_type: "Shipping.MissingCarrier".to_owned(),
+            error_type: ErrorType::new("Shipping.MissingCarrier"),
             message: "CARRIER_URL is not set".to_owned(),
         }
     }

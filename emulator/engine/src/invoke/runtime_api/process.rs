@@ -12,7 +12,7 @@ use tokio::io::{AsyncBufReadExt as _, AsyncRead, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::{oneshot, watch};
 
-use super::AbortOnDrop;
+use super::abort_on_drop::AbortOnDrop;
 use super::function_log::{self, Detail, Level};
 
 /// How many of the last lines of its standard error a process that exited is described with.

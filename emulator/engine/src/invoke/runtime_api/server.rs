@@ -21,8 +21,9 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
-use super::FunctionFailure;
-use crate::invoke::InvokeOutcome;
+use super::function_failure::FunctionFailure;
+use crate::invoke::error_type::LambdaError;
+use crate::invoke::invoker::InvokeOutcome;
 
 /// The largest response Lambda accepts from a synchronously invoked function, in bytes.
 pub(super) const MAX_RESPONSE_BYTES: usize = 6_291_556;
@@ -212,7 +213,7 @@ async fn response(exchange: &Exchange, request_id: &str, body: Incoming) -> Resp
     let outcome = match read_body(body, MAX_RESPONSE_BYTES).await {
         Ok(ReadBody::Complete(body)) => InvokeOutcome::Response(body),
         Ok(ReadBody::TooLarge) => InvokeOutcome::FunctionError {
-            error_type: "Function.ResponseSizeTooLarge".to_owned(),
+            error_type: LambdaError::ResponseSizeTooLarge.into(),
             message: format!(
                 "Response payload size exceeded maximum allowed payload size ({MAX_RESPONSE_BYTES} bytes)."
             ),

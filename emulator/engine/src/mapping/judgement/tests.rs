@@ -13,6 +13,7 @@ use std::time::{Duration, SystemTime};
 use bytes::Bytes;
 
 use super::*;
+use crate::invoke::ErrorType;
 use crate::mapping::policy::{Action, Discard, InvocationResult::*, RetryRules};
 
 const SHARD: &str = "shardId-000000000000";
@@ -82,7 +83,7 @@ fn response(body: &str) -> Result<InvokeOutcome, InvokeError> {
 
 fn function_error(error_type: &str, message: &str) -> Result<InvokeOutcome, InvokeError> {
     Ok(InvokeOutcome::FunctionError {
-        error_type: error_type.to_owned(),
+        error_type: ErrorType::new(error_type),
         message: message.to_owned(),
     })
 }

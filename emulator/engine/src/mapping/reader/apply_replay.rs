@@ -4,7 +4,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use super::ShardReader;
+use super::shard_reader::ShardReader;
 use crate::lease::Checkpoint;
 use crate::mapping::reader_exit::ReaderExit;
 use crate::mapping::replay::{
@@ -272,7 +272,7 @@ impl ShardReader {
             let output = match self
                 .shared
                 .source
-                .get_records(&iterator, super::READ_LIMIT)
+                .get_records(&iterator, super::shard_reader::READ_LIMIT)
                 .await
             {
                 Ok(output) => output,

@@ -41,8 +41,9 @@ use kinesis_source::{Record, StreamDescription};
 /// What the batches of one shard share: where they come from and what stops them.
 pub(super) struct BatchContext {
     pub(super) shared: Arc<Shared>,
-    pub(super) stream: Arc<StreamDescription>,
     pub(super) shard_id: String,
+    /// The stream's ARN as events carry it, written once.
+    stream_arn: String,
     region: String,
     account: String,
     stopping: watch::Receiver<bool>,
@@ -118,13 +119,13 @@ impl BatchContext {
         stopping: watch::Receiver<bool>,
         lease_lost: watch::Receiver<bool>,
     ) -> Self {
-        let mut arn = stream.arn.split(':');
-        let region = arn.nth(3).unwrap_or("us-east-1").to_owned();
-        let account = arn.next().unwrap_or("000000000000").to_owned();
+        let stream_arn = stream.arn.to_string();
+        let region = stream.arn.region.clone();
+        let account = stream.arn.account.clone();
         Self {
             shared,
-            stream,
             shard_id,
+            stream_arn,
             region,
             account,
             stopping,
@@ -384,7 +385,7 @@ impl BatchContext {
 
     fn event_source(&self) -> EventSource<'_> {
         EventSource {
-            stream_arn: &self.stream.arn,
+            stream_arn: &self.stream_arn,
             shard_id: &self.shard_id,
             region: &self.region,
             invoke_identity_arn: &self.shared.options.invoke_identity_arn,
@@ -562,7 +563,7 @@ impl BatchContext {
                 approximate_arrival_of_first_record: iso8601_millis(first.approximate_arrival),
                 approximate_arrival_of_last_record: iso8601_millis(last.approximate_arrival),
                 batch_size: records.len(),
-                stream_arn: self.stream.arn.clone(),
+                stream_arn: self.stream_arn.clone(),
             },
         };
         serde_json::to_value(&record).expect("an on-failure record serializes")

@@ -20,7 +20,7 @@ use futures_util::stream::FuturesUnordered;
 use tokio::sync::mpsc;
 
 use super::batch::{BatchContext, LaneMemory, Settlements};
-use super::{MAX_PAYLOAD_BYTES, ShardReader, event_size};
+use super::shard_reader::{MAX_PAYLOAD_BYTES, ShardReader, event_size};
 use crate::lease::Checkpoint;
 use crate::mapping::lanes::{Lanes, lane_of};
 use crate::mapping::reader_exit::ReaderExit;

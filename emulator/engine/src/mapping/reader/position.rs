@@ -1,7 +1,7 @@
 //! Where a reader starts: shard iterators, and resuming at a checkpoint that the shard may no
 //! longer back (`docs/checkpoints.md`).
 
-use super::ShardReader;
+use super::shard_reader::ShardReader;
 use crate::backoff::RetryKind;
 use crate::mapping::reader_exit::ReaderExit;
 use crate::mapping::reader_exit::stop_signal;

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::ShardReader;
+use super::shard_reader::ShardReader;
 use crate::backoff::RetryKind;
 use crate::lease::{Checkpoint, Lease, LeaseError, LeaseStore};
 use crate::mapping::coordinator::lease_key;

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use super::ShardReader;
+use super::shard_reader::ShardReader;
 use crate::mapping::reader_exit::ReaderExit;
 use crate::mapping::window::{OpenWindow, ShardView, WindowStep, leading_in_window, next_step};
 use kinesis_source::time::millis_since_epoch;

@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
+use crate::invoke::ErrorType;
 use kinesis_source::sequence::SequenceNumber;
 
 /// How many invocations a shard's status keeps: enough to see a retry loop or a run of
@@ -36,7 +37,7 @@ pub enum InvocationVerdict {
     /// The function returned an error (or its process crashed).
     FunctionError {
         /// The error's type, as the function reported it (`errorType`).
-        error_type: String,
+        error_type: ErrorType,
     },
     /// The function ran past its timeout.
     Timeout,
@@ -262,7 +263,7 @@ mod tests {
             InvocationVerdict::AllAcked { dropped: 1 },
             InvocationVerdict::BadResponse,
             InvocationVerdict::FunctionError {
-                error_type: "Panic".to_owned(),
+                error_type: ErrorType::new("Panic"),
             },
             InvocationVerdict::Timeout,
             InvocationVerdict::NotInvoked,

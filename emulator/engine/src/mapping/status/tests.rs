@@ -1,7 +1,13 @@
 //! How changes fold into a shard's status: what holds and releases a shard, what is
 //! counted, when it is idle.
 
+use std::collections::BTreeMap;
+
 use super::*;
+use crate::lease::Checkpoint;
+use crate::mapping::metrics::{InvocationEnd, ShardMetrics};
+use crate::mapping::reader_exit::ReaderExit;
+use kinesis_source::sequence::SequenceNumber;
 
 /// A mapping of one shard in `phase`, blocked (if `held`) after that many failed deliveries,
 /// under a retry cap or not.
