@@ -173,6 +173,10 @@ async fn aws_the_run_makes_the_templates_queue_at_the_destination_endpoint() {
         path(&events),
         "--destination-endpoint",
         &moto,
+        // Not the local default (us-east-1): the queue is made, and the batch delivered, in
+        // the run's region, and moto keeps queues per region.
+        "--region",
+        "eu-west-1",
         "--retry-pause",
         "10ms",
         "--max-retry-pause",
@@ -191,6 +195,7 @@ async fn aws_the_run_makes_the_templates_queue_at_the_destination_endpoint() {
     );
 
     let config = AwsConnection::local(moto.clone())
+        .with_region("eu-west-1")
         .sdk_config()
         .await
         .expect("a local configuration");

@@ -32,10 +32,12 @@ pub(super) fn endpoint_for(
     })
 }
 
-/// The destination of `config`'s discarded batches, if it has one kinesis-esm delivers to.
+/// The destination of `config`'s discarded batches, if it has one kinesis-esm delivers to. An
+/// endpoint's queue, topic or bucket is reached in `region`, the run's: where `run` made it.
 pub(super) async fn destination_for(
     config: &MappingConfig,
     flag: Option<&str>,
+    region: &str,
     state_dir: Option<&Path>,
 ) -> anyhow::Result<Option<Arc<dyn Destination>>> {
     let Some(destination) = &config.on_failure_destination else {
@@ -55,7 +57,7 @@ pub(super) async fn destination_for(
             Some(endpoint) => Arc::new(
                 SdkDestination::connect(
                     target,
-                    &super::connection::connection_to(&endpoint),
+                    &super::connection::connection_to(&endpoint).with_region(region),
                     endpoint,
                 )
                 .await?,

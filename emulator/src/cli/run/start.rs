@@ -199,6 +199,7 @@ impl Start<'_> {
         let destination = crate::cli::destinations::destination_for(
             config,
             self.args.destination_endpoint.as_deref(),
+            &self.args.region,
             self.args.state_dir.as_deref(),
         );
         if let Some(destination) = destination.await? {
