@@ -191,6 +191,11 @@ async fn run_once(
         (records as u64, records as u64, 0),
         "subscribed {subscribed}: every shipment is delivered once and acked"
     );
+    if let Some(subscriber) = &subscriber {
+        // The page sends a status event at most every `COALESCE` (200 ms), and a run can end
+        // sooner: the run's last status reaches the page after it. Outside the measured time.
+        subscriber.wait_for_events(2).await;
+    }
     let events = subscriber.map(|subscriber| {
         let events = subscriber.stop();
         // The first came before the mapping started.
@@ -293,6 +298,14 @@ impl Subscriber {
                 Instant::now() < deadline,
                 "the subscriber got no status event within {SUBSCRIBED_WITHIN:?}"
             );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// Waits until it got `count` status events, or a second passes.
+    async fn wait_for_events(&self, count: u64) {
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while self.received.load(Ordering::Relaxed) < count && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
