@@ -90,26 +90,39 @@ pub(crate) async fn finish(what: &str, command: &mut tokio::process::Command) ->
         .unwrap_or_else(|error| panic!("could not run {what}: {error}"))
 }
 
-#[tokio::test]
-async fn boto3_flows_pass() {
-    venv();
-    let (server, _kinesis) = serve().await;
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/test_boto3.py");
-    let output = finish(
-        "the boto3 suite",
-        command("python", &server.endpoint_url())
-            .arg(&script)
-            .env("TIMED_STREAM", TIMED_STREAM)
-            .env("TIMED_START", TIMED_START.to_string()),
-    )
-    .await;
+/// Runs the unittest suite `tests/clients/{script}` against `endpoint` (with `env` besides the
+/// endpoint's), and checks that it ran `tests` tests and that every one passed.
+pub(crate) async fn check_python_suite(
+    endpoint: &str,
+    script: &str,
+    env: &[(&str, String)],
+    tests: usize,
+) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/clients")
+        .join(script);
+    let mut command = command("python", endpoint);
+    command
+        .arg(&path)
+        .envs(env.iter().map(|(name, value)| (name, value)));
+    let output = finish(script, &mut command).await;
     let report = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "the boto3 suite failed:\n{report}");
+    assert!(output.status.success(), "{script} failed:\n{report}");
     // unittest reports on stderr; a suite that found no tests must not pass for one that ran.
     assert!(
-        report.contains("Ran 4 tests") && report.contains("\nOK"),
+        report.contains(&format!("Ran {tests} tests")) && report.contains("\nOK"),
         "{report}"
     );
+}
+
+#[tokio::test]
+async fn boto3_flows_pass() {
+    let (server, _kinesis) = serve().await;
+    let env = [
+        ("TIMED_STREAM", TIMED_STREAM.to_owned()),
+        ("TIMED_START", TIMED_START.to_string()),
+    ];
+    check_python_suite(&server.endpoint_url(), "test_boto3.py", &env, 4).await;
 }
 
 /// The aws CLI against one endpoint.

@@ -7,7 +7,6 @@
 //!
 //! Run with `cargo test -p embedded-kinesis --test api fidelity::`.
 
-use std::path::Path;
 use std::time::{Duration, UNIX_EPOCH};
 
 use aws_sdk_kinesis::client::Waiters;
@@ -19,7 +18,7 @@ use aws_sdk_kinesis::types::{
 use embedded_kinesis::http;
 use embedded_kinesis::{EmbeddedKinesis, ManualClock};
 
-use crate::clients::{command, finish, venv};
+use crate::clients::check_python_suite;
 use crate::support::{check_failure, create, failure, listen, within_timeout};
 
 #[tokio::test]
@@ -529,27 +528,10 @@ async fn a_body_declared_over_the_limit_is_answered_413_before_it_is_sent() {
 
 #[tokio::test]
 async fn boto3_sees_the_same_answers() {
-    venv();
-    let kinesis = EmbeddedKinesis::new();
-    let server = http::serve(kinesis.clone(), "127.0.0.1:0".parse().unwrap())
+    let server = http::serve(EmbeddedKinesis::new(), "127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/test_boto3_fidelity.py");
-    let output = finish(
-        "the boto3 fidelity suite",
-        command("python", &server.endpoint_url()).arg(&script),
-    )
-    .await;
-    let report = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the boto3 fidelity suite failed:\n{report}"
-    );
-    // unittest reports on stderr; a suite that found no tests must not pass for one that ran.
-    assert!(
-        report.contains("Ran 6 tests") && report.contains("\nOK"),
-        "{report}"
-    );
+    check_python_suite(&server.endpoint_url(), "test_boto3_fidelity.py", &[], 6).await;
 }
 
 /// A TRIM_HORIZON iterator of the only shard of `stream`.

@@ -9,7 +9,6 @@
 //!
 //! Run with `cargo test -p embedded-kinesis --test api throttle::`.
 
-use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
 use aws_sdk_kinesis::Client;
@@ -19,7 +18,7 @@ use aws_sdk_kinesis::types::{PutRecordsRequestEntry, ShardIteratorType};
 use embedded_kinesis::http;
 use embedded_kinesis::{EmbeddedKinesis, ManualClock};
 
-use crate::clients::{command, finish, venv};
+use crate::clients::check_python_suite;
 use crate::support::{check_failure, create, failure, sdk_config};
 
 /// A throttling endpoint on `clock`, and a client that does not retry, so that each answer
@@ -257,7 +256,6 @@ async fn control_calls_past_their_rate_are_limit_exceeded() {
 
 #[tokio::test]
 async fn boto3_sees_the_same_throttles() {
-    venv();
     let kinesis = EmbeddedKinesis::builder()
         .throttle(true)
         .clock(stopped_clock())
@@ -265,19 +263,5 @@ async fn boto3_sees_the_same_throttles() {
     let server = http::serve(kinesis, "127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/test_boto3_throttle.py");
-    let output = finish(
-        "the boto3 throttle suite",
-        command("python", &server.endpoint_url()).arg(&script),
-    )
-    .await;
-    let report = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the boto3 throttle suite failed:\n{report}"
-    );
-    assert!(
-        report.contains("Ran 2 tests") && report.contains("\nOK"),
-        "{report}"
-    );
+    check_python_suite(&server.endpoint_url(), "test_boto3_throttle.py", &[], 2).await;
 }
