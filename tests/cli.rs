@@ -759,7 +759,7 @@ async fn a_taken_default_port_stops_the_run_and_names_its_owner() {
 // SAM's habits: --env-vars, options before or after the command.
 
 /// A file of this test's own in the temporary folder, holding `text`.
-fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
+pub(crate) fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
     let path = std::env::temp_dir().join(format!("kinesis-esm-{}-{name}", std::process::id()));
     std::fs::write(&path, text).expect("the temporary folder is writable");
     path

@@ -9,7 +9,7 @@ use std::time::Duration;
 use end_to_end::{fixture, kinesis_esm_binary, shipping_bootstrap, workspace_dir};
 use kinesis_esm::mapping::{InvocationVerdict, MappingStatus};
 
-use crate::cli::{Running, check_row, cli_template, kinesis_esm_with, records};
+use crate::cli::{Running, check_row, cli_template, kinesis_esm_with, records, temp_file};
 
 /// How long a held shipment waits for its retry in [`the_records_add_up_with_acks_drops_holds_and_a_discard`]:
 /// long enough to read the status while it waits, on a busy machine.
@@ -280,5 +280,44 @@ async fn a_partial_response_the_mapping_ignores_is_warned_of_once() {
     assert!(
         named.len() == 56 && named.bytes().all(|byte| byte.is_ascii_digit()),
         "{line}"
+    );
+}
+
+/// A record the shipping function cannot decode (a producer writing another format) is dropped
+/// by the adapter, and counted apart from the handler's drop: the summary's `undecodable`
+/// column and totals say which records point at a producer rather than at the handler.
+#[tokio::test]
+async fn undecodable_records_are_counted_apart_from_the_handlers_drops() {
+    shipping_bootstrap().await;
+    let records = temp_file(
+        "undecodable.jsonl",
+        concat!(
+            r#"{"partitionKey": "shipment-1", "data": {"id": 1, "address": "1 Quay Street, Dublin", "carrier": "dhl"}}"#,
+            "\n",
+            r#"{"partitionKey": "legacy-producer", "data": "id=2;carrier=dhl"}"#,
+            "\n",
+            r#"{"partitionKey": "shipment-3", "data": {"id": 3, "address": "", "carrier": "dhl"}}"#,
+            "\n",
+        ),
+    );
+    let run = kinesis_esm_with(&cli_template("summary-counts.yaml"), &records, &[]).await;
+    std::fs::remove_file(&records).expect("cleaned");
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    check_row(
+        &run,
+        &[
+            ("records", "3"),
+            ("acked", "1"),
+            ("dropped", "1"),
+            ("undecodable", "1"),
+            ("discarded", "0"),
+            ("held", "0"),
+        ],
+    );
+    assert!(
+        run.stdout
+            .contains("3 records: 1 acked, 1 dropped, 1 undecodable, 0 discarded, 0 held;"),
+        "{}",
+        run.stdout
     );
 }

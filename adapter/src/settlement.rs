@@ -302,17 +302,23 @@ impl Settlement {
         let cut = self.cut();
         let settled = cut.map_or(self.outcomes.len(), |cut| cut.index);
         let mut dropped: Vec<String> = Vec::new();
+        let mut undecodable: Vec<String> = Vec::new();
         for (index, outcome) in self.outcomes[..settled].iter().enumerate() {
-            if !matches!(outcome, RecordOutcome::Dropped(_)) {
+            let RecordOutcome::Dropped(reason) = outcome else {
                 continue;
-            }
+            };
             let Some(record) = self.batch.record(index) else {
                 continue;
             };
-            if dropped.last().map(String::as_str) != Some(record.sequence_number()) {
-                dropped.push(record.sequence_number().to_owned());
+            let sequence_number = record.sequence_number();
+            if dropped.last().map(String::as_str) != Some(sequence_number) {
+                dropped.push(sequence_number.to_owned());
+            }
+            let unread = matches!(reason, DropReason::Undecodable(_));
+            if unread && undecodable.last().map(String::as_str) != Some(sequence_number) {
+                undecodable.push(sequence_number.to_owned());
             }
         }
-        BatchResponse::new(cut.map(|cut| cut.sequence_number), dropped)
+        BatchResponse::new(cut.map(|cut| cut.sequence_number), dropped, undecodable)
     }
 }

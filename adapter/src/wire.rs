@@ -9,8 +9,9 @@
 //!   from the invocation's bytes before `lambda_runtime` deserialises it (the adapter's
 //!   [`run`](crate::KinesisAdapter::run) uses it).
 //! - **The response.** [`BatchResponse`] is the partial batch response plus the adapter's
-//!   extension naming the dropped records ([`EXTENSION`], read back by
-//!   [`dropped_sequence_numbers`]).
+//!   extension naming the dropped records and, among them, the undecodable ones
+//!   ([`EXTENSION`], read back by [`dropped_sequence_numbers`] and
+//!   [`undecodable_sequence_numbers`]).
 //! - **The function error.** [`AdapterError`] is what the adapter answers when the event itself
 //!   is unusable.
 
@@ -31,26 +32,38 @@ pub const EXTENSION: &str = "lambdaKinesis";
 /// The key, inside [`EXTENSION`], of the sequence numbers of the dropped records.
 pub const DROPPED: &str = "dropped";
 
+/// The key, inside [`EXTENSION`], of the sequence numbers of the dropped records the adapter
+/// could not decode: a subset of [`DROPPED`], so that a reader of `dropped` alone still counts
+/// every record the checkpoint passes without an ack.
+pub const UNDECODABLE: &str = "undecodable";
+
 /// The adapter's answer to Lambda: the partial batch response, naming at most one record.
 ///
 /// It serialises as `{"batchItemFailures":[...]}`. When records were dropped it also carries
-/// `"lambdaKinesis":{"dropped":[sequence numbers]}` ([`EXTENSION`], [`DROPPED`]), which Lambda
-/// ignores (it reads only `batchItemFailures`) and the `kinesis-esm` emulator reads to tell drops
-/// from acks. It lists only the drops in front of the record the response names: those the
-/// checkpoint passes.
+/// `"lambdaKinesis":{"dropped":[sequence numbers]}` ([`EXTENSION`], [`DROPPED`]), plus
+/// `"undecodable":[sequence numbers]` ([`UNDECODABLE`]) for those among them the adapter could
+/// not decode. Lambda ignores the extension (it reads only `batchItemFailures`); the
+/// `kinesis-esm` emulator reads it to tell drops from acks, and undecodable records from the
+/// handler's drops. It lists only the drops in front of the record the response names: those
+/// the checkpoint passes.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct BatchResponse {
     failures: KinesisEventResponse,
     dropped: Vec<String>,
+    undecodable: Vec<String>,
 }
 
 impl BatchResponse {
-    pub(crate) fn new(held: Option<&str>, dropped: Vec<String>) -> Self {
+    pub(crate) fn new(held: Option<&str>, dropped: Vec<String>, undecodable: Vec<String>) -> Self {
         let mut failures = KinesisEventResponse::default();
         if let Some(sequence_number) = held {
             failures.add_failure(sequence_number);
         }
-        Self { failures, dropped }
+        Self {
+            failures,
+            dropped,
+            undecodable,
+        }
     }
 
     /// The standard partial batch response.
@@ -62,6 +75,12 @@ impl BatchResponse {
     pub fn dropped(&self) -> &[String] {
         &self.dropped
     }
+
+    /// The sequence numbers of the dropped records that were dropped because the adapter could
+    /// not decode them: a subset of [`dropped`](Self::dropped).
+    pub fn undecodable(&self) -> &[String] {
+        &self.undecodable
+    }
 }
 
 impl From<BatchResponse> for KinesisEventResponse {
@@ -72,11 +91,16 @@ impl From<BatchResponse> for KinesisEventResponse {
 
 impl Serialize for BatchResponse {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        struct Report<'a>(&'a [String]);
+        struct Report<'a>(&'a BatchResponse);
         impl Serialize for Report<'_> {
             fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                let mut map = serializer.serialize_map(Some(1))?;
-                map.serialize_entry(DROPPED, self.0)?;
+                let undecodable = &self.0.undecodable;
+                let entries = if undecodable.is_empty() { 1 } else { 2 };
+                let mut map = serializer.serialize_map(Some(entries))?;
+                map.serialize_entry(DROPPED, &self.0.dropped)?;
+                if !undecodable.is_empty() {
+                    map.serialize_entry(UNDECODABLE, undecodable)?;
+                }
                 map.end()
             }
         }
@@ -85,7 +109,7 @@ impl Serialize for BatchResponse {
         let items: &[KinesisBatchItemFailure] = &self.failures.batch_item_failures;
         map.serialize_entry("batchItemFailures", items)?;
         if !self.dropped.is_empty() {
-            map.serialize_entry(EXTENSION, &Report(&self.dropped))?;
+            map.serialize_entry(EXTENSION, &Report(self))?;
         }
         map.end()
     }
@@ -95,9 +119,22 @@ impl Serialize for BatchResponse {
 /// written by [`BatchResponse`]; none when the response has no extension. Entries that are not
 /// strings are skipped: the extension is advisory, and Lambda ignores it altogether.
 pub fn dropped_sequence_numbers(response: &serde_json::Value) -> impl Iterator<Item = &str> + '_ {
+    extension_list(response, DROPPED)
+}
+
+/// The undecodable records' sequence numbers a function's response names in its
+/// [`EXTENSION`] (a subset of [`dropped_sequence_numbers`]); none from a response without them,
+/// such as one written by an older adapter.
+pub fn undecodable_sequence_numbers(
+    response: &serde_json::Value,
+) -> impl Iterator<Item = &str> + '_ {
+    extension_list(response, UNDECODABLE)
+}
+
+fn extension_list<'a>(response: &'a serde_json::Value, key: &str) -> impl Iterator<Item = &'a str> {
     response
         .get(EXTENSION)
-        .and_then(|extension| extension.get(DROPPED))
+        .and_then(|extension| extension.get(key))
         .and_then(serde_json::Value::as_array)
         .into_iter()
         .flatten()
@@ -308,20 +345,33 @@ mod tests {
 
     #[test]
     fn the_dropped_records_read_back_as_they_were_written() {
-        let response = BatchResponse::new(Some("30"), vec!["10".to_owned(), "20".to_owned()]);
+        let response = BatchResponse::new(
+            Some("30"),
+            vec!["10".to_owned(), "20".to_owned()],
+            vec!["20".to_owned()],
+        );
         let written = serde_json::to_value(&response).unwrap();
         assert_eq!(
             written,
             serde_json::json!({
                 "batchItemFailures": [{"itemIdentifier": "30"}],
-                "lambdaKinesis": {"dropped": ["10", "20"]}
+                "lambdaKinesis": {"dropped": ["10", "20"], "undecodable": ["20"]}
             })
         );
         assert_eq!(
             dropped_sequence_numbers(&written).collect::<Vec<_>>(),
             ["10", "20"]
         );
-        let plain = serde_json::to_value(BatchResponse::new(None, Vec::new())).unwrap();
+        assert_eq!(
+            undecodable_sequence_numbers(&written).collect::<Vec<_>>(),
+            ["20"]
+        );
+        let handler_drop = BatchResponse::new(None, vec!["10".to_owned()], Vec::new());
+        assert_eq!(
+            serde_json::to_value(handler_drop).unwrap(),
+            serde_json::json!({"batchItemFailures": [], "lambdaKinesis": {"dropped": ["10"]}})
+        );
+        let plain = serde_json::to_value(BatchResponse::new(None, Vec::new(), Vec::new())).unwrap();
         assert_eq!(plain, serde_json::json!({"batchItemFailures": []}));
         assert_eq!(dropped_sequence_numbers(&plain).count(), 0);
         let odd = serde_json::json!({"lambdaKinesis": {"dropped": ["7", 8, null]}});

@@ -1,8 +1,9 @@
 //! What the emulator tells a user about a mapping: the summary printed when a run ends, the tree
 //! of `kinesis-esm status`, and the live progress line of each shard.
 //!
-//! Records are counted apart from deliveries: every record read is acked, dropped, discarded,
-//! filtered out or held (read and not settled yet), once, however often it was delivered. So for a
+//! Records are counted apart from deliveries: every record read is acked, dropped (by the
+//! handler), undecodable (dropped by the adapter, which could not decode it), discarded, filtered
+//! out or held (read and not settled yet), once, however often it was delivered. So for a
 //! run that starts at `TRIM_HORIZON` and reads every record, the records add up to what was
 //! published. Retries are those `MaximumRetryAttempts` counts, apart from bisection splits.
 //! Sequence numbers are shortened in tables ([`short_sequence_number`]); `--json` has them whole.
@@ -32,8 +33,10 @@ const RECENT_IN_TREE: usize = 5;
 pub struct RecordCounts {
     /// Settled as handled.
     pub acked: u64,
-    /// Reported as dropped by the function.
+    /// Reported as dropped by the handler.
     pub dropped: u64,
+    /// Dropped by the function because it could not decode them.
+    pub undecodable: u64,
     /// Given up by the mapping (retries used up, or too old).
     pub discarded: u64,
     /// Passed by `FilterCriteria`: never delivered.
@@ -49,6 +52,7 @@ impl RecordCounts {
         Self {
             acked: shard.acked,
             dropped: shard.dropped,
+            undecodable: shard.undecodable,
             discarded: shard.discarded,
             filtered: shard.filtered,
             held: shard.unsettled,
@@ -57,7 +61,7 @@ impl RecordCounts {
 
     /// Every record read.
     pub fn read(&self) -> u64 {
-        self.acked + self.dropped + self.discarded + self.filtered + self.held
+        self.acked + self.dropped + self.undecodable + self.discarded + self.filtered + self.held
     }
 }
 
@@ -130,10 +134,11 @@ pub fn totals_line(status: &MappingStatus) -> String {
         String::new()
     };
     format!(
-        "{}: {} acked, {} dropped, {} discarded{filtered}, {} held; {} in {}, {}, {}",
+        "{}: {} acked, {} dropped{}, {} discarded{filtered}, {} held; {} in {}, {}, {}",
         counted(records.read(), "record", "records"),
         records.acked,
         records.dropped,
+        undecodable_text(records.undecodable),
         records.discarded,
         records.held,
         counted(total.delivered, "delivery", "deliveries"),
@@ -141,6 +146,16 @@ pub fn totals_line(status: &MappingStatus) -> String {
         counted(total.retries, "retry", "retries"),
         counted(total.splits, "split", "splits"),
     )
+}
+
+/// ", N undecodable", or nothing where no record was undecodable: most runs have none, and a
+/// zero would only widen the line.
+fn undecodable_text(undecodable: u64) -> String {
+    if undecodable > 0 {
+        format!(", {undecodable} undecodable")
+    } else {
+        String::new()
+    }
 }
 
 /// The summary's line for a function that never initialised: the mapping's counts only say that
@@ -177,7 +192,13 @@ pub fn render(status: &MappingStatus) -> String {
     );
     // Filtered records only matter to a mapping with filters.
     let show_filtered = status.shards.values().any(|shard| shard.filtered > 0);
-    let mut header = vec!["shard", "state", "records", "acked", "dropped", "discarded"];
+    // As undecodable records only matter where a producer wrote what the function cannot read.
+    let show_undecodable = status.shards.values().any(|shard| shard.undecodable > 0);
+    let mut header = vec!["shard", "state", "records", "acked", "dropped"];
+    if show_undecodable {
+        header.push("undecodable");
+    }
+    header.push("discarded");
     if show_filtered {
         header.push("filtered");
     }
@@ -200,8 +221,11 @@ pub fn render(status: &MappingStatus) -> String {
                 records.read().to_string(),
                 records.acked.to_string(),
                 records.dropped.to_string(),
-                records.discarded.to_string(),
             ];
+            if show_undecodable {
+                row.push(records.undecodable.to_string());
+            }
+            row.push(records.discarded.to_string());
             if show_filtered {
                 row.push(records.filtered.to_string());
             }
@@ -318,13 +342,17 @@ fn held_text(shard: &ShardStatus, now: SystemTime, short: bool) -> Option<String
 pub fn progress_line(function_name: &str, shard: &ShardStatus, now: SystemTime) -> String {
     let records = RecordCounts::of(shard);
     let mut line = format!(
-        "{function_name} {}  {:<17}  records {}  acked {}  dropped {}  discarded {}  held {}  \
+        "{function_name} {}  {:<17}  records {}  acked {}  dropped {}{}  discarded {}  held {}  \
          deliveries {}  retries {}",
         shard.shard_id,
         shard.phase.as_str(),
         records.read(),
         records.acked,
         records.dropped,
+        match records.undecodable {
+            0 => String::new(),
+            count => format!("  undecodable {count}"),
+        },
         records.discarded,
         records.held,
         shard.delivered,
@@ -595,6 +623,31 @@ mod tests {
              \x20 shardId-000000000000  caught up       12      5        1          6     0          48            7        5       0  4917…110000000000\n\
              \x20 12 records: 5 acked, 1 dropped, 6 discarded, 0 held; 48 deliveries in 7 invocations, 5 retries, 0 splits\n\
              \x20 6 records in 1 batch discarded and sent to the on-failure destination Queue\n"
+        );
+    }
+
+    #[test]
+    fn undecodable_records_are_counted_apart_where_there_are_any() {
+        let shard = ShardStatus {
+            dropped: 0,
+            undecodable: 1,
+            ..main_command_shard()
+        };
+        let text = render(&mapping(vec![shard.clone()], Some("Queue")));
+        assert!(
+            text.contains(
+                "  shard                 state      records  acked  dropped  undecodable  discarded  held"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("12 records: 5 acked, 0 dropped, 1 undecodable, 6 discarded, 0 held;"),
+            "{text}"
+        );
+        let line = progress_line("ShippingFunction", &shard, SystemTime::UNIX_EPOCH);
+        assert!(
+            line.contains("acked 5  dropped 0  undecodable 1  discarded 6"),
+            "{line}"
         );
     }
 

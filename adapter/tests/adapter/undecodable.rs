@@ -85,7 +85,7 @@ async fn data_that_is_not_the_handlers_type_is_dropped_and_never_reaches_the_han
         assert_eq!(
             response_json(&settlement),
             format!(
-                r#"{{"batchItemFailures":[],"lambdaKinesis":{{"dropped":["{}"]}}}}"#,
+                r#"{{"batchItemFailures":[],"lambdaKinesis":{{"dropped":["{0}"],"undecodable":["{0}"]}}}}"#,
                 event.sequence_number(1)
             )
         );

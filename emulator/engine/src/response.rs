@@ -35,6 +35,45 @@ pub struct ReadResponse {
     /// `lambda_kinesis::wire::EXTENSION`), as indices into the batch. Lambda ignores the
     /// extension; the emulator only counts it.
     pub dropped: Vec<usize>,
+    /// Those of `dropped` the adapter dropped because it could not decode them.
+    pub undecodable: Vec<usize>,
+}
+
+impl ReadResponse {
+    /// The drops among the first `settled` records (those the checkpoint passes).
+    pub fn drops_before(&self, settled: usize) -> DropCounts {
+        let undecodable = self.undecodable.iter().filter(|&&i| i < settled).count() as u64;
+        let dropped = self.dropped.iter().filter(|&&i| i < settled).count() as u64;
+        DropCounts {
+            dropped: dropped.saturating_sub(undecodable),
+            undecodable,
+        }
+    }
+}
+
+/// How many settled records a function retired without an ack, by why: the handler dropped
+/// them, or the adapter could not decode them. Counted apart so that a producer writing a
+/// format the function does not read shows as such, not as the handler's choice.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DropCounts {
+    /// Dropped by the handler.
+    pub dropped: u64,
+    /// Dropped because the adapter could not decode them.
+    pub undecodable: u64,
+}
+
+impl DropCounts {
+    /// Every drop, whatever its reason.
+    pub fn total(self) -> u64 {
+        self.dropped + self.undecodable
+    }
+}
+
+impl std::ops::AddAssign for DropCounts {
+    fn add_assign(&mut self, other: Self) {
+        self.dropped += other.dropped;
+        self.undecodable += other.undecodable;
+    }
 }
 
 /// Reads a function's response body. With `report_batch_item_failures` off, Lambda ignores the
@@ -56,18 +95,30 @@ pub fn read_response(
                         reason: format!("the response is not JSON: {error}"),
                     },
                     dropped: Vec::new(),
+                    undecodable: Vec::new(),
                 };
             }
             Err(_) => Value::Null,
         }
     };
-    let dropped = dropped_records(&value, sequence_numbers);
+    let dropped = records_of(
+        lambda_kinesis::wire::dropped_sequence_numbers(&value),
+        sequence_numbers,
+    );
+    let undecodable = records_of(
+        lambda_kinesis::wire::undecodable_sequence_numbers(&value),
+        sequence_numbers,
+    );
     let verdict = if report_batch_item_failures {
         verdict(&value, sequence_numbers)
     } else {
         Verdict::Success
     };
-    ReadResponse { verdict, dropped }
+    ReadResponse {
+        verdict,
+        dropped,
+        undecodable,
+    }
 }
 
 fn verdict(value: &Value, sequence_numbers: &[SequenceNumber]) -> Verdict {
@@ -120,8 +171,12 @@ fn verdict(value: &Value, sequence_numbers: &[SequenceNumber]) -> Verdict {
     }
 }
 
-fn dropped_records(value: &Value, sequence_numbers: &[SequenceNumber]) -> Vec<usize> {
-    lambda_kinesis::wire::dropped_sequence_numbers(value)
+/// The batch indices of the records `listed` names; names of no record of the batch are skipped.
+fn records_of<'a>(
+    listed: impl Iterator<Item = &'a str>,
+    sequence_numbers: &[SequenceNumber],
+) -> Vec<usize> {
+    listed
         .filter_map(|text| text.parse::<SequenceNumber>().ok())
         .filter_map(|sequence_number| sequence_numbers.binary_search(&sequence_number).ok())
         .collect()
@@ -244,5 +299,30 @@ mod tests {
             read_response(body.as_bytes(), &batch(), true).dropped,
             vec![1]
         );
+    }
+
+    #[test]
+    fn undecodable_records_are_counted_apart_from_the_handlers_drops() {
+        let body = r#"{"lambdaKinesis":{"dropped":["9","10","11"],"undecodable":["10","11"]}}"#;
+        let read = read_response(body.as_bytes(), &batch(), true);
+        assert_eq!(
+            (read.dropped, read.undecodable.clone()),
+            (vec![0, 1, 2], vec![1, 2])
+        );
+        let read = read_response(body.as_bytes(), &batch(), true);
+        let counts = |settled| {
+            let DropCounts {
+                dropped,
+                undecodable,
+            } = read.drops_before(settled);
+            (dropped, undecodable)
+        };
+        assert_eq!(counts(3), (1, 2));
+        assert_eq!(
+            counts(2),
+            (1, 1),
+            "the drops behind the hold are not counted"
+        );
+        assert_eq!(counts(0), (0, 0));
     }
 }

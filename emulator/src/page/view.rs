@@ -276,6 +276,7 @@ fn shard_view(shard: &ShardStatus, depth: usize, held: &HeldRecords) -> Value {
         "delivered": shard.delivered,
         "acked": shard.acked,
         "dropped": shard.dropped,
+        "undecodable": shard.undecodable,
         "discarded": shard.discarded,
         "filtered": shard.filtered,
         "invocations": shard.invocations,

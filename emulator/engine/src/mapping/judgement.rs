@@ -13,7 +13,7 @@ use crate::invoke::{InvokeError, InvokeOutcome};
 use crate::mapping::policy::{BatchRetry, InvocationResult, Next};
 use crate::mapping::status::InvocationVerdict;
 use crate::mapping::window::{StateAnswer, read_state};
-use crate::response::{Verdict, read_response};
+use crate::response::{DropCounts, Verdict, read_response};
 
 /// What the judge knows of the invoked range besides its answer.
 pub(super) struct InvokedRange<'a> {
@@ -47,7 +47,7 @@ pub(super) struct Judgement {
     /// How the invocation went, as the shard's recent invocations show it.
     pub(super) verdict: InvocationVerdict,
     /// Records the function reported as dropped among those it settled.
-    pub(super) dropped: usize,
+    pub(super) dropped: DropCounts,
     /// Why the range's first record is held: set when the invocation reached the function and
     /// settled nothing.
     pub(super) failure: Option<FailedAttempt>,
@@ -93,7 +93,7 @@ pub(super) fn judge(
 struct Reading {
     result: InvocationResult,
     verdict: InvocationVerdict,
-    dropped: usize,
+    dropped: DropCounts,
     failure: Option<FailedAttempt>,
     window_state: Option<StateAnswer>,
 }
@@ -104,7 +104,7 @@ impl Reading {
         Self {
             result,
             verdict,
-            dropped: 0,
+            dropped: DropCounts::default(),
             failure: Some(FailedAttempt {
                 reason,
                 function_error: Some("Unhandled"),
@@ -134,7 +134,7 @@ fn read_outcome(outcome: Result<InvokeOutcome, InvokeError>, range: &InvokedRang
         Err(_) => Reading {
             result: InvocationResult::NotInvoked,
             verdict: InvocationVerdict::NotInvoked,
-            dropped: 0,
+            dropped: DropCounts::default(),
             failure: None,
             window_state: None,
         },
@@ -158,13 +158,10 @@ fn read_returned(body: &[u8], range: &InvokedRange<'_>) -> Reading {
         Verdict::PartialFailure { first_failed } => *first_failed,
         Verdict::Failure { .. } => 0,
     };
-    let dropped = read
-        .dropped
-        .iter()
-        .filter(|&&index| index < settled)
-        .count();
+    let dropped = read.drops_before(settled);
     let bad_response = matches!(read.verdict, Verdict::Failure { .. });
-    let verdict = InvocationVerdict::of_answer(bad_response, sequence_numbers, settled, dropped);
+    let verdict =
+        InvocationVerdict::of_answer(bad_response, sequence_numbers, settled, dropped.total());
     let failure = (settled == 0).then(|| FailedAttempt {
         reason: match read.verdict {
             Verdict::Failure { reason } => format!("bad response: {reason}"),

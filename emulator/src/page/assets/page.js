@@ -49,7 +49,7 @@ function onStatus(document_) {
     for (const shard of mapping.shards) {
       const key = mapping.stream + "/" + shard.id;
       const samples = history.get(key) || [];
-      samples.push([now, shard.acked + shard.dropped + shard.discarded]);
+      samples.push([now, shard.acked + shard.dropped + shard.undecodable + shard.discarded]);
       while (samples.length > 2 && samples[0][0] < now - CHART_WINDOW_MS - CHART_BUCKET_MS) samples.shift();
       history.set(key, samples);
     }
@@ -157,13 +157,13 @@ function renderHeld(mapping, shard) {
 
 // The shards' counts under the summary's headings and in its order (`kinesis-esm status`).
 function renderTable(mapping) {
-  const columns = ["shard", "phase", "records", "acked", "dropped", "discarded", "filtered", "held", "deliveries", "invocations", "retries", "iterator age"];
+  const columns = ["shard", "phase", "records", "acked", "dropped", "undecodable", "discarded", "filtered", "held", "deliveries", "invocations", "retries", "iterator age"];
   return el("table", { class: "shards" },
     el("thead", {}, el("tr", {}, ...columns.map((name) => el("th", {}, name)))),
     el("tbody", {}, ...mapping.shards.map((shard) => el("tr", { "data-shard": shard.id },
       el("td", {}, shard.id), el("td", { class: "text" }, shard.phase),
       el("td", {}, shard.records), el("td", {}, shard.acked), el("td", {}, shard.dropped),
-      el("td", {}, shard.discarded), el("td", {}, shard.filtered), el("td", {}, shard.unsettled),
+      el("td", {}, shard.undecodable), el("td", {}, shard.discarded), el("td", {}, shard.filtered), el("td", {}, shard.unsettled),
       el("td", {}, shard.delivered), el("td", {}, shard.invocations), el("td", {}, shard.retries),
       el("td", {}, shard.iteratorAgeMillis === null ? "–" : shard.iteratorAgeMillis + " ms")))));
 }

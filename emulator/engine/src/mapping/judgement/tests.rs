@@ -176,8 +176,11 @@ fn describe(judgement: &Judgement) -> String {
             other => other.kind().to_owned(),
         },
     ];
-    if judgement.dropped > 0 {
-        line.push(format!("dropped {}", judgement.dropped));
+    if judgement.dropped.dropped > 0 {
+        line.push(format!("dropped {}", judgement.dropped.dropped));
+    }
+    if judgement.dropped.undecodable > 0 {
+        line.push(format!("undecodable {}", judgement.dropped.undecodable));
     }
     if let Some(failure) = &judgement.failure {
         let function_error = failure.function_error.unwrap_or("none");
@@ -240,6 +243,17 @@ fn dropped_records_behind_the_hold_are_not_counted() {
             r#"{"batchItemFailures":[{"itemIdentifier":"103"}],"lambdaKinesis":{"dropped":["101","104"]}}"#,
         ),
         "settle 0..2 | held_at 103 after 2 | dropped 1 | unsettled",
+    );
+}
+
+#[test]
+fn undecodable_records_are_counted_apart_from_the_handlers_drops() {
+    check(
+        batch(4),
+        response(
+            r#"{"lambdaKinesis":{"dropped":["101","102","104"],"undecodable":["102","104"]}}"#,
+        ),
+        "settle 0..4 | all_acked | dropped 1 | undecodable 2",
     );
 }
 

@@ -34,6 +34,7 @@ use crate::mapping::status::ShardChange;
 use crate::mapping::window::{
     Closing, OpenWindow, StateAnswer, WindowSpan, after_success, read_state,
 };
+use crate::response::DropCounts;
 use kinesis_source::sequence::SequenceNumber;
 use kinesis_source::time::{iso8601_millis, millis_since_epoch};
 use kinesis_source::{Record, StreamDescription};
@@ -93,7 +94,7 @@ pub(super) trait Settlements {
         &mut self,
         batch: &[Record],
         range: Range<usize>,
-        dropped: usize,
+        dropped: DropCounts,
     ) -> Result<(), ReaderExit>;
 
     /// `batch[range]` are given up (retries exhausted, or too old): the checkpoint passes them

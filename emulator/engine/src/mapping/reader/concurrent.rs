@@ -25,6 +25,7 @@ use crate::lease::Checkpoint;
 use crate::mapping::lanes::{Lanes, lane_of};
 use crate::mapping::reader_exit::ReaderExit;
 use crate::mapping::status::Settled;
+use crate::response::DropCounts;
 use kinesis_source::Record;
 use kinesis_source::sequence::SequenceNumber;
 
@@ -37,7 +38,10 @@ const BATCHES_AHEAD_PER_LANE: usize = 2;
 /// What a lane reports of its batch, by the records' tickets in the ledger.
 enum LaneEvent {
     /// The function settled these records, `dropped` of them by dropping.
-    Settled { tickets: Vec<u64>, dropped: usize },
+    Settled {
+        tickets: Vec<u64>,
+        dropped: DropCounts,
+    },
     /// These records were given up.
     Discarded { tickets: Vec<u64> },
     /// The lane's batch failed an invocation: it holds records until a retry settles them.
@@ -64,7 +68,7 @@ impl Settlements for LaneSettlements {
         &mut self,
         _batch: &[Record],
         range: Range<usize>,
-        dropped: usize,
+        dropped: DropCounts,
     ) -> Result<(), ReaderExit> {
         let tickets = self.tickets[range].to_vec();
         self.report(LaneEvent::Settled { tickets, dropped });
@@ -119,7 +123,7 @@ fn run_lane(
 #[derive(Default)]
 struct Owed {
     records: u64,
-    dropped: u64,
+    dropped: DropCounts,
 }
 
 impl ShardReader {
@@ -261,7 +265,7 @@ impl ShardReader {
         let passed = match event {
             LaneEvent::Settled { tickets, dropped } => {
                 owed.records += tickets.len() as u64;
-                owed.dropped += dropped as u64;
+                owed.dropped += dropped;
                 lanes.settle(tickets)
             }
             LaneEvent::Discarded { tickets } => lanes.settle(tickets),

@@ -11,6 +11,7 @@ use tokio::task::JoinHandle;
 
 use crate::mapping::checkpointer::{Checkpointer, renew};
 use crate::mapping::reader_exit::ReaderExit;
+use crate::response::DropCounts;
 
 use crate::mapping::lanes::batch_len;
 
@@ -439,7 +440,7 @@ impl ShardReader {
     pub(super) async fn settle(
         &mut self,
         records: &[Record],
-        dropped: usize,
+        dropped: DropCounts,
     ) -> Result<(), ReaderExit> {
         let last = records[records.len() - 1].sequence_number.clone();
         let count = records.len() as u64;
@@ -448,7 +449,7 @@ impl ShardReader {
         let checkpoint = Checkpoint::SequenceNumber(last.clone());
         let settled = Settled::Handled {
             records: count,
-            dropped: dropped as u64,
+            dropped,
             last,
         };
         self.start_checkpoint(checkpoint, settled).await
@@ -503,7 +504,7 @@ impl Settlements for ShardReader {
         &mut self,
         batch: &[Record],
         range: Range<usize>,
-        dropped: usize,
+        dropped: DropCounts,
     ) -> Result<(), ReaderExit> {
         self.settle(&batch[range], dropped).await
     }

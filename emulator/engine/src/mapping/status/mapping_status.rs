@@ -77,6 +77,7 @@ impl MappingStatus {
             total.delivered += shard.delivered;
             total.acked += shard.acked;
             total.dropped += shard.dropped;
+            total.undecodable += shard.undecodable;
             total.discarded += shard.discarded;
             total.filtered += shard.filtered;
             total.invocations += shard.invocations;

@@ -53,13 +53,11 @@ impl InvocationVerdict {
         bad_response: bool,
         batch: &[SequenceNumber],
         settled: usize,
-        dropped: usize,
+        dropped: u64,
     ) -> Self {
         match batch.get(settled) {
             _ if bad_response => Self::BadResponse,
-            None => Self::AllAcked {
-                dropped: dropped as u64,
-            },
+            None => Self::AllAcked { dropped },
             Some(held) => Self::HeldAt {
                 sequence_number: held.clone(),
                 settled: settled as u64,

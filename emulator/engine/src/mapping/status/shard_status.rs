@@ -7,6 +7,7 @@ use crate::lease::Checkpoint;
 use crate::mapping::metrics::{EventCounts, InvocationEnd, ShardMetrics};
 use crate::mapping::reader_exit::ReaderExit;
 use crate::mapping::replay::Replayed;
+use crate::response::DropCounts;
 use kinesis_source::sequence::SequenceNumber;
 
 /// Where a shard's reader stands.
@@ -107,8 +108,11 @@ pub struct ShardStatus {
     pub delivered: u64,
     /// Records settled as handled (including drops the function did not report as such).
     pub acked: u64,
-    /// Records the function reported as dropped (the `lambda-kinesis` response extension).
+    /// Records the handler dropped (the `lambda-kinesis` response extension).
     pub dropped: u64,
+    /// Records the function dropped because it could not decode them (the `lambda-kinesis`
+    /// response extension): apart from `dropped`, as they point at a producer, not a handler.
+    pub undecodable: u64,
     /// Records the mapping discarded: retries exhausted or too old (sent to the on-failure
     /// destination).
     pub discarded: u64,
@@ -222,7 +226,7 @@ pub(in crate::mapping) enum Settled {
     /// reported as dropped.
     Handled {
         records: u64,
-        dropped: u64,
+        dropped: DropCounts,
         last: SequenceNumber,
     },
 }
@@ -349,8 +353,9 @@ impl ShardStatus {
             last,
         } = settled
         {
-            self.acked += records - dropped;
-            self.dropped += dropped;
+            self.acked += records - dropped.total();
+            self.dropped += dropped.dropped;
+            self.undecodable += dropped.undecodable;
             self.unsettled = self.unsettled.saturating_sub(records);
             self.release_held_up_to(&last);
         }

@@ -7,6 +7,7 @@ use super::*;
 use crate::lease::Checkpoint;
 use crate::mapping::metrics::{InvocationEnd, ShardMetrics};
 use crate::mapping::reader_exit::ReaderExit;
+use crate::response::DropCounts;
 use kinesis_source::sequence::SequenceNumber;
 
 /// A mapping of one shard in `phase`, blocked (if `held`) after that many failed deliveries,
@@ -56,6 +57,17 @@ fn failed(at: &str) -> ShardChange {
 }
 
 fn handled(records: u64, dropped: u64, last: &str) -> ShardChange {
+    settled(
+        records,
+        DropCounts {
+            dropped,
+            undecodable: 0,
+        },
+        last,
+    )
+}
+
+fn settled(records: u64, dropped: DropCounts, last: &str) -> ShardChange {
     ShardChange::Checkpointed {
         checkpoint: Checkpoint::SequenceNumber(sequence_number(last)),
         settled: Settled::Handled {
@@ -273,6 +285,16 @@ fn settling_or_discarding_the_held_record_releases_the_shard() {
         "a checkpoint below the held record"
     );
     assert_eq!((status.acked, status.dropped, status.unsettled), (1, 1, 2));
+    let undecodable = DropCounts {
+        dropped: 1,
+        undecodable: 2,
+    };
+    let status = fold([read.clone(), settled(4, undecodable, "10")]);
+    assert_eq!(
+        (status.acked, status.dropped, status.undecodable),
+        (1, 1, 2),
+        "undecodable records are counted apart from the handler's drops"
+    );
     let status = fold([read.clone(), failed("10"), handled(4, 0, "10")]);
     assert_eq!(
         (status.phase, status.held.is_none()),
