@@ -11,7 +11,6 @@ use super::reader_exit::stop_signal;
 use crate::backoff::RetryKind;
 use crate::lease::{Checkpoint, Lease, LeaseError};
 use crate::mapping::shared::Shared;
-use crate::mapping::status::MappingEvent;
 use crate::mapping::status::Settled;
 use crate::mapping::status::ShardChange;
 
@@ -81,14 +80,10 @@ impl Checkpointer {
         self.shared.update_shard(
             &self.shard_id,
             ShardChange::Checkpointed {
-                checkpoint: checkpoint.clone(),
+                checkpoint,
                 settled,
             },
         );
-        self.shared.emit(|| MappingEvent::Checkpointed {
-            shard_id: self.shard_id.clone(),
-            checkpoint,
-        });
         Ok(())
     }
 }

@@ -109,7 +109,7 @@ mod tests {
 
     use super::*;
 
-    fn read(read: usize, filtered: usize) -> ShardChange {
+    fn read(read: usize, filtered: usize) -> ShardChange<'static> {
         ShardChange::Read {
             read,
             filtered,
@@ -117,11 +117,15 @@ mod tests {
         }
     }
 
-    fn ended(records: u64, end: InvocationEnd) -> ShardChange {
+    fn ended(records: u64, end: InvocationEnd) -> ShardChange<'static> {
         ended_at_age(records, end, 5)
     }
 
-    fn ended_at_age(records: u64, end: InvocationEnd, iterator_age_millis: u64) -> ShardChange {
+    fn ended_at_age(
+        records: u64,
+        end: InvocationEnd,
+        iterator_age_millis: u64,
+    ) -> ShardChange<'static> {
         let sequence_number: kinesis_source::sequence::SequenceNumber = "9".parse().unwrap();
         ShardChange::InvocationEnded {
             end,
@@ -138,7 +142,7 @@ mod tests {
         }
     }
 
-    fn discarded(records: u64, to_destination: bool) -> ShardChange {
+    fn discarded(records: u64, to_destination: bool) -> ShardChange<'static> {
         ShardChange::Discarded {
             range: crate::mapping::status::DiscardedRange {
                 first: "9".parse().expect("a sequence number"),
@@ -147,11 +151,12 @@ mod tests {
                 condition: "RetryAttemptsExhausted".to_owned(),
             },
             to_destination,
+            record: std::sync::Arc::new(serde_json::json!({})),
         }
     }
 
     /// The counts after `changes`, with the event counts on.
-    fn counts(changes: impl IntoIterator<Item = ShardChange>) -> EventCounts {
+    fn counts(changes: impl IntoIterator<Item = ShardChange<'static>>) -> EventCounts {
         let mut metrics = ShardMetrics::new(true);
         for change in changes {
             metrics.count(&change);
@@ -206,7 +211,7 @@ mod tests {
         let counts = counts([
             read(2, 0),
             ended(2, InvocationEnd::Handled),
-            ShardChange::Invoked { records: 2 },
+            ShardChange::Invoked { records: &[] },
             ShardChange::CaughtUp,
         ]);
         assert_eq!(

@@ -35,16 +35,22 @@ pub(super) struct Shared {
 }
 
 impl Shared {
-    pub(super) fn emit(&self, event: impl FnOnce() -> MappingEvent) {
-        if let Some(observer) = &self.observer {
+    /// Reports a change in a shard's life: to its status (`ShardStatus::apply` says what it
+    /// changes), then to the observer, if any (`MappingEvent::of` says what it hears). A change
+    /// that leaves the status as it is wakes no watcher (`ShardStatus::unchanged_by`).
+    pub(super) fn update_shard(&self, shard_id: &str, change: ShardChange<'_>) {
+        let event = self
+            .observer
+            .as_ref()
+            .and_then(|observer| Some((observer, MappingEvent::of(shard_id, &change)?)));
+        self.apply_to_status(shard_id, change);
+        if let Some((observer, event)) = event {
             // A gone observer only means nobody listens any more.
-            let _ = observer.send(event());
+            let _ = observer.send(event);
         }
     }
 
-    /// Records a change of a shard's status (`ShardStatus::apply` says what it changes). A
-    /// change that leaves the status as it is wakes no watcher (`ShardStatus::unchanged_by`).
-    pub(super) fn update_shard(&self, shard_id: &str, change: ShardChange) {
+    fn apply_to_status(&self, shard_id: &str, change: ShardChange<'_>) {
         self.status.send_if_modified(|status| {
             if let Some(shard) = status.shards.get_mut(shard_id) {
                 if shard.unchanged_by(&change) {

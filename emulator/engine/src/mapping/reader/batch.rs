@@ -27,7 +27,6 @@ use crate::mapping::reader_exit::ReaderExit;
 use crate::mapping::shared::Shared;
 use crate::mapping::status::DiscardedRange;
 use crate::mapping::status::InvocationVerdict;
-use crate::mapping::status::MappingEvent;
 use crate::mapping::status::NextRetry;
 use crate::mapping::status::RecentInvocation;
 use crate::mapping::status::ShardChange;
@@ -331,21 +330,8 @@ impl BatchContext {
             Some(open) => self.window_event(records, open, WindowFlags::default()),
             None => self.event(records, memory.last_payload_len),
         };
-        let count = records.len() as u64;
         self.shared
-            .update_shard(&self.shard_id, ShardChange::Invoked { records: count });
-        self.shared.emit(|| MappingEvent::Invoked {
-            shard_id: self.shard_id.clone(),
-            records: records
-                .iter()
-                .map(|record| {
-                    (
-                        record.sequence_number.clone(),
-                        Arc::clone(&record.partition_key),
-                    )
-                })
-                .collect(),
-        });
+            .update_shard(&self.shard_id, ShardChange::Invoked { records });
         memory.last_payload_len = payload.len();
         let invocation = Invocation::new(payload, self.shared.config.function_timeout);
         let started = Instant::now();
@@ -413,7 +399,7 @@ impl BatchContext {
             self.check_running()?;
             let payload = self.window_event(&[], &open, flags);
             self.shared
-                .update_shard(&self.shard_id, ShardChange::Invoked { records: 0 });
+                .update_shard(&self.shard_id, ShardChange::Invoked { records: &[] });
             let invocation = Invocation::new(payload, self.shared.config.function_timeout);
             let failure = match self.shared.invoker.invoke(invocation).await {
                 Ok(InvokeOutcome::Response(body)) => match read_state(&body, &self.shard_id) {
@@ -639,10 +625,8 @@ impl BatchContext {
             ShardChange::Discarded {
                 range,
                 to_destination: self.shared.config.on_failure_destination.is_some(),
+                record,
             },
         );
-        let shard_id = self.shard_id.clone();
-        self.shared
-            .emit(|| MappingEvent::Discarded { shard_id, record });
     }
 }

@@ -10,7 +10,7 @@ use crate::mapping::coordinator::lease_key;
 use crate::mapping::lineage;
 use crate::mapping::reader_exit::ReaderExit;
 use crate::mapping::reader_exit::stop_signal;
-use crate::mapping::status::MappingEvent;
+use crate::mapping::status::ShardChange;
 use kinesis_source::{ChildShard, StreamDescription};
 
 impl ShardReader {
@@ -67,10 +67,8 @@ impl ShardReader {
         }
         tracing::info!(shard_id = %self.shard.shard_id, children = ?child_shard_ids, "shard read to its end: SHARD_END");
         let shard_id = self.shard_id().to_owned();
-        self.shared.emit(|| MappingEvent::ShardEnded {
-            shard_id,
-            child_shard_ids,
-        });
+        self.shared
+            .update_shard(&shard_id, ShardChange::ReadToEnd { child_shard_ids });
         ReaderExit::Ended
     }
 

@@ -21,7 +21,6 @@ use crate::config::StartingPosition;
 use crate::lease::{Checkpoint, Lease};
 use crate::mapping::replay::ReplayCommand;
 use crate::mapping::shared::Shared;
-use crate::mapping::status::MappingEvent;
 use crate::mapping::status::Settled;
 use crate::mapping::status::ShardChange;
 use kinesis_source::sequence::SequenceNumber;
@@ -206,10 +205,6 @@ impl ShardReader {
         };
         self.started_at_oldest = position == IteratorPosition::TrimHorizon;
         let shard_id = self.shard.shard_id.clone();
-        self.shared.emit(|| MappingEvent::ShardStarted {
-            shard_id: shard_id.clone(),
-            checkpoint: checkpoint.clone(),
-        });
         self.shared
             .update_shard(&shard_id, ShardChange::Started { checkpoint });
         self.iterator = Some(self.shard_iterator(position).await?);

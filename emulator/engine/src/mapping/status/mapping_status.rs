@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::shard_status::{ShardPhase, ShardStatus};
+use super::shard_status::{ShardChange, ShardPhase, ShardStatus};
 use crate::lease::Checkpoint;
 use crate::mapping::metrics::EventCounts;
 use kinesis_source::sequence::SequenceNumber;
@@ -128,6 +128,44 @@ pub enum MappingEvent {
         /// Its children.
         child_shard_ids: Vec<String>,
     },
+}
+
+impl MappingEvent {
+    /// What observers are told of `change` to shard `shard_id`, if it is one they hear of. Made
+    /// only when someone observes: the invoked records' list costs a copy per record.
+    pub(in crate::mapping) fn of(shard_id: &str, change: &ShardChange<'_>) -> Option<Self> {
+        let shard_id = shard_id.to_owned();
+        Some(match change {
+            ShardChange::Started { checkpoint } => Self::ShardStarted {
+                shard_id,
+                checkpoint: checkpoint.clone(),
+            },
+            // A window's final invocation carries no record: nothing to observe of it.
+            ShardChange::Invoked { records } if !records.is_empty() => Self::Invoked {
+                shard_id,
+                records: records
+                    .iter()
+                    .map(|record| {
+                        let key = Arc::clone(&record.partition_key);
+                        (record.sequence_number.clone(), key)
+                    })
+                    .collect(),
+            },
+            ShardChange::Checkpointed { checkpoint, .. } => Self::Checkpointed {
+                shard_id,
+                checkpoint: checkpoint.clone(),
+            },
+            ShardChange::Discarded { record, .. } => Self::Discarded {
+                shard_id,
+                record: Arc::clone(record),
+            },
+            ShardChange::ReadToEnd { child_shard_ids } => Self::ShardEnded {
+                shard_id,
+                child_shard_ids: child_shard_ids.clone(),
+            },
+            _ => return None,
+        })
+    }
 }
 
 impl MappingStatus {

@@ -1,6 +1,9 @@
 //! One shard's status, and the changes the coordinator and the reader report to it.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::recent::{RecentInvocation, RecentInvocations};
 use crate::lease::Checkpoint;
@@ -8,6 +11,7 @@ use crate::mapping::metrics::{EventCounts, InvocationEnd, ShardMetrics};
 use crate::mapping::reader_exit::ReaderExit;
 use crate::mapping::replay::Replayed;
 use crate::response::DropCounts;
+use kinesis_source::Record;
 use kinesis_source::sequence::SequenceNumber;
 
 /// Where a shard's reader stands.
@@ -151,10 +155,13 @@ pub struct ShardStatus {
     pub replayed: Option<Replayed>,
 }
 
-/// Something that changes a shard's status. The coordinator and the shard's reader report
-/// these, and [`ShardStatus::apply`] is the one place that turns them into the status.
+/// Something that happens in a shard's life: the one vocabulary of a mapping's coordinator and
+/// readers. They report each through `Shared::update_shard`; [`ShardStatus::apply`] is the one
+/// place that turns them into the status, and `MappingEvent::of` the one place that tells
+/// observers of them. A change borrows what only observers read (the invoked records), so that
+/// the hot path copies nothing when nobody observes.
 #[derive(Debug, Clone, PartialEq)]
-pub(in crate::mapping) enum ShardChange {
+pub(in crate::mapping) enum ShardChange<'a> {
     /// The coordinator read the shard's lease.
     LeaseSeen {
         parent_shard_ids: Vec<String>,
@@ -177,8 +184,8 @@ pub(in crate::mapping) enum ShardChange {
     },
     /// Every record read is settled and the shard holds nothing more for now.
     CaughtUp,
-    /// The function was invoked with `records` records.
-    Invoked { records: u64 },
+    /// The function was invoked with these records (none for a window's final invocation).
+    Invoked { records: &'a [Record] },
     /// An invocation that retried held records reached the function (a counted retry).
     Retried,
     /// A failed batch was split in halves (`BisectBatchOnFunctionError`).
@@ -204,11 +211,15 @@ pub(in crate::mapping) enum ShardChange {
         invocation: RecentInvocation,
     },
     /// These records were discarded (their checkpoint is written already), their on-failure
-    /// record sent to the destination if `to_destination`.
+    /// `record` sent to the destination if `to_destination`.
     Discarded {
         range: DiscardedRange,
         to_destination: bool,
+        record: Arc<Value>,
     },
+    /// The shard was read to its end and its `SHARD_END` checkpoint written: its children may
+    /// start. The status learns it from `Finished`; observers are told here, with the children.
+    ReadToEnd { child_shard_ids: Vec<String> },
     /// The reader stopped, for this reason.
     Finished(ReaderExit),
     /// A replay moved the checkpoint back (written already): the records read and not settled
@@ -233,7 +244,7 @@ pub(in crate::mapping) enum Settled {
 
 impl ShardStatus {
     /// Applies one change.
-    pub(in crate::mapping) fn apply(&mut self, change: ShardChange) {
+    pub(in crate::mapping) fn apply(&mut self, change: ShardChange<'_>) {
         self.metrics.count(&change);
         match change {
             ShardChange::LeaseSeen {
@@ -261,7 +272,7 @@ impl ShardStatus {
                     self.phase = ShardPhase::CaughtUp;
                 }
             }
-            ShardChange::Invoked { records } => self.apply_invoked(records),
+            ShardChange::Invoked { records } => self.apply_invoked(records.len() as u64),
             ShardChange::Retried => self.retries += 1,
             ShardChange::Split => self.splits += 1,
             ShardChange::WaitingToRetry(next_retry) => {
@@ -284,6 +295,7 @@ impl ShardStatus {
             ShardChange::Replayed(replayed) => self.apply_replayed(replayed),
             ShardChange::Discarded { range, .. } => self.apply_discarded(range),
             ShardChange::Finished(exit) => self.apply_finished(exit),
+            ShardChange::ReadToEnd { .. } => {}
         }
     }
 
@@ -401,7 +413,7 @@ impl ShardStatus {
     /// (`Shared::update_shard`): an idle shard reports two a second, and a watcher woken by
     /// each one reads every shard (`MappingStatus::is_idle`, the page's snapshot), work that
     /// grew with the square of the shard count (`docs/scale.md`).
-    pub(in crate::mapping) fn unchanged_by(&self, change: &ShardChange) -> bool {
+    pub(in crate::mapping) fn unchanged_by(&self, change: &ShardChange<'_>) -> bool {
         match change {
             ShardChange::Read {
                 read: 0,
@@ -421,6 +433,7 @@ impl ShardStatus {
             }
             ShardChange::NotOwned => self.phase == ShardPhase::NotOwned,
             ShardChange::WaitingOnParents => self.phase == ShardPhase::WaitingOnParents,
+            ShardChange::ReadToEnd { .. } => true,
             _ => false,
         }
     }
@@ -455,7 +468,7 @@ impl ShardMetrics {
     }
 
     /// Counts what `change` tells.
-    pub(in crate::mapping) fn count(&mut self, change: &ShardChange) {
+    pub(in crate::mapping) fn count(&mut self, change: &ShardChange<'_>) {
         if let ShardChange::InvocationEnded {
             iterator_age_millis,
             ..
@@ -487,6 +500,7 @@ impl ShardMetrics {
             ShardChange::Discarded {
                 range,
                 to_destination: true,
+                ..
             } => counts.on_failure_destination_delivered += range.records,
             ShardChange::Discarded { range, .. } => counts.dropped += range.records,
             _ => {}

@@ -8,7 +8,9 @@ use crate::lease::Checkpoint;
 use crate::mapping::metrics::{InvocationEnd, ShardMetrics};
 use crate::mapping::reader_exit::ReaderExit;
 use crate::response::DropCounts;
+use kinesis_source::Record;
 use kinesis_source::sequence::SequenceNumber;
+use std::sync::Arc;
 
 /// A mapping of one shard in `phase`, blocked (if `held`) after that many failed deliveries,
 /// under a retry cap or not.
@@ -48,7 +50,7 @@ fn sequence_number(text: &str) -> SequenceNumber {
     text.parse().expect("a sequence number")
 }
 
-fn failed(at: &str) -> ShardChange {
+fn failed(at: &str) -> ShardChange<'static> {
     ShardChange::Failed {
         sequence_number: sequence_number(at),
         reason: "function error".to_owned(),
@@ -56,7 +58,22 @@ fn failed(at: &str) -> ShardChange {
     }
 }
 
-fn handled(records: u64, dropped: u64, last: &str) -> ShardChange {
+/// An invocation with `count` records, kept for the test's whole run.
+fn invoked(count: usize) -> ShardChange<'static> {
+    let records = (0..count)
+        .map(|index| Record {
+            sequence_number: sequence_number(&(index + 1).to_string()),
+            partition_key: Arc::from("key"),
+            data: bytes::Bytes::new(),
+            approximate_arrival: std::time::UNIX_EPOCH,
+        })
+        .collect::<Vec<_>>();
+    ShardChange::Invoked {
+        records: records.leak(),
+    }
+}
+
+fn handled(records: u64, dropped: u64, last: &str) -> ShardChange<'static> {
     settled(
         records,
         DropCounts {
@@ -67,7 +84,7 @@ fn handled(records: u64, dropped: u64, last: &str) -> ShardChange {
     )
 }
 
-fn settled(records: u64, dropped: DropCounts, last: &str) -> ShardChange {
+fn settled(records: u64, dropped: DropCounts, last: &str) -> ShardChange<'static> {
     ShardChange::Checkpointed {
         checkpoint: Checkpoint::SequenceNumber(sequence_number(last)),
         settled: Settled::Handled {
@@ -79,7 +96,7 @@ fn settled(records: u64, dropped: DropCounts, last: &str) -> ShardChange {
 }
 
 /// Folds `changes` into a fresh shard status and returns it.
-fn fold(changes: impl IntoIterator<Item = ShardChange>) -> ShardStatus {
+fn fold(changes: impl IntoIterator<Item = ShardChange<'static>>) -> ShardStatus {
     let mut status = ShardStatus::default();
     for change in changes {
         status.apply(change);
@@ -114,7 +131,7 @@ fn a_change_said_to_leave_the_status_unchanged_leaves_it_unchanged() {
         lease_seen(Checkpoint::ShardEnd, "me"),
         ShardChange::NotOwned,
         ShardChange::WaitingOnParents,
-        ShardChange::Invoked { records: 1 },
+        invoked(1),
         failed("10"),
         handled(1, 0, "10"),
         ShardChange::Finished(ReaderExit::Ended),
@@ -212,7 +229,7 @@ fn a_held_shard_stays_held_while_it_reads_invokes_or_catches_up() {
             filtered: 0,
             millis_behind_latest: 0,
         },
-        ShardChange::Invoked { records: 1 },
+        invoked(1),
         ShardChange::CaughtUp,
     ]);
     assert_eq!(status.phase, ShardPhase::Held);
@@ -222,11 +239,11 @@ fn a_held_shard_stays_held_while_it_reads_invokes_or_catches_up() {
 #[test]
 fn retries_and_splits_are_counted_apart_from_deliveries() {
     let status = fold([
-        ShardChange::Invoked { records: 4 },
+        invoked(4),
         ShardChange::Split,
-        ShardChange::Invoked { records: 2 },
+        invoked(2),
         failed("10"),
-        ShardChange::Invoked { records: 2 },
+        invoked(2),
         ShardChange::Retried,
     ]);
     assert_eq!(
@@ -261,7 +278,7 @@ fn a_held_shard_shows_the_retry_it_waits_for_until_it_is_invoked() {
     let retrying = fold([
         failed("10"),
         ShardChange::WaitingToRetry(next_retry.clone()),
-        ShardChange::Invoked { records: 1 },
+        invoked(1),
     ]);
     assert_eq!(
         retrying.held.as_ref().map(|held| held.next_retry.clone()),
@@ -311,6 +328,7 @@ fn settling_or_discarding_the_held_record_releases_the_shard() {
                 condition: "RetryAttemptsExhausted".to_owned(),
             },
             to_destination: false,
+            record: Arc::new(serde_json::json!({})),
         },
     ]);
     assert_eq!(
@@ -325,7 +343,7 @@ fn settling_or_discarding_the_held_record_releases_the_shard() {
 
 #[test]
 fn a_stopped_reader_keeps_reporting_caught_up_or_held() {
-    let check = |before: ShardChange, exit, expected| {
+    let check = |before: ShardChange<'static>, exit, expected| {
         let status = fold([
             ShardChange::Started {
                 checkpoint: Checkpoint::TrimHorizon,
@@ -341,11 +359,7 @@ fn a_stopped_reader_keeps_reporting_caught_up_or_held() {
         ShardPhase::CaughtUp,
     );
     check(failed("1"), ReaderExit::Stopped, ShardPhase::Held);
-    check(
-        ShardChange::Invoked { records: 1 },
-        ReaderExit::Stopped,
-        ShardPhase::Stopped,
-    );
+    check(invoked(1), ReaderExit::Stopped, ShardPhase::Stopped);
     check(ShardChange::CaughtUp, ReaderExit::Ended, ShardPhase::Ended);
     check(
         ShardChange::CaughtUp,
@@ -359,7 +373,7 @@ fn a_stopped_reader_keeps_reporting_caught_up_or_held() {
     );
 }
 
-fn invocation_ended(first: &str, last: &str, verdict: InvocationVerdict) -> ShardChange {
+fn invocation_ended(first: &str, last: &str, verdict: InvocationVerdict) -> ShardChange<'static> {
     let end = match verdict {
         InvocationVerdict::AllAcked { .. } => InvocationEnd::Handled,
         InvocationVerdict::NotInvoked => InvocationEnd::NotInvoked,
@@ -393,10 +407,10 @@ fn each_invocation_ending_is_kept_with_its_verdict_and_a_discard_marks_it() {
             filtered: 0,
             millis_behind_latest: 0,
         },
-        ShardChange::Invoked { records: 4 },
+        invoked(4),
         invocation_ended("10", "13", held_at_12.clone()),
         failed("12"),
-        ShardChange::Invoked { records: 2 },
+        invoked(2),
         invocation_ended("12", "13", timeout.clone()),
         ShardChange::Discarded {
             range: DiscardedRange {
@@ -406,6 +420,7 @@ fn each_invocation_ending_is_kept_with_its_verdict_and_a_discard_marks_it() {
                 condition: "RetryAttemptsExhausted".to_owned(),
             },
             to_destination: true,
+            record: Arc::new(serde_json::json!({})),
         },
     ]);
     let kept: Vec<(&str, &InvocationVerdict, bool)> = status
