@@ -3,6 +3,8 @@
 
 use super::shard_reader::ShardReader;
 use crate::backoff::RetryKind;
+use crate::config::StartingPosition;
+use crate::lease::Checkpoint;
 use crate::mapping::reader_exit::ReaderExit;
 use crate::mapping::reader_exit::stop_signal;
 use crate::mapping::resume::Resume;
@@ -10,6 +12,19 @@ use kinesis_source::sequence::SequenceNumber;
 use kinesis_source::{IteratorPosition, SourceError};
 
 impl ShardReader {
+    /// Where a shard that nothing was settled of starts, by its sentinel checkpoint.
+    /// `AT_TIMESTAMP` is a sentinel without its time, as in the KCL's lease table: the time is
+    /// the mapping's `StartingPositionTimestamp`, which every lease of the mapping shares.
+    pub(super) fn initial_position(&self, checkpoint: &Checkpoint) -> IteratorPosition {
+        match (checkpoint, &self.shared.config.starting_position) {
+            (Checkpoint::Latest, _) => IteratorPosition::Latest,
+            (Checkpoint::AtTimestamp, StartingPosition::AtTimestamp(at)) => {
+                IteratorPosition::AtTimestamp(*at)
+            }
+            _ => IteratorPosition::TrimHorizon,
+        }
+    }
+
     /// Where to resume at checkpoint `checkpoint`: after it when the shard backs it, else at
     /// the shard's oldest record, with a warning (see [`Resume`]).
     pub(super) async fn resume_position(

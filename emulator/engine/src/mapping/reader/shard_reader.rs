@@ -17,7 +17,6 @@ use crate::mapping::lanes::batch_len;
 
 use super::batch::{BatchContext, LaneMemory, Settlements};
 use crate::backoff::{Backoff, RetryKind, Retryable as _};
-use crate::config::StartingPosition;
 use crate::lease::{Checkpoint, Lease};
 use crate::mapping::replay::ReplayCommand;
 use crate::mapping::shared::Shared;
@@ -188,12 +187,9 @@ impl ShardReader {
         let checkpoint = self.checkpointer.lease.lock().await.checkpoint.clone();
         let position = match &checkpoint {
             Checkpoint::ShardEnd => return Err(ReaderExit::Ended),
-            Checkpoint::TrimHorizon => IteratorPosition::TrimHorizon,
-            Checkpoint::Latest => IteratorPosition::Latest,
-            Checkpoint::AtTimestamp => match self.shared.config.starting_position {
-                StartingPosition::AtTimestamp(at) => IteratorPosition::AtTimestamp(at),
-                _ => IteratorPosition::TrimHorizon,
-            },
+            Checkpoint::TrimHorizon | Checkpoint::Latest | Checkpoint::AtTimestamp => {
+                self.initial_position(&checkpoint)
+            }
             Checkpoint::SequenceNumber(last) => {
                 let position = self.resume_position(last).await?;
                 // New records are those after the checkpoint, not any record of the shard.
@@ -350,14 +346,7 @@ impl ShardReader {
                         Checkpoint::SequenceNumber(last) => {
                             IteratorPosition::AfterSequenceNumber(last)
                         }
-                        Checkpoint::Latest => IteratorPosition::Latest,
-                        Checkpoint::AtTimestamp => match self.shared.config.starting_position {
-                            StartingPosition::AtTimestamp(at) => IteratorPosition::AtTimestamp(at),
-                            _ => IteratorPosition::TrimHorizon,
-                        },
-                        Checkpoint::TrimHorizon | Checkpoint::ShardEnd => {
-                            IteratorPosition::TrimHorizon
-                        }
+                        other => self.initial_position(&other),
                     },
                 };
                 tracing::debug!(shard_id = %self.shard.shard_id, "the shard iterator expired; renewing it");
