@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::codec::Request;
 use super::error::ApiError;
 use super::validation::{KEY_ID, STREAM_ARN, Violations};
-use super::wire::{check_stream, named_stream};
+use super::wire::{check_stream, named_stream, stream_names};
 use crate::embedded::EmbeddedKinesis;
 use crate::settings::{
     DEFAULT_MAX_RECORD_SIZE_KIB, MAX_MAX_RECORD_SIZE_KIB, MetricSet, RecordDistribution,
@@ -91,11 +91,7 @@ pub(super) fn change_enhanced_monitoring(
 ) -> Result<Vec<u8>, ApiError> {
     let input: EnhancedMonitoringInput = request.parse()?;
     let mut violations = Violations::new();
-    check_stream(
-        &mut violations,
-        input.stream_name.as_deref(),
-        input.stream_arn.as_deref(),
-    );
+    check_stream(&mut violations, stream_names!(input));
     let names = violations.required(input.shard_level_metrics, "ShardLevelMetrics");
     violations.list_length("ShardLevelMetrics", names.as_ref().map(Vec::len), 1, 7);
     for (position, name) in names.iter().flatten().enumerate() {
@@ -106,11 +102,7 @@ pub(super) fn change_enhanced_monitoring(
         );
     }
     violations.finish()?;
-    let stream = named_stream(
-        kinesis,
-        input.stream_name.as_deref(),
-        input.stream_arn.as_deref(),
-    )?;
+    let stream = named_stream(kinesis, stream_names!(input))?;
     let metrics = MetricSet::of(
         names
             .iter()
@@ -149,21 +141,13 @@ pub(super) fn change_stream_encryption(
 ) -> Result<Vec<u8>, ApiError> {
     let input: StreamEncryptionInput = request.parse()?;
     let mut violations = Violations::new();
-    check_stream(
-        &mut violations,
-        input.stream_name.as_deref(),
-        input.stream_arn.as_deref(),
-    );
+    check_stream(&mut violations, stream_names!(input));
     let kind = violations.required(input.encryption_type.as_deref(), "EncryptionType");
     violations.one_of("EncryptionType", kind, &ENCRYPTION_TYPES);
     let key_id = violations.required(input.key_id.as_deref(), "KeyId");
     violations.text("KeyId", key_id, KEY_ID);
     violations.finish()?;
-    let stream = named_stream(
-        kinesis,
-        input.stream_name.as_deref(),
-        input.stream_arn.as_deref(),
-    )?;
+    let stream = named_stream(kinesis, stream_names!(input))?;
     if kind != Some("KMS") {
         return Err(ApiError::invalid_argument(format!(
             "EncryptionType of stream {stream} must be KMS: it is the only type {} takes",
@@ -270,19 +254,11 @@ pub(super) fn update_warm_throughput(
 ) -> Result<Vec<u8>, ApiError> {
     let input: UpdateWarmThroughputInput = request.parse()?;
     let mut violations = Violations::new();
-    check_stream(
-        &mut violations,
-        input.stream_name.as_deref(),
-        input.stream_arn.as_deref(),
-    );
+    check_stream(&mut violations, stream_names!(input));
     let mibps = violations.required(input.warm_throughput_mi_bps, "WarmThroughputMiBps");
     violations.number("WarmThroughputMiBps", mibps, 0, i64::from(u32::MAX));
     violations.finish()?;
-    let stream = named_stream(
-        kinesis,
-        input.stream_name.as_deref(),
-        input.stream_arn.as_deref(),
-    )?;
+    let stream = named_stream(kinesis, stream_names!(input))?;
     let mibps = u32::try_from(mibps.unwrap_or_default()).expect("checked against u32::MAX");
     kinesis.update_stream_warm_throughput(stream, mibps)?;
     let summary = kinesis.describe_stream_summary(stream)?;

@@ -14,6 +14,7 @@ use super::validation::{
 };
 use super::wire::{
     Timestamp, WireHashKeyRange, check_stream, java_date_string, named_stream, normalized_shard_id,
+    stream_names,
 };
 use crate::embedded::EmbeddedKinesis;
 use crate::entries::PutRecordsEntry;
@@ -107,11 +108,7 @@ pub(super) fn put_record(
 ) -> Result<Vec<u8>, ApiError> {
     let input: PutRecordInput<'_> = request.parse()?;
     let mut violations = Violations::new();
-    check_stream(
-        &mut violations,
-        input.stream_name.as_deref(),
-        input.stream_arn.as_deref(),
-    );
+    check_stream(&mut violations, stream_names!(input));
     check_entry(
         &mut violations,
         input.data.as_ref(),
@@ -125,11 +122,7 @@ pub(super) fn put_record(
         SEQUENCE_NUMBER,
     );
     violations.finish()?;
-    let stream = named_stream(
-        kinesis,
-        input.stream_name.as_deref(),
-        input.stream_arn.as_deref(),
-    )?;
+    let stream = named_stream(kinesis, stream_names!(input))?;
     let record = entry(
         input.data,
         input.partition_key,
@@ -215,11 +208,7 @@ pub(super) fn put_records(
 ) -> Result<Vec<u8>, ApiError> {
     let input: PutRecordsInput<'_> = request.parse()?;
     let mut violations = Violations::new();
-    check_stream(
-        &mut violations,
-        input.stream_name.as_deref(),
-        input.stream_arn.as_deref(),
-    );
+    check_stream(&mut violations, stream_names!(input));
     let records = violations.required(input.records, "Records");
     violations.list_length(
         "Records",
@@ -237,11 +226,7 @@ pub(super) fn put_records(
         );
     }
     violations.finish()?;
-    let stream = named_stream(
-        kinesis,
-        input.stream_name.as_deref(),
-        input.stream_arn.as_deref(),
-    )?;
+    let stream = named_stream(kinesis, stream_names!(input))?;
     let records = records.unwrap_or_default();
     let entries = records
         .into_iter()
@@ -299,11 +284,7 @@ pub(super) fn get_shard_iterator(
 ) -> Result<Vec<u8>, ApiError> {
     let input: GetShardIteratorInput = request.parse()?;
     let mut violations = Violations::new();
-    check_stream(
-        &mut violations,
-        input.stream_name.as_deref(),
-        input.stream_arn.as_deref(),
-    );
+    check_stream(&mut violations, stream_names!(input));
     let shard_id = violations.required(input.shard_id.as_deref(), "ShardId");
     violations.text("ShardId", shard_id, SHARD_ID);
     let kind = violations.required(input.shard_iterator_type.as_deref(), "ShardIteratorType");
@@ -314,11 +295,7 @@ pub(super) fn get_shard_iterator(
         SEQUENCE_NUMBER,
     );
     violations.finish()?;
-    let stream = named_stream(
-        kinesis,
-        input.stream_name.as_deref(),
-        input.stream_arn.as_deref(),
-    )?;
+    let stream = named_stream(kinesis, stream_names!(input))?;
     let shard_id = normalized_shard_id(shard_id.unwrap_or_default());
     let kind = kind.unwrap_or_default();
     let sequence_number = || {

@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use super::codec::Request;
 use super::error::{ApiError, ErrorKind};
 use super::wire::{
-    Timestamp, WireShard, check_name, count_in, normalized_shard_id, required, stream_of,
+    Timestamp, WireShard, check_name, count_in, normalized_shard_id, required, stream_names,
+    stream_of,
 };
 use crate::descriptions::{ShardLifetime, StreamSummary};
 use crate::embedded::EmbeddedKinesis;
@@ -301,11 +302,7 @@ fn listing_of_request(
     kinesis: &EmbeddedKinesis,
     input: &ListShardsInput,
 ) -> Result<Listing, ApiError> {
-    let stream = stream_of(
-        kinesis,
-        input.stream_name.as_deref(),
-        input.stream_arn.as_deref(),
-    )?;
+    let stream = stream_of(kinesis, stream_names!(input))?;
     if let Some(start) = &input.exclusive_start_shard_id {
         check_name(start, "ExclusiveStartShardId")?;
     }
@@ -374,11 +371,7 @@ pub(super) fn split_shard(
     request: Request<'_>,
 ) -> Result<Vec<u8>, ApiError> {
     let input: SplitShardInput = request.parse()?;
-    let stream = stream_of(
-        kinesis,
-        input.stream_name.as_deref(),
-        input.stream_arn.as_deref(),
-    )?;
+    let stream = stream_of(kinesis, stream_names!(input))?;
     let shard = required(input.shard_to_split.as_deref(), "ShardToSplit")?;
     check_name(shard, "ShardToSplit")?;
     let key = required(input.new_starting_hash_key.as_deref(), "NewStartingHashKey")?;
@@ -402,11 +395,7 @@ pub(super) fn merge_shards(
     request: Request<'_>,
 ) -> Result<Vec<u8>, ApiError> {
     let input: MergeShardsInput = request.parse()?;
-    let stream = stream_of(
-        kinesis,
-        input.stream_name.as_deref(),
-        input.stream_arn.as_deref(),
-    )?;
+    let stream = stream_of(kinesis, stream_names!(input))?;
     let shard = required(input.shard_to_merge.as_deref(), "ShardToMerge")?;
     check_name(shard, "ShardToMerge")?;
     let adjacent = required(
@@ -448,11 +437,7 @@ pub(super) fn update_shard_count(
     request: Request<'_>,
 ) -> Result<Vec<u8>, ApiError> {
     let input: UpdateShardCountInput = request.parse()?;
-    let stream = stream_of(
-        kinesis,
-        input.stream_name.as_deref(),
-        input.stream_arn.as_deref(),
-    )?;
+    let stream = stream_of(kinesis, stream_names!(input))?;
     let target = required(input.target_shard_count, "TargetShardCount")?;
     let target = count_in(target, 1..=i64::from(u32::MAX), "TargetShardCount")?;
     let scaling_type: ScalingType = required(input.scaling_type, "ScalingType")?.parse()?;

@@ -11,7 +11,9 @@ use super::configuration::{DISTRIBUTIONS, WireWarmThroughput, distribution};
 use super::error::ApiError;
 use super::tags::{MAX_TAGS_PER_RESOURCE as MAX_TAGS_PER_STREAM, STREAM_TAG_SYMBOLS, check_tags};
 use super::validation::{STREAM_ARN, STREAM_NAME, Violations};
-use super::wire::{WireShard, check_name, count_in, normalized_shard_id, required, stream_of};
+use super::wire::{
+    WireShard, check_name, count_in, normalized_shard_id, required, stream_names, stream_of,
+};
 use crate::attachments::StreamKey;
 use crate::descriptions::StreamSummary;
 use crate::embedded::EmbeddedKinesis;
@@ -274,11 +276,7 @@ pub(super) fn delete_stream(
     request: Request<'_>,
 ) -> Result<Vec<u8>, ApiError> {
     let input: StreamInput = request.parse()?;
-    let stream = stream_of(
-        kinesis,
-        input.stream_name.as_deref(),
-        input.stream_arn.as_deref(),
-    )?;
+    let stream = stream_of(kinesis, stream_names!(input))?;
     let key = tag_key(kinesis, stream)?;
     kinesis.delete_stream(stream)?;
     kinesis.attachments().tags().remove(&key);
@@ -321,11 +319,7 @@ pub(super) fn describe_stream_summary(
     request: Request<'_>,
 ) -> Result<Vec<u8>, ApiError> {
     let input: StreamInput = request.parse()?;
-    let stream = stream_of(
-        kinesis,
-        input.stream_name.as_deref(),
-        input.stream_arn.as_deref(),
-    )?;
+    let stream = stream_of(kinesis, stream_names!(input))?;
     kinesis.admit_api_call(ApiCall::DescribeStreamSummary, stream)?;
     let summary = kinesis.describe_stream_summary(stream)?;
     let settings = kinesis.stream_settings(stream)?;
@@ -395,11 +389,7 @@ pub(super) fn describe_stream(
     request: Request<'_>,
 ) -> Result<Vec<u8>, ApiError> {
     let input: DescribeStreamInput = request.parse()?;
-    let stream = stream_of(
-        kinesis,
-        input.stream_name.as_deref(),
-        input.stream_arn.as_deref(),
-    )?;
+    let stream = stream_of(kinesis, stream_names!(input))?;
     let page = match input.limit {
         Some(limit) => count_in(limit, 1..=10_000, "Limit")?.min(DESCRIBE_STREAM_PAGE),
         None => DESCRIBE_STREAM_PAGE,
@@ -551,11 +541,7 @@ pub(super) fn change_retention(
     increase: bool,
 ) -> Result<Vec<u8>, ApiError> {
     let input: RetentionInput = request.parse()?;
-    let stream = stream_of(
-        kinesis,
-        input.stream_name.as_deref(),
-        input.stream_arn.as_deref(),
-    )?;
+    let stream = stream_of(kinesis, stream_names!(input))?;
     let hours = required(input.retention_period_hours, "RetentionPeriodHours")?;
     let hours = u32::try_from(hours).map_err(|_| {
         ApiError::invalid_argument(format!(
@@ -590,11 +576,7 @@ pub(super) fn add_tags(
     request: Request<'_>,
 ) -> Result<Vec<u8>, ApiError> {
     let input: AddTagsInput = request.parse()?;
-    let stream = stream_of(
-        kinesis,
-        input.stream_name.as_deref(),
-        input.stream_arn.as_deref(),
-    )?;
+    let stream = stream_of(kinesis, stream_names!(input))?;
     let added = required(input.tags, "Tags")?;
     if added.len() > MAX_TAGS_PER_CALL {
         return Err(ApiError::invalid_argument(format!(
@@ -627,11 +609,7 @@ pub(super) fn remove_tags(
     request: Request<'_>,
 ) -> Result<Vec<u8>, ApiError> {
     let input: RemoveTagsInput = request.parse()?;
-    let stream = stream_of(
-        kinesis,
-        input.stream_name.as_deref(),
-        input.stream_arn.as_deref(),
-    )?;
+    let stream = stream_of(kinesis, stream_names!(input))?;
     let removed = required(input.tag_keys, "StreamKeys")?;
     kinesis.change_stream_tags(stream, "RemoveTagsFromStream", |existing| {
         for tag_key in &removed {
@@ -672,11 +650,7 @@ pub(super) fn list_tags(
     request: Request<'_>,
 ) -> Result<Vec<u8>, ApiError> {
     let input: ListTagsInput = request.parse()?;
-    let stream = stream_of(
-        kinesis,
-        input.stream_name.as_deref(),
-        input.stream_arn.as_deref(),
-    )?;
+    let stream = stream_of(kinesis, stream_names!(input))?;
     let limit = match input.limit {
         Some(limit) => count_in(limit, 1..=50, "Limit")?,
         None => MAX_TAGS_PER_STREAM,

@@ -89,7 +89,7 @@ impl Resource {
             let described = format!("consumer {}", consumer.arn);
             return Ok((Self::Consumer(consumer.arn), described));
         }
-        let stream = named_stream(kinesis, None, Some(arn))?;
+        let stream = named_stream(kinesis, (None, Some(arn)))?;
         let name = kinesis.describe_stream_summary(stream)?.name;
         let described = format!("stream {name}");
         Ok((Self::Stream(name), described))

@@ -102,9 +102,21 @@ pub(super) fn check_name(value: &str, member: &str) -> Result<(), ApiError> {
     violations.finish()
 }
 
+/// A request's `(StreamName, StreamARN)`, as [`stream_names!`] takes them from it.
+pub(super) type StreamNames<'a> = (Option<&'a str>, Option<&'a str>);
+
+/// The `(StreamName, StreamARN)` of a request shape with `stream_name` and `stream_arn`
+/// members, borrowed member by member, so that its other members can still be moved out.
+macro_rules! stream_names {
+    ($input:expr) => {
+        ($input.stream_name.as_deref(), $input.stream_arn.as_deref())
+    };
+}
+pub(super) use stream_names;
+
 /// Checks the `StreamName` and `StreamARN` of a request against the API's shapes, adding what
 /// they break to `violations`.
-pub(super) fn check_stream(violations: &mut Violations, name: Option<&str>, arn: Option<&str>) {
+pub(super) fn check_stream(violations: &mut Violations, (name, arn): StreamNames<'_>) {
     violations.text("StreamName", name, STREAM_NAME);
     violations.text("StreamARN", arn, STREAM_ARN);
 }
@@ -114,22 +126,20 @@ pub(super) fn check_stream(violations: &mut Violations, name: Option<&str>, arn:
 /// API's shapes first.
 pub(super) fn stream_of<'a>(
     kinesis: &EmbeddedKinesis,
-    name: Option<&'a str>,
-    arn: Option<&'a str>,
+    names: StreamNames<'a>,
 ) -> Result<&'a str, ApiError> {
     let mut violations = Violations::new();
-    check_stream(&mut violations, name, arn);
+    check_stream(&mut violations, names);
     violations.finish()?;
-    named_stream(kinesis, name, arn)
+    named_stream(kinesis, names)
 }
 
 /// The stream a request names, its `StreamName` and `StreamARN` already checked.
 pub(super) fn named_stream<'a>(
     kinesis: &EmbeddedKinesis,
-    name: Option<&'a str>,
-    arn: Option<&'a str>,
+    names: StreamNames<'a>,
 ) -> Result<&'a str, ApiError> {
-    match (name, arn) {
+    match names {
         (Some(name), Some(arn)) if kinesis.stream_arn(name) != arn => {
             Err(ApiError::invalid_argument(format!(
                 "StreamARN {arn} and StreamName {name} name different streams"
@@ -271,27 +281,30 @@ mod tests {
     fn a_stream_is_named_by_name_or_arn_but_not_two_different_ones() {
         let kinesis = EmbeddedKinesis::new();
         let arn = kinesis.stream_arn("orders");
-        assert_eq!(stream_of(&kinesis, Some("orders"), None), Ok("orders"));
-        assert_eq!(stream_of(&kinesis, None, Some(&arn)), Ok(arn.as_str()));
+        assert_eq!(stream_of(&kinesis, (Some("orders"), None)), Ok("orders"));
         assert_eq!(
-            stream_of(&kinesis, Some("orders"), Some(&arn)),
+            stream_of(&kinesis, (None, Some(arn.as_str()))),
+            Ok(arn.as_str())
+        );
+        assert_eq!(
+            stream_of(&kinesis, (Some("orders"), Some(arn.as_str()))),
             Ok(arn.as_str())
         );
         let other = kinesis.stream_arn("payments");
         assert_eq!(
-            stream_of(&kinesis, Some("orders"), Some(&other)).map_err(|error| error.kind),
+            stream_of(&kinesis, (Some("orders"), Some(other.as_str()))).map_err(|error| error.kind),
             Err(ErrorKind::InvalidArgument)
         );
         assert_eq!(
-            stream_of(&kinesis, None, None).map_err(|error| error.kind),
+            stream_of(&kinesis, (None, None)).map_err(|error| error.kind),
             Err(ErrorKind::InvalidArgument)
         );
         assert_eq!(
-            stream_of(&kinesis, Some("no spaces"), None).map_err(|error| error.kind),
+            stream_of(&kinesis, (Some("no spaces"), None)).map_err(|error| error.kind),
             Err(ErrorKind::Validation)
         );
         assert_eq!(
-            stream_of(&kinesis, None, Some("orders")).map_err(|error| error.kind),
+            stream_of(&kinesis, (None, Some("orders"))).map_err(|error| error.kind),
             Err(ErrorKind::Validation)
         );
     }
