@@ -64,12 +64,7 @@ impl InProcess {
             let service = service.clone();
             Box::pin(async move {
                 let response = service.oneshot(event).await.map_err(Into::into)?;
-                serde_json::to_vec(&response)
-                    .map(Bytes::from)
-                    .map_err(|error| Diagnostic {
-                        error_type: LambdaError::SerializationError.as_str().to_owned(),
-                        error_message: error.to_string(),
-                    })
+                answer_json(&response)
             })
         });
         Self { call }
@@ -92,29 +87,8 @@ impl Invoker for InProcess {
         let mut context = Context::default();
         context.request_id = invocation.request_id.clone();
         context.deadline = invocation.deadline_millis();
-        let remaining = invocation
-            .deadline
-            .duration_since(SystemTime::now())
-            .unwrap_or_default();
         let call = (self.call)(LambdaEvent::new(batch, context));
-        // A panic outside the adapter's per-record guard would kill a real runtime: an
-        // unhandled function error.
-        let mut running = tokio::spawn(call);
-        match tokio::time::timeout(remaining, &mut running).await {
-            Err(_elapsed) => {
-                running.abort();
-                Ok(InvokeOutcome::Timeout)
-            }
-            Ok(Err(join_error)) => Ok(InvokeOutcome::FunctionError {
-                error_type: LambdaError::ExitError.into(),
-                message: format!("the function panicked: {join_error}"),
-            }),
-            Ok(Ok(Err(diagnostic))) => Ok(InvokeOutcome::FunctionError {
-                error_type: ErrorType::new(diagnostic.error_type),
-                message: diagnostic.error_message,
-            }),
-            Ok(Ok(Ok(body))) => Ok(InvokeOutcome::Response(body)),
-        }
+        Ok(run_until_deadline(call, &invocation).await)
     }
 }
 
@@ -149,12 +123,7 @@ impl InProcessWindow {
             let adapter = adapter.clone();
             Box::pin(async move {
                 let response = adapter.handle(&event).await.map_err(Diagnostic::from)?;
-                serde_json::to_vec(&response)
-                    .map(Bytes::from)
-                    .map_err(|error| Diagnostic {
-                        error_type: LambdaError::SerializationError.as_str().to_owned(),
-                        error_message: error.to_string(),
-                    })
+                answer_json(&response)
             })
         });
         Self { call }
@@ -173,25 +142,45 @@ impl Invoker for InProcessWindow {
                 });
             }
         };
-        let remaining = invocation
-            .deadline
-            .duration_since(SystemTime::now())
-            .unwrap_or_default();
-        let mut running = tokio::spawn((self.call)(event));
-        match tokio::time::timeout(remaining, &mut running).await {
-            Err(_elapsed) => {
-                running.abort();
-                Ok(InvokeOutcome::Timeout)
-            }
-            Ok(Err(join_error)) => Ok(InvokeOutcome::FunctionError {
-                error_type: LambdaError::ExitError.into(),
-                message: format!("the function panicked: {join_error}"),
-            }),
-            Ok(Ok(Err(diagnostic))) => Ok(InvokeOutcome::FunctionError {
-                error_type: ErrorType::new(diagnostic.error_type),
-                message: diagnostic.error_message,
-            }),
-            Ok(Ok(Ok(body))) => Ok(InvokeOutcome::Response(body)),
+        Ok(run_until_deadline((self.call)(event), &invocation).await)
+    }
+}
+
+/// The function's answer as the runtime writes it: its JSON, or a `SerializationError`.
+fn answer_json(response: &impl serde::Serialize) -> Result<Bytes, Diagnostic> {
+    serde_json::to_vec(response)
+        .map(Bytes::from)
+        .map_err(|error| Diagnostic {
+            error_type: LambdaError::SerializationError.as_str().to_owned(),
+            error_message: error.to_string(),
+        })
+}
+
+/// Runs `call` until the invocation's deadline, and says how it ended as Lambda would.
+async fn run_until_deadline(
+    call: impl Future<Output = Result<Bytes, Diagnostic>> + Send + 'static,
+    invocation: &Invocation,
+) -> InvokeOutcome {
+    let remaining = invocation
+        .deadline
+        .duration_since(SystemTime::now())
+        .unwrap_or_default();
+    // A panic outside the adapter's per-record guard would kill a real runtime: an unhandled
+    // function error.
+    let mut running = tokio::spawn(call);
+    match tokio::time::timeout(remaining, &mut running).await {
+        Err(_elapsed) => {
+            running.abort();
+            InvokeOutcome::Timeout
         }
+        Ok(Err(join_error)) => InvokeOutcome::FunctionError {
+            error_type: LambdaError::ExitError.into(),
+            message: format!("the function panicked: {join_error}"),
+        },
+        Ok(Ok(Err(diagnostic))) => InvokeOutcome::FunctionError {
+            error_type: ErrorType::new(diagnostic.error_type),
+            message: diagnostic.error_message,
+        },
+        Ok(Ok(Ok(body))) => InvokeOutcome::Response(body),
     }
 }
