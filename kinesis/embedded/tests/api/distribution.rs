@@ -30,17 +30,7 @@ impl Endpoint {
     }
 
     async fn strategy(&self, stream: &str) -> Option<RecordDistributionStrategy> {
-        let described = self
-            .client
-            .describe_stream_summary()
-            .stream_name(stream)
-            .send()
-            .await
-            .unwrap();
-        described
-            .stream_description_summary()?
-            .record_distribution_strategy()
-            .cloned()
+        self.summary(stream).await.record_distribution_strategy
     }
 
     /// Puts `count` records without partition keys in one call.

@@ -29,16 +29,7 @@ impl Endpoint {
     }
 
     async fn max_record_size_kib(&self, stream: &str) -> Option<i32> {
-        let summary = self
-            .client
-            .describe_stream_summary()
-            .stream_name(stream)
-            .send()
-            .await
-            .unwrap();
-        summary
-            .stream_description_summary()?
-            .max_record_size_in_kib()
+        self.summary(stream).await.max_record_size_in_kib
     }
 
     async fn put_sized(&self, stream: &str, size: usize) -> Result<(), (String, String, u16)> {

@@ -4,9 +4,7 @@
 
 use std::sync::Arc;
 
-use aws_sdk_kinesis::types::{
-    EncryptionType, MetricsName, StreamDescriptionSummary, StreamMode, StreamModeDetails,
-};
+use aws_sdk_kinesis::types::{EncryptionType, MetricsName, StreamMode, StreamModeDetails};
 
 use crate::support::{Endpoint, MemoryJournal, check_failure, endpoint, failure, serve};
 
@@ -19,17 +17,6 @@ impl Endpoint {
             .send()
             .await
             .unwrap();
-    }
-
-    async fn summary(&self, stream: &str) -> StreamDescriptionSummary {
-        let described = self
-            .client
-            .describe_stream_summary()
-            .stream_name(stream)
-            .send()
-            .await
-            .unwrap();
-        described.stream_description_summary.unwrap()
     }
 
     async fn enabled_metrics(&self, stream: &str) -> Vec<MetricsName> {

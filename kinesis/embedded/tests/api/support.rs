@@ -12,6 +12,23 @@ use aws_sdk_kinesis::error::{ProvideErrorMetadata, SdkError};
 use embedded_kinesis::http::{self, ServerHandle};
 use embedded_kinesis::{EmbeddedKinesis, Journal, JournalError};
 
+impl Endpoint {
+    /// `DescribeStreamSummary` of `stream`, which must exist.
+    pub(crate) async fn summary(
+        &self,
+        stream: &str,
+    ) -> aws_sdk_kinesis::types::StreamDescriptionSummary {
+        let described = self
+            .client
+            .describe_stream_summary()
+            .stream_name(stream)
+            .send()
+            .await
+            .unwrap();
+        described.stream_description_summary.unwrap()
+    }
+}
+
 /// An endpoint serving an embedded Kinesis and a client of it; the endpoint stops when this
 /// is dropped with the test's runtime.
 pub(crate) struct Endpoint {
