@@ -9,6 +9,7 @@ mod deadline;
 mod errors;
 mod events;
 mod guard;
+mod keyless;
 mod lanes;
 mod panics;
 mod response;
