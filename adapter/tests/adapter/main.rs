@@ -5,6 +5,7 @@
 mod support;
 
 mod aggregated;
+mod concurrency;
 mod deadline;
 mod errors;
 mod events;
