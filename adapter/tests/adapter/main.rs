@@ -14,6 +14,7 @@ mod keyless;
 mod lanes;
 mod panics;
 mod response;
+mod runtime_api;
 mod service;
 mod shapes;
 mod state;
