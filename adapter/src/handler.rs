@@ -265,6 +265,19 @@ impl<S, H> fmt::Debug for WithState<S, H> {
     }
 }
 
+/// State a handler can borrow: one value shared by every invocation of the execution
+/// environment, several at once on Lambda Managed Instances (`AWS_LAMBDA_MAX_CONCURRENCY` above
+/// 1), so it is `Send + Sync`: use `Mutex`, `RwLock` or atomics rather than `Cell`, `RefCell` or
+/// `Rc`. Implemented for every such type; you never implement it.
+//
+// A bound of its own on `with_state`, so that a state that is not `Sync` is named in an error
+// of its own ("`Cell<u64>` cannot be shared between threads safely ... required for `Counter`
+// to implement `SharedState`"). `diagnostic::on_unimplemented` would not help: through the
+// blanket implementation, the error is the missing `Sync`, not this trait.
+pub trait SharedState: Send + Sync + 'static {}
+
+impl<S: Send + Sync + 'static> SharedState for S {}
+
 /// Anything the adapter can run: one of the shapes of this module, with or without state.
 /// `Kind` is inferred; you never name it.
 #[diagnostic::on_unimplemented(

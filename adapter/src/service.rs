@@ -13,7 +13,7 @@ use lambda_runtime::{Context, LambdaEvent};
 
 use crate::batch::{KinesisBatch, ReadBatchLayer};
 use crate::guard::{DynGuard, RecordGuard};
-use crate::handler::{Handler, WithState};
+use crate::handler::{Handler, SharedState, WithState};
 use crate::settle::{Deadline, Options};
 use crate::settlement::{RecordOutcome, Settlement};
 use crate::wire::{AdapterError, BatchResponse};
@@ -172,6 +172,7 @@ impl<T: 'static> KinesisAdapter<T> {
     /// ```
     pub fn with_state<S, H, K>(state: S, handler: H) -> Self
     where
+        S: SharedState,
         WithState<S, H>: Handler<T, K>,
         K: 'static,
     {
@@ -280,11 +281,18 @@ impl<T: 'static> KinesisAdapter<T> {
     /// It is what `lambda_runtime::run(adapter)` does (the runtime with its tracing layer), with
     /// [`ReadBatchLayer`] in front of the event's deserialisation, so that an event laid out as
     /// Lambda writes it is read from its bytes in one pass.
+    ///
+    /// On Lambda Managed Instances, where `AWS_LAMBDA_MAX_CONCURRENCY` is above 1, it serves up
+    /// to that many invocations at once (`lambda_runtime`'s `run_concurrent`: one poller of the
+    /// Runtime API per slot, each with its own clone of the adapter). The handler and its state
+    /// are shared by every batch in flight, which is why state is `Send + Sync`; each batch keeps
+    /// its own deadline, settlement and retry publishing. Unset or 1, it serves one invocation
+    /// at a time, as on Lambda's default environments.
     pub async fn run(self) -> Result<(), lambda_runtime::Error> {
         lambda_runtime::Runtime::new(self)
             .layer(ReadBatchLayer)
             .layer(lambda_runtime::layers::TracingLayer::new())
-            .run()
+            .run_concurrent()
             .await
     }
 

@@ -290,7 +290,13 @@ async fn publish_held(
         Hop::Retry { stream, attempt } => (stream, attempt, false),
         Hop::DeadLetter { stream, attempts } => (stream, attempts, true),
     };
-    let partition_key = envelope.origin.partition_key.as_str();
+    // Kinesis refuses an empty partition key on a stream that is not `AUTO`. A keyless record
+    // has no per-key order to keep, so its envelope goes out under its own sequence number,
+    // which is unique; the envelope still says the origin had no key.
+    let partition_key = match envelope.origin.partition_key.as_str() {
+        "" => envelope.origin.sequence_number.as_str(),
+        key => key,
+    };
     match route.sender.send(stream, partition_key, envelope).await {
         Ok(()) => {
             tracing::warn!(

@@ -2,7 +2,8 @@
 //!
 //! Build an event with [`TestEvent`] (records of typed values or raw bytes, with the shard id,
 //! sequence numbers, partition keys and arrival timestamps Lambda gives them), settle it with
-//! [`settle`] (or [`settle_with_state`]), and read the [`Settlement`]: each record's outcome, its
+//! [`settle`] (or [`settle_with_state`], or several events at once with
+//! [`settle_concurrently_with_state`]), and read the [`Settlement`]: each record's outcome, its
 //! one-line [`summary`](Settlement::summary), the [`cut`](Settlement::cut) the response names
 //! and the records Lambda delivers again:
 //!
@@ -33,7 +34,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::batch::KinesisBatch;
-use crate::handler::{FromRecordData, Handler, WithState};
+use crate::handler::{FromRecordData, Handler, SharedState, WithState};
 use crate::service::KinesisAdapter;
 use crate::settlement::{Cut, Settlement};
 use crate::window::event::{WindowEvent, WindowFields, WindowResponse, write_window_event};
@@ -322,6 +323,7 @@ pub async fn settle_with_state<S, H, T, K>(
     event: impl Into<KinesisBatch>,
 ) -> Settlement
 where
+    S: SharedState,
     WithState<S, H>: Handler<T, K>,
     T: 'static,
     K: 'static,
@@ -329,6 +331,51 @@ where
     KinesisAdapter::with_state(state, handler)
         .settle(event, &Context::default())
         .await
+}
+
+/// Settles every event of `events` at once against one `state`, as concurrent invocations of
+/// one execution environment on Lambda Managed Instances do, and returns their settlements in
+/// the order of `events`. Each event is its own invocation (its own settlement, without
+/// deadline); only the handler and its state are shared.
+///
+/// ```
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use lambda_kinesis::HandlerOutcome;
+/// use lambda_kinesis::testing::{TestEvent, settle_concurrently_with_state};
+///
+/// #[derive(Default)]
+/// struct Seen(AtomicU32);
+///
+/// async fn count(seen: &Seen, _: &u32) -> HandlerOutcome {
+///     seen.0.fetch_add(1, Ordering::Relaxed);
+///     HandlerOutcome::ack()
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let events = [TestEvent::new().json(&1), TestEvent::new().json(&2).json(&3)];
+/// let settlements = settle_concurrently_with_state(Seen::default(), count, events).await;
+/// assert_eq!(settlements.len(), 2);
+/// assert_eq!(settlements[1].summary(), "ack ack");
+/// # }
+/// ```
+pub async fn settle_concurrently_with_state<S, H, T, K, E>(
+    state: S,
+    handler: H,
+    events: impl IntoIterator<Item = E>,
+) -> Vec<Settlement>
+where
+    S: SharedState,
+    WithState<S, H>: Handler<T, K>,
+    T: 'static,
+    K: 'static,
+    E: Into<KinesisBatch>,
+{
+    let adapter = KinesisAdapter::with_state(state, handler);
+    let context = Context::default();
+    let settlements = events
+        .into_iter()
+        .map(|event| adapter.settle(event, &context));
+    futures_util::future::join_all(settlements).await
 }
 
 /// A Lambda context whose deadline is `remaining` from now, for testing the deadline margin.

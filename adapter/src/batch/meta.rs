@@ -71,6 +71,12 @@ impl<'a> RecordMeta<'a> {
 
     /// The partition key the producer gave the record (for a user record of an aggregate, the
     /// user record's own).
+    ///
+    /// A stream whose record distribution strategy is `AUTO` takes records without a partition
+    /// key, and Lambda's event may then carry one with no `partitionKey`, a `null` one or `""`:
+    /// all three read as `""` here. Such records have no per-key order: with
+    /// [`per_key_lanes`](crate::KinesisAdapter::per_key_lanes) they share one lane (the `""`
+    /// key), and a retry envelope's origin keeps `""`.
     pub fn partition_key(&self) -> &'a str {
         self.batch.slice(self.spans.partition_key)
     }

@@ -408,7 +408,8 @@ fn events_that_are_not_kinesis_events_are_errors_that_say_why() {
         r#"{"Records":[1]}"#,
         "invalid type: a number, expected a Kinesis event record",
     );
-    check_error(&record("", ""), "missing field `partitionKey`");
+    // A missing `partitionKey` is a keyless record, read as the empty key.
+    check_error(&record("", ""), "missing field `sequenceNumber`");
     check_error(
         r#"{"Records":[{"eventID":"s:1"}]}"#,
         "missing field `kinesis`",

@@ -136,6 +136,25 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_keyless_held_record_is_sent_under_its_sequence_number_and_keeps_no_key() {
+        async fn hold(_: &u32) -> HandlerOutcome {
+            HandlerOutcome::hold()
+        }
+        let sent = Arc::new(Sent::default());
+        let adapter = KinesisAdapter::new(hold).with_retry_route(route(&sent));
+        let event = TestEvent::new().json_keyed("", &3);
+
+        let settlement = adapter.settle(&event, &Context::default()).await;
+
+        assert_eq!(settlement.summary(), "retry");
+        let envelopes = sent.envelopes.lock().expect("not poisoned");
+        let (_, key, envelope) = &envelopes[0];
+        // Kinesis refuses an empty key outside an `AUTO` stream; the envelope says there was none.
+        assert_eq!(key, event.sequence_number(0));
+        assert_eq!(envelope.origin.partition_key, "");
+    }
+
+    #[tokio::test]
     async fn a_retried_record_is_unwrapped_and_goes_on_until_the_dead_letter_stream() {
         let sent = Arc::new(Sent::default());
         let adapter = KinesisAdapter::new(even_only).with_retry_route(route(&sent));

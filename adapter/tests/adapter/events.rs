@@ -78,8 +78,10 @@ async fn the_sam_cli_sample_event_is_read() {
 fn an_event_that_is_not_a_kinesis_event_is_an_error() {
     for (json, says) in [
         (
+            // A missing `partitionKey` is a keyless record (`keyless.rs`); the sequence number
+            // is what a record cannot lack.
             &br#"{"Records":[{"kinesis":{}}]}"#[..],
-            "missing field `partitionKey`",
+            "missing field `sequenceNumber`",
         ),
         (br#"{"Records":{}}"#, "an array of Kinesis event records"),
         (br#"[]"#, "a Kinesis event"),

@@ -5,13 +5,16 @@
 mod support;
 
 mod aggregated;
+mod concurrency;
 mod deadline;
 mod errors;
 mod events;
 mod guard;
+mod keyless;
 mod lanes;
 mod panics;
 mod response;
+mod runtime_api;
 mod service;
 mod shapes;
 mod state;

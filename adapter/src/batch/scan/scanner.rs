@@ -568,7 +568,12 @@ impl<'t> Scanner<'t> {
                 let key = self.key(FIELDS, expected)?;
                 expected = key.map_or(0, |index| index + 1);
                 match key {
-                    Some(1) => set(&mut partition_key, self.string(FIELDS[1])?, FIELDS[1])?,
+                    // `null` as absent: a keyless record (below).
+                    Some(1) => set(
+                        &mut partition_key,
+                        self.optional_string(FIELDS[1])?,
+                        FIELDS[1],
+                    )?,
                     Some(2) => set(&mut sequence_number, self.string(FIELDS[2])?, FIELDS[2])?,
                     Some(3) => set(&mut data, self.string(FIELDS[3])?, FIELDS[3])?,
                     Some(4) => set(&mut arrival_millis, self.arrival_millis()?, FIELDS[4])?,
@@ -584,7 +589,9 @@ impl<'t> Scanner<'t> {
         let empty = Span { start: 0, end: 0 };
         Ok(Spans {
             shard_id: empty,
-            partition_key: partition_key.ok_or_else(|| missing(FIELDS[1]))?,
+            // A record of a stream whose record distribution is `AUTO` may have no partition
+            // key: missing, `null` and `""` all read as the empty key (see `RecordMeta`).
+            partition_key: partition_key.flatten().unwrap_or(empty),
             sequence_number: sequence_number.ok_or_else(|| missing(FIELDS[2]))?,
             data_base64: data.ok_or_else(|| missing(FIELDS[3]))?,
             event_source_arn: empty,
