@@ -225,6 +225,7 @@ impl<St: Store> Idempotency<St> {
     ) -> Idempotent<WithState<S, H>, T, K, St>
     where
         WithState<S, H>: Handler<T, K>,
+        S: lambda_kinesis::handler::SharedState,
         T: Serialize + Send + Sync + 'static,
         K: 'static,
     {
@@ -274,6 +275,7 @@ impl<St: Store> Idempotency<St> {
     ) -> Idempotent<WithState<S, H>, T, K, St>
     where
         WithState<S, H>: Handler<T, K>,
+        S: lambda_kinesis::handler::SharedState,
         T: Serialize + Send + Sync + 'static,
         K: 'static,
     {
