@@ -96,6 +96,7 @@ pub mod handler;
 mod init;
 pub mod invocation;
 mod outcome;
+mod panic_report;
 #[cfg(feature = "publish")]
 pub mod publish;
 pub mod retry;

@@ -289,6 +289,7 @@ impl<T: 'static> KinesisAdapter<T> {
     /// its own deadline, settlement and retry publishing. Unset or 1, it serves one invocation
     /// at a time, as on Lambda's default environments.
     pub async fn run(self) -> Result<(), lambda_runtime::Error> {
+        crate::panic_report::install();
         lambda_runtime::Runtime::new(self)
             .layer(ReadBatchLayer)
             .layer(lambda_runtime::layers::TracingLayer::new())

@@ -8,17 +8,17 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::time::{Duration, SystemTime};
 
 use base64::Engine as _;
-use futures_util::{FutureExt as _, StreamExt as _};
+use futures_util::StreamExt as _;
 use tracing::Instrument as _;
 
 use crate::batch::{KinesisBatch, RecordData, RecordMeta, data_excerpt};
 use crate::data::FromRecordData;
 use crate::guard::{DynGuard, Entry};
 use crate::outcome::{BatchOutcome, HandlerError, HandlerOutcome};
+use crate::panic_report;
 use crate::retry::route::RetryRoute;
 use crate::retry::{Envelope, Hop, Origin, wait_before_retry};
 use crate::settlement::{
@@ -376,8 +376,7 @@ async fn guarded<T: Sync, C: CallRecord<T>>(
     record: &RecordMeta<'_>,
 ) -> RecordOutcome {
     let span = record_span(record);
-    let entered = AssertUnwindSafe(guard.enter_dyn(value, record))
-        .catch_unwind()
+    let entered = panic_report::caught(guard.enter_dyn(value, record))
         .instrument(span.clone())
         .await;
     let pass = match entered {
@@ -389,9 +388,9 @@ async fn guarded<T: Sync, C: CallRecord<T>>(
             return RecordOutcome::Held(HoldReason::Error(error));
         }
         Err(panic) => {
-            let message = panic_message(panic.as_ref());
+            let message = panic_report::message(panic.as_ref());
             let _entered = span.enter();
-            tracing::error!(panic = %message, "the record's guard panicked; the record is held");
+            tracing::error!(panic = %message, location = %panic_report::take_location(), "the record's guard panicked; the record is held");
             return RecordOutcome::Held(HoldReason::Panicked(message));
         }
     };
@@ -421,16 +420,9 @@ async fn call<T: Sync, C: CallRecord<T>>(
     record: &RecordMeta<'_>,
     span: tracing::Span,
 ) -> RecordOutcome {
-    let started = std::panic::catch_unwind(AssertUnwindSafe(|| handler.call_record(value, record)));
-    let result = match started {
-        Ok(future) => {
-            AssertUnwindSafe(future)
-                .catch_unwind()
-                .instrument(span.clone())
-                .await
-        }
-        Err(panic) => Err(panic),
-    };
+    let result = panic_report::caught_call(|| handler.call_record(value, record))
+        .instrument(span.clone())
+        .await;
     let _entered = span.enter();
     match result {
         Ok(Ok(HandlerOutcome::Ack)) => RecordOutcome::Acked,
@@ -441,8 +433,8 @@ async fn call<T: Sync, C: CallRecord<T>>(
             RecordOutcome::Held(HoldReason::Error(error))
         }
         Err(panic) => {
-            let message = panic_message(panic.as_ref());
-            tracing::error!(panic = %message, "the handler panicked; the record is held");
+            let message = panic_report::message(panic.as_ref());
+            tracing::error!(panic = %message, location = %panic_report::take_location(), "the handler panicked; the record is held");
             RecordOutcome::Held(HoldReason::Panicked(message))
         }
     }
@@ -470,16 +462,6 @@ fn record_span(record: &RecordMeta<'_>) -> tracing::Span {
 /// when `log`'s maximum level lets INFO through: below that, the span is as good as none.
 fn record_span_is_seen(subscriber_set: bool, log_max_level: log::LevelFilter) -> bool {
     subscriber_set || log_max_level >= log::LevelFilter::Info
-}
-
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    if let Some(text) = panic.downcast_ref::<&str>() {
-        (*text).to_owned()
-    } else if let Some(text) = panic.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "a panic without a message".to_owned()
-    }
 }
 
 /// Decodes a record's data into `data` (a buffer reused across records), then into `T`.
@@ -724,8 +706,7 @@ async fn enter_batch<T: Sync>(
     for (place, (value, index)) in values.into_iter().zip(positions).enumerate() {
         let record = batch.record(*index).expect("positions are of the batch");
         let span = record_span(&record);
-        let decided = AssertUnwindSafe(guard.enter_dyn(&value, &record))
-            .catch_unwind()
+        let decided = panic_report::caught(guard.enter_dyn(&value, &record))
             .instrument(span.clone())
             .await;
         let _entered = span.enter();
@@ -746,8 +727,8 @@ async fn enter_batch<T: Sync>(
                 RecordOutcome::Held(HoldReason::Error(error))
             }
             Err(panic) => {
-                let message = panic_message(panic.as_ref());
-                tracing::error!(panic = %message, "the record's guard panicked; the record is held, with the records behind it");
+                let message = panic_report::message(panic.as_ref());
+                tracing::error!(panic = %message, location = %panic_report::take_location(), "the record's guard panicked; the record is held, with the records behind it");
                 RecordOutcome::Held(HoldReason::Panicked(message))
             }
         };
@@ -769,22 +750,15 @@ where
     T: Send + Sync,
     C: CallBatch<T>,
 {
-    let started = std::panic::catch_unwind(AssertUnwindSafe(|| handler.call_batch(values)));
-    let result = match started {
-        Ok(future) => {
-            AssertUnwindSafe(future)
-                .catch_unwind()
-                .instrument(span.clone())
-                .await
-        }
-        Err(panic) => Err(panic),
-    };
+    let result = panic_report::caught_call(|| handler.call_batch(values))
+        .instrument(span.clone())
+        .await;
     let _entered = span.enter();
     let outcome = match result {
         Ok(outcome) => outcome,
         Err(panic) => {
-            let message = panic_message(panic.as_ref());
-            tracing::error!(panic = %message, "the batch handler panicked; the batch is held");
+            let message = panic_report::message(panic.as_ref());
+            tracing::error!(panic = %message, location = %panic_report::take_location(), "the batch handler panicked; the batch is held");
             return Err(HoldReason::Panicked(message));
         }
     };
