@@ -2,8 +2,8 @@
 //! its own (`docs/event-source-mapping.md` §6).
 //!
 //! The reader takes records from its buffer into the lanes in shard order, each to the lane of
-//! its partition key ([`lane_of`]), and starts a lane's next batch as soon as its last one is
-//! settled, while the other lanes still invoke: a slow batch holds only its own keys. Every lane
+//! its partition key (a keyless record: of its sequence number, [`lane_of`]), and starts a
+//! lane's next batch as soon as its last one is settled, while the other lanes still invoke: a slow batch holds only its own keys. Every lane
 //! settles its batch by Lambda's rules (retries, bisection, partial responses, retry caps and
 //! record age apply to the lane's batch alone), and the shard's checkpoint moves over the
 //! ledger's settled prefix as lanes report. [`Lanes`] holds those rules, with no I/O: what is
@@ -243,7 +243,11 @@ impl ShardReader {
                 break;
             }
             let record = self.buffer.pop_front().expect("the front is there");
-            let lane = lane_of(&record.partition_key, factor);
+            let lane = lane_of(
+                &record.partition_key,
+                record.sequence_number.as_str(),
+                factor,
+            );
             lanes.admit(lane, record.sequence_number.clone(), size, record);
         }
         Ok(())
