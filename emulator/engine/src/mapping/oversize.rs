@@ -10,6 +10,10 @@ use kinesis_source::sequence::SequenceNumber;
 
 use crate::invoke::{InvokeOutcome, LambdaError};
 
+/// Lambda's synchronous invocation payload limit: batches are cut to it, and an event over it is
+/// never sent.
+pub(super) const MAX_PAYLOAD_BYTES: usize = 6 * 1024 * 1024;
+
 /// An event over the payload limit: what the batch held, and how large its event was.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct OversizeEvent<'a> {

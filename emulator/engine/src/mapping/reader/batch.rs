@@ -11,7 +11,6 @@ use lambda_kinesis::window::event::{WindowFields, write_window_event};
 use lambda_kinesis::wire::{EventRecord, EventSource, write_event};
 use tokio::sync::watch;
 
-use super::shard_reader::MAX_PAYLOAD_BYTES;
 use crate::backoff::{Backoff, RetryKind};
 use crate::destination::{Destination, FailedBatch};
 use crate::invoke::{Invocation, InvokeError, InvokeOutcome};
@@ -21,7 +20,7 @@ use crate::mapping::misconfiguration::{TEMPLATE_LINE, ignored_item_failures};
 use crate::mapping::on_failure::{
     KinesisBatchInfo, OnFailureRecord, RequestContext, ResponseContext,
 };
-use crate::mapping::oversize::OversizeEvent;
+use crate::mapping::oversize::{MAX_PAYLOAD_BYTES, OversizeEvent};
 use crate::mapping::policy::{
     Action, BatchRetry, Discard, DiscardCondition, InvocationResult, Next, RetryRules,
 };

@@ -20,9 +20,10 @@ use futures_util::stream::FuturesUnordered;
 use tokio::sync::mpsc;
 
 use super::batch::{BatchContext, LaneMemory, Settlements};
-use super::shard_reader::{MAX_PAYLOAD_BYTES, ShardReader, event_size};
+use super::shard_reader::{ShardReader, event_size};
 use crate::lease::Checkpoint;
 use crate::mapping::lanes::{Lanes, lane_of};
+use crate::mapping::oversize::MAX_PAYLOAD_BYTES;
 use crate::mapping::reader_exit::ReaderExit;
 use crate::mapping::status::Settled;
 use kinesis_source::Record;
