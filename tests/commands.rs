@@ -397,3 +397,85 @@ async fn events_are_shaped_as_lambdas_and_settle_as_the_records_would() {
     );
     let _ = std::fs::remove_dir_all(&folder);
 }
+
+/// `put` checks each record against the target stream's `MaxRecordSizeInKiB`: a 2 MiB record is
+/// refused by its place on a stream at the default 1 MiB, with nothing published, and published
+/// once `UpdateMaxRecordSize` raised the stream to 10 MiB.
+#[tokio::test]
+async fn put_honours_the_streams_max_record_size() {
+    let records = std::env::temp_dir().join(format!(
+        "kinesis-esm-2-mib-put-{}.jsonl",
+        std::process::id()
+    ));
+    let large = "x".repeat(2 * 1024 * 1024);
+    std::fs::write(
+        &records,
+        format!(
+            "{{\"data\":\"small\",\"partitionKey\":\"a\"}}\n\
+             {{\"data\":\"{large}\",\"partitionKey\":\"large\"}}\n"
+        ),
+    )
+    .unwrap();
+    let path = records.to_str().expect("a UTF-8 temporary path");
+    let emulator = Emulator::start().await;
+    let binary = kinesis_esm_binary().await;
+    let put = |endpoint: &str| {
+        let mut command = std::process::Command::new(binary);
+        command.args([
+            "put",
+            "--stream",
+            "shipments",
+            "--file",
+            path,
+            "--endpoint",
+            endpoint,
+        ]);
+        command
+    };
+    let refused = put(&emulator.endpoint).output().unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "record 2 of 2 (partition key `large`) holds 2097157 bytes of data and partition key; \
+             stream shipments takes at most 1048576 (its MaxRecordSizeInKiB is 1024"
+        ),
+        "{stderr}"
+    );
+    assert!(refused.stdout.is_empty(), "nothing is published first");
+
+    let config = kinesis_esm::aws::AwsConnection::local(&emulator.endpoint)
+        .sdk_config()
+        .await
+        .expect("an SDK configuration");
+    let client = aws_sdk_kinesis::Client::new(&config);
+    let arn = client
+        .describe_stream_summary()
+        .stream_name("shipments")
+        .send()
+        .await
+        .unwrap()
+        .stream_description_summary()
+        .unwrap()
+        .stream_arn()
+        .to_owned();
+    client
+        .update_max_record_size()
+        .stream_arn(arn)
+        .max_record_size_in_kib(10240)
+        .send()
+        .await
+        .unwrap();
+    let published = put(&emulator.endpoint).output().unwrap();
+    let _ = std::fs::remove_file(&records);
+    assert!(
+        published.status.success(),
+        "{}",
+        String::from_utf8_lossy(&published.stderr)
+    );
+    let keys: Vec<String> = String::from_utf8_lossy(&published.stdout)
+        .lines()
+        .map(|line| line.split('\t').nth(2).unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(keys, ["a", "large"]);
+}

@@ -39,6 +39,7 @@ mod function_logs;
 mod health;
 mod kpl;
 mod metrics;
+mod oversize_records;
 mod page;
 mod parallelization;
 mod publish;

@@ -17,6 +17,7 @@ use end_to_end::{
 use kinesis_esm::config::MappingConfig;
 use kinesis_esm::invoke::runtime_api::{FunctionDefinition, RuntimeApi};
 use kinesis_esm::invoke::{InProcess, Invoker};
+use kinesis_esm::kinesis::{EmbeddedKinesis, RecordDistribution};
 use kinesis_esm::lease::{Checkpoint, MemoryLeaseStore};
 use kinesis_esm::mapping::MappingEvent;
 use lambda_kinesis::{HandlerOutcome, RecordMeta};
@@ -303,4 +304,78 @@ async fn through_the_runtime_api_each_concurrent_batch_has_an_execution_environm
     );
     observed.stop().await;
     api.shutdown().await;
+}
+
+/// Keyless records (an `AUTO` stream's) have no per-key order to keep: with two lanes they are
+/// spread over both by sequence number, run at once, and each is delivered once
+/// (`docs/event-source-mapping.md` §6.4).
+#[tokio::test]
+async fn keyless_records_are_spread_over_the_lanes_and_each_delivered_once() {
+    const KEYLESS: u32 = 200;
+    let name = "parallelization-keyless";
+    let kinesis = EmbeddedKinesis::new();
+    kinesis.create_on_demand_stream(name, 1).unwrap();
+    kinesis
+        .set_record_distribution(name, RecordDistribution::Auto)
+        .unwrap();
+    let stream = TestStream {
+        kinesis,
+        name: name.to_owned(),
+    };
+    let mut last = None;
+    for n in 0..KEYLESS {
+        last = Some(stream.put("", n.to_string()).sequence_number);
+    }
+    let last = last.expect("records were put");
+
+    let deliveries: Arc<Mutex<HashMap<u32, usize>>> = Arc::default();
+    // How many invocations run the handler at this moment, and the most seen at once.
+    let in_flight: Arc<Mutex<(usize, usize)>> = Arc::default();
+    let handler = {
+        let (deliveries, in_flight) = (deliveries.clone(), in_flight.clone());
+        move |n: &u32, meta: &RecordMeta<'_>| {
+            assert_eq!(
+                meta.partition_key(),
+                "",
+                "record {n} gained a partition key"
+            );
+            *deliveries.lock().unwrap().entry(*n).or_default() += 1;
+            let in_flight = in_flight.clone();
+            async move {
+                {
+                    let mut counts = in_flight.lock().unwrap();
+                    counts.0 += 1;
+                    counts.1 = counts.1.max(counts.0);
+                }
+                // Lets the other lane's invocation run meanwhile.
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                in_flight.lock().unwrap().0 -= 1;
+                HandlerOutcome::ack()
+            }
+        }
+    };
+    let config = one_shard_mapping(
+        &stream.name,
+        "            BatchSize: 10
+            ParallelizationFactor: 2
+",
+    );
+    let observed = Observed::start(config, &stream, Arc::new(InProcess::handler(handler)));
+    let status = observed.wait_for_checkpoint(SHARD, &at(&last)).await;
+    assert_eq!(shard(&status, SHARD).acked, u64::from(KEYLESS));
+    observed.stop().await;
+
+    let deliveries = deliveries.lock().unwrap();
+    let not_once: Vec<_> = (0..KEYLESS)
+        .filter(|n| deliveries.get(n) != Some(&1))
+        .collect();
+    assert!(
+        not_once.is_empty(),
+        "records not delivered once: {not_once:?}"
+    );
+    assert_eq!(
+        in_flight.lock().unwrap().1,
+        2,
+        "both lanes invoke at once: keyless records are not piled into one lane"
+    );
 }

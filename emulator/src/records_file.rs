@@ -9,8 +9,10 @@
 //! writes it) publishes each record's decoded `data` under its `partitionKey`; the sequence
 //! numbers in the file are ignored, since Kinesis assigns new ones.
 //!
-//! A record Kinesis would refuse by its size (over 1 MiB of data and partition key) is refused
-//! here, naming its file and line; [`put_records_batches`] cuts the records that remain into
+//! A record no Kinesis stream takes by its size (over 10 MiB of data and partition key, the
+//! largest `MaxRecordSizeInKiB`) is refused here, naming its file and line; one over the target
+//! stream's own limit is refused by [`check_record_sizes`] before anything is published, naming
+//! the record and the stream. [`put_records_batches`] cuts the records that remain into
 //! `PutRecords` requests Kinesis accepts (`docs/put-records-limits.md`).
 
 use std::ops::Range;
@@ -20,7 +22,10 @@ use base64::Engine as _;
 use bytes::Bytes;
 use serde_json::Value;
 
-use embedded_kinesis::{MAX_PUT_RECORDS_BYTES, MAX_PUT_RECORDS_ENTRIES, MAX_RECORD_BYTES};
+use embedded_kinesis::{MAX_MAX_RECORD_SIZE_KIB, MAX_PUT_RECORDS_BYTES, MAX_PUT_RECORDS_ENTRIES};
+
+/// The largest record any stream takes: 10 MiB, once its `MaxRecordSizeInKiB` is 10240.
+const LARGEST_RECORD_BYTES: usize = MAX_MAX_RECORD_SIZE_KIB as usize * 1024;
 
 /// One record to publish.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,8 +48,9 @@ impl RecordToPut {
 
 /// Cuts `records` into consecutive runs, each fit for one `PutRecords` request: at most 500
 /// records and 5 MiB of data and partition keys (`docs/put-records-limits.md`). The runs cover
-/// every record, in order. A record that alone breaks the byte limit gets a run of its own, so
-/// that Kinesis' refusal names it; [`read_records`] never yields one.
+/// every record, in order. A record that alone breaks the byte limit gets a run of its own: a
+/// stream that takes records over 1 MiB takes `PutRecords` requests of 10 MiB, so such a record
+/// alone always fits one, and 5 MiB of smaller records fit a request to any stream.
 pub fn put_records_batches(records: &[RecordToPut]) -> Vec<Range<usize>> {
     cut_batches(
         records.iter().map(RecordToPut::size),
@@ -167,17 +173,46 @@ pub fn parse_records(path: &Path, text: &str) -> Result<Vec<RecordToPut>, Record
         .collect()
 }
 
-/// Refuses a record Kinesis would refuse for its size, before anything is published.
+/// Refuses a record no Kinesis stream takes for its size, before anything is published.
 fn within_record_limit(record: RecordToPut) -> Result<RecordToPut, String> {
     let size = record.size();
-    if size > MAX_RECORD_BYTES {
+    if size > LARGEST_RECORD_BYTES {
         return Err(format!(
             "the record (partition key `{}`) holds {size} bytes of data and partition key; \
-             Kinesis takes at most {MAX_RECORD_BYTES} (1 MiB) per record",
+             Kinesis takes at most {LARGEST_RECORD_BYTES} (10 MiB) per record, on a stream \
+             whose MaxRecordSizeInKiB is {MAX_MAX_RECORD_SIZE_KIB}",
             record.partition_key
         ));
     }
     Ok(record)
+}
+
+/// Refuses `records` if one is over `max_record_bytes`, the limit of `stream`
+/// (`DescribeStreamSummary`'s `MaxRecordSizeInKiB`), naming the first such record by its place
+/// among the records given (1-based) and its partition key: Kinesis would refuse the whole
+/// `PutRecords` request that carries it.
+pub fn check_record_sizes(
+    records: &[RecordToPut],
+    stream: &str,
+    max_record_bytes: usize,
+) -> Result<(), String> {
+    let Some((index, record)) = records
+        .iter()
+        .enumerate()
+        .find(|(_, record)| record.size() > max_record_bytes)
+    else {
+        return Ok(());
+    };
+    Err(format!(
+        "record {} of {} (partition key `{}`) holds {} bytes of data and partition key; stream \
+         {stream} takes at most {max_record_bytes} (its MaxRecordSizeInKiB is {}; \
+         UpdateMaxRecordSize raises it up to {MAX_MAX_RECORD_SIZE_KIB})",
+        index + 1,
+        records.len(),
+        record.partition_key,
+        record.size(),
+        max_record_bytes / 1024,
+    ))
 }
 
 fn event_record(record: &Value) -> Result<RecordToPut, String> {
@@ -355,18 +390,42 @@ mod tests {
     }
 
     #[test]
-    fn a_record_over_one_mib_is_refused_with_its_line() {
-        let data = "x".repeat(MAX_RECORD_BYTES);
+    fn a_record_over_ten_mib_is_refused_with_its_line() {
+        let data = "x".repeat(LARGEST_RECORD_BYTES);
         let text =
             format!("{{\"data\":\"small\"}}\n{{\"data\":\"{data}\",\"partitionKey\":\"big\"}}\n");
         check_error(
             &text,
-            "shipments.jsonl:2: the record (partition key `big`) holds 1048579 bytes of data and \
-             partition key; Kinesis takes at most 1048576 (1 MiB) per record",
+            "shipments.jsonl:2: the record (partition key `big`) holds 10485763 bytes of data and \
+             partition key; Kinesis takes at most 10485760 (10 MiB) per record, on a stream whose \
+             MaxRecordSizeInKiB is 10240",
         );
-        // Exactly 1 MiB with its key is accepted.
-        let data = "x".repeat(MAX_RECORD_BYTES - 3);
+        // Exactly 10 MiB with its key is read: the target stream's own limit decides.
+        let data = "x".repeat(LARGEST_RECORD_BYTES - 3);
         let text = format!("{{\"data\":\"{data}\",\"partitionKey\":\"big\"}}");
-        assert_eq!(parse(&text).unwrap()[0].size(), MAX_RECORD_BYTES);
+        assert_eq!(parse(&text).unwrap()[0].size(), LARGEST_RECORD_BYTES);
+    }
+
+    #[test]
+    fn a_record_over_the_streams_limit_is_refused_by_its_place() {
+        let record = |key: &str, bytes: usize| RecordToPut {
+            partition_key: key.to_owned(),
+            data: Bytes::from(vec![b'x'; bytes]),
+            explicit_hash_key: None,
+        };
+        const MIB: usize = 1024 * 1024;
+        let records = [record("a", 10), record("b", MIB), record("c", 2 * MIB)];
+        assert_eq!(
+            check_record_sizes(&records, "orders", MIB),
+            Err(
+                "record 2 of 3 (partition key `b`) holds 1048577 bytes of data and partition key; \
+                 stream orders takes at most 1048576 (its MaxRecordSizeInKiB is 1024; \
+                 UpdateMaxRecordSize raises it up to 10240)"
+                    .to_owned()
+            )
+        );
+        // A stream that takes 2 MiB and a key takes them all.
+        assert_eq!(check_record_sizes(&records, "orders", 2 * MIB + 1), Ok(()));
+        assert_eq!(check_record_sizes(&[], "orders", MIB), Ok(()));
     }
 }

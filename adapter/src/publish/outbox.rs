@@ -12,10 +12,16 @@ use std::time::Duration;
 
 /// `PutRecords` takes at most this many records in one request.
 pub(crate) const MAX_RECORDS_PER_REQUEST: usize = 500;
-/// One request holds at most 5 MiB, data and partition keys counted.
+/// One request holds at most 5 MiB, data and partition keys counted. A stream that takes records
+/// over 1 MiB takes requests of 10 MiB; the outbox keeps to 5 MiB, which every stream takes, and
+/// sends a record larger than that alone (it then fits the 10 MiB request of the stream that
+/// took it).
 pub(crate) const MAX_BYTES_PER_REQUEST: usize = 5 * 1024 * 1024;
-/// One record (data and partition key) holds at most 1 MiB.
+/// One record (data and partition key) holds at most 1 MiB on a stream whose
+/// `MaxRecordSizeInKiB` was never raised: the outbox's limit unless it is given the stream's.
 pub(crate) const MAX_BYTES_PER_RECORD: usize = 1024 * 1024;
+/// The largest record any stream takes (its `MaxRecordSizeInKiB` at 10240).
+pub(crate) const LARGEST_BYTES_PER_RECORD: usize = 10 * 1024 * 1024;
 /// A partition key has 1 to 256 Unicode characters.
 pub(crate) const MAX_PARTITION_KEY_CHARS: usize = 256;
 
@@ -77,8 +83,11 @@ pub(crate) enum EntryResult {
 }
 
 /// The records of one `publish` call, queued per partition key in the order given.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Outbox {
+    /// The most bytes one record may hold: the stream's `MaxRecordSizeInKiB`, 1 MiB unless the
+    /// publisher was told more.
+    max_record_bytes: usize,
     entries: Vec<Option<Entry>>,
     /// One queue per key, in the order keys first appeared, holding the indexes not yet settled.
     queues: Vec<VecDeque<Index>>,
@@ -88,8 +97,25 @@ pub(crate) struct Outbox {
 }
 
 impl Outbox {
+    /// An outbox for a stream whose records hold at most 1 MiB (every stream's default).
     pub(crate) fn new() -> Self {
-        Self::default()
+        Self::with_max_record_bytes(MAX_BYTES_PER_RECORD)
+    }
+
+    /// An outbox for a stream whose records hold at most `max_record_bytes` (its
+    /// `MaxRecordSizeInKiB` × 1024), kept within what any stream can be set to (1 to 10 MiB).
+    /// The publisher does not read the stream's limit (one `DescribeStreamSummary` per publish
+    /// would double its calls); a caller that raised it passes it here.
+    pub(crate) fn with_max_record_bytes(max_record_bytes: usize) -> Self {
+        Self {
+            max_record_bytes: max_record_bytes
+                .clamp(MAX_BYTES_PER_RECORD, LARGEST_BYTES_PER_RECORD),
+            entries: Vec::new(),
+            queues: Vec::new(),
+            queue_of_key: HashMap::new(),
+            accepted: Vec::new(),
+            given_up: Vec::new(),
+        }
     }
 
     /// Queues the next record, or gives it up at once if Kinesis could never take it.
@@ -106,7 +132,7 @@ impl Outbox {
         };
         let refused = match &data {
             Err(reason) => Some(reason.clone()),
-            Ok(data) => refusal(&partition_key, data.len()),
+            Ok(data) => refusal(&partition_key, data.len(), self.max_record_bytes),
         };
         self.entries.push(Some(Entry {
             partition_key,
@@ -130,7 +156,10 @@ impl Outbox {
         let mut bytes = 0;
         for head in self.queues.iter().filter_map(|queue| queue.front()) {
             let size = self.entry(*head).size();
-            if request.len() == MAX_RECORDS_PER_REQUEST || bytes + size > MAX_BYTES_PER_REQUEST {
+            // A first record always goes: one over 5 MiB travels alone.
+            let full = request.len() == MAX_RECORDS_PER_REQUEST
+                || (!request.is_empty() && bytes + size > MAX_BYTES_PER_REQUEST);
+            if full {
                 break;
             }
             bytes += size;
@@ -217,8 +246,9 @@ impl Outbox {
     }
 }
 
-/// Why Kinesis would refuse a record with this key and this much data, if it would.
-fn refusal(partition_key: &str, data_len: usize) -> Option<String> {
+/// Why Kinesis would refuse a record with this key and this much data, on a stream whose records
+/// hold at most `max_record_bytes`, if it would.
+fn refusal(partition_key: &str, data_len: usize, max_record_bytes: usize) -> Option<String> {
     let chars = partition_key.chars().count();
     if chars == 0 {
         return Some("its partition key is empty (Kinesis takes 1 to 256 characters)".to_owned());
@@ -229,9 +259,11 @@ fn refusal(partition_key: &str, data_len: usize) -> Option<String> {
         ));
     }
     let size = data_len + partition_key.len();
-    if size > MAX_BYTES_PER_RECORD {
+    if size > max_record_bytes {
+        let kib = max_record_bytes / 1024;
         return Some(format!(
-            "it holds {size} bytes with its partition key (Kinesis takes at most 1 MiB per record)"
+            "it holds {size} bytes with its partition key (the stream takes at most \
+             {max_record_bytes} per record, a MaxRecordSizeInKiB of {kib})"
         ));
     }
     None

@@ -20,6 +20,7 @@ pub mod metrics;
 mod misconfiguration;
 mod on_failure;
 mod options;
+mod oversize;
 mod policy;
 mod reader;
 mod reader_exit;

@@ -10,7 +10,9 @@ use clap::{Args, Subcommand};
 use lambda_kinesis::aggregate::{Aggregate, MAX_AGGREGATE_BYTES};
 use lambda_kinesis::testing::TestEvent;
 
-use crate::records_file::{RecordToPut, parse_records, put_records_batches, read_records};
+use crate::records_file::{
+    RecordToPut, check_record_sizes, parse_records, put_records_batches, read_records,
+};
 use esm_engine::aws::{AwsConnection, SdkKinesis};
 use esm_engine::backoff::{Backoff, BackoffConfig, RetryKind};
 use kinesis_source::ShardSource;
@@ -180,8 +182,10 @@ fn gather_records(
 }
 
 /// Puts `records` to `stream` through the SDK, in requests cut by [`put_records_batches`], and
-/// returns where each landed, in order. Kinesis may refuse single records of a `PutRecords` (throttling): those are put again, after a pause,
-/// until every record is in, so nothing given is lost.
+/// returns where each landed, in order. A record over the stream's `MaxRecordSizeInKiB` is
+/// refused first, by its place. Kinesis may refuse single records of a `PutRecords`
+/// (throttling): those are put again, after a pause, until every record is in, so nothing given
+/// is lost.
 pub(super) async fn put_every_record(
     kinesis: &SdkKinesis,
     stream: &str,
@@ -193,6 +197,10 @@ pub(super) async fn put_every_record(
     {
         bail!("explicitHashKey is only supported by the embedded Kinesis; use partition keys");
     }
+    // Asked once, so that a record over the stream's limit is named before anything is put,
+    // rather than refused with a whole request (`docs/put-records-limits.md`).
+    let max_record_bytes = kinesis.max_record_bytes(stream).await?;
+    check_record_sizes(records, stream, max_record_bytes).map_err(anyhow::Error::msg)?;
     let mut placed: Vec<Option<(String, SequenceNumber)>> = vec![None; records.len()];
     let mut backoff = Backoff::new(BackoffConfig::default());
     for batch in put_records_batches(records) {

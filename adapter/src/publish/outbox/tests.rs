@@ -113,7 +113,8 @@ fn a_record_kinesis_could_never_take_is_refused_after_the_records_of_its_key_ahe
     assert_eq!(
         why,
         vec![
-            "1 refused: it holds 1048577 bytes with its partition key (Kinesis takes at most 1 MiB per record)",
+            "1 refused: it holds 1048577 bytes with its partition key (the stream takes at most \
+             1048576 per record, a MaxRecordSizeInKiB of 1024)",
             "2 BehindFailed { ahead: 1 }",
             "3 refused: its partition key is empty (Kinesis takes 1 to 256 characters)",
             "4 refused: it cannot be serialized: no",
@@ -141,6 +142,41 @@ fn a_request_stops_before_5_mib_counting_partition_keys() {
         );
     }
     assert_eq!(outbox.next_request(), vec![0, 1, 2, 3, 4]);
+}
+
+#[test]
+fn a_stream_raised_to_10_mib_takes_a_9_mib_record_in_a_request_of_its_own() {
+    const MIB: usize = 1024 * 1024;
+    let mut outbox = Outbox::with_max_record_bytes(10 * MIB);
+    outbox.push("small".to_owned(), Ok(vec![0; 10]));
+    outbox.push("large".to_owned(), Ok(vec![0; 9 * MIB]));
+    outbox.push("over".to_owned(), Ok(vec![0; 10 * MIB]));
+    // The small record's request has no room for the large one, which then goes alone.
+    assert_eq!(outbox.next_request(), vec![0]);
+    outbox.settle(0, accepted(1), 5);
+    assert_eq!(outbox.next_request(), vec![1]);
+    outbox.settle(1, accepted(2), 5);
+    assert!(outbox.is_settled());
+    let (published, given_up) = outbox.into_report();
+    assert_eq!(published.len(), 2);
+    assert_eq!(given_up.len(), 1);
+    assert!(
+        matches!(&given_up[0], (2, _, GiveUp::Refused(why)) if why.contains("10485764 bytes")),
+        "{given_up:?}"
+    );
+}
+
+#[test]
+fn an_outbox_limit_stays_within_what_a_stream_can_be_set_to() {
+    // Below 1 MiB no stream is set; above 10 MiB none takes it.
+    for (asked, kept) in [(0, 1024 * 1024), (64 * 1024 * 1024, 10 * 1024 * 1024)] {
+        let mut outbox = Outbox::with_max_record_bytes(asked);
+        outbox.push("k".to_owned(), Ok(vec![0; kept - 1]));
+        outbox.push("k".to_owned(), Ok(vec![0; kept]));
+        outbox.settle(0, accepted(1), 5);
+        let (_, given_up) = outbox.into_report();
+        assert_eq!(given_up.len(), 1, "asked {asked}: {given_up:?}");
+    }
 }
 
 #[test]

@@ -392,6 +392,25 @@ impl SdkKinesis {
         }
     }
 
+    /// The most bytes (data and partition key) one record of `stream` may hold:
+    /// `DescribeStreamSummary`'s `MaxRecordSizeInKiB`, or 1 MiB where Kinesis answers without it
+    /// (a stream never raised, on a Kinesis that predates the setting).
+    pub async fn max_record_bytes(&self, stream: &str) -> Result<usize, SourceError> {
+        let call = Call::read("DescribeStreamSummary", stream, None);
+        let output = self
+            .client
+            .describe_stream_summary()
+            .stream_name(stream)
+            .send()
+            .await
+            .map_err(|error| call.error(error, &self.endpoint))?;
+        let kib = output
+            .stream_description_summary()
+            .and_then(|summary| summary.max_record_size_in_kib())
+            .unwrap_or(1024);
+        Ok(usize::try_from(kib).unwrap_or(0) * 1024)
+    }
+
     /// Puts one record; returns its shard and sequence number.
     pub async fn put_record(
         &self,

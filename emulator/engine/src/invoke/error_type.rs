@@ -3,7 +3,7 @@
 //!
 //! Sources: the Lambda Developer Guide's runtime API page (`Runtime.*` errors a runtime posts)
 //! and the Lambda API reference of `Invoke` (`Function.ResponseSizeTooLarge`,
-//! `Sandbox.Timedout`).
+//! `Sandbox.Timedout`, `RequestTooLargeException`).
 
 use std::fmt;
 
@@ -36,10 +36,13 @@ pub enum LambdaError {
     ResponseSizeTooLarge,
     /// The function ran past its timeout: `Sandbox.Timedout`.
     Timedout,
+    /// The event was over the 6 MB request limit, so the function was never invoked: `Invoke`'s
+    /// `RequestTooLargeException`.
+    RequestTooLarge,
 }
 
 impl LambdaError {
-    const ALL: [Self; 7] = [
+    const ALL: [Self; 8] = [
         Self::ExitError,
         Self::Unknown,
         Self::InvalidEntrypoint,
@@ -47,6 +50,7 @@ impl LambdaError {
         Self::SerializationError,
         Self::ResponseSizeTooLarge,
         Self::Timedout,
+        Self::RequestTooLarge,
     ];
 
     /// The name Lambda writes.
@@ -60,6 +64,7 @@ impl LambdaError {
             Self::SerializationError => "Runtime.SerializationError",
             Self::ResponseSizeTooLarge => "Function.ResponseSizeTooLarge",
             Self::Timedout => "Sandbox.Timedout",
+            Self::RequestTooLarge => "RequestTooLargeException",
         }
     }
 }

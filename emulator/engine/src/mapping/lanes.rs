@@ -7,14 +7,26 @@ use std::collections::VecDeque;
 
 use md5::{Digest, Md5};
 
-/// The lane of a record with `partition_key`, among `lanes`: a key always goes to the same lane,
-/// so the records of one key are delivered in shard order. AWS does not document its hash; this
-/// is the one Kinesis routes keys to shards with (MD5), reduced modulo the lane count.
-pub(super) fn lane_of(partition_key: &str, lanes: usize) -> usize {
+/// The lane of a record with `partition_key` and `sequence_number`, among `lanes`: a key always
+/// goes to the same lane, so the records of one key are delivered in shard order. AWS does not
+/// document its hash; this is the one Kinesis routes keys to shards with (MD5), reduced modulo
+/// the lane count.
+///
+/// A record with no partition key (an empty one: a stream with the `AUTO` record distribution
+/// strategy takes records without a key, and a key is otherwise at least one character long) has
+/// no per-key order to keep, so it is spread by the same hash of its sequence number instead of
+/// piling every keyless record into one lane. The checkpoint needs nothing more: the ledger
+/// already moves it only over records settled in every lane (`docs/event-source-mapping.md` §6).
+pub(super) fn lane_of(partition_key: &str, sequence_number: &str, lanes: usize) -> usize {
     if lanes <= 1 {
         return 0;
     }
-    let digest = u128::from_be_bytes(Md5::digest(partition_key.as_bytes()).into());
+    let routed_by = if partition_key.is_empty() {
+        sequence_number
+    } else {
+        partition_key
+    };
+    let digest = u128::from_be_bytes(Md5::digest(routed_by.as_bytes()).into());
     (digest % lanes as u128) as usize
 }
 
@@ -193,29 +205,55 @@ mod tests {
 
     #[test]
     fn a_key_always_goes_to_the_same_lane() {
-        for key in ["a", "shipment-17", "", "ünïcode"] {
-            let lane = lane_of(key, 7);
+        for key in ["a", "shipment-17", "ünïcode"] {
+            let lane = lane_of(key, "1", 7);
             assert!(lane < 7);
-            assert!((0..100).all(|_| lane_of(key, 7) == lane));
+            // Whatever the record's sequence number: its key alone decides.
+            assert!((0..100).all(|sequence| lane_of(key, &sequence.to_string(), 7) == lane));
         }
     }
 
     #[test]
-    fn one_lane_takes_every_key() {
-        assert_eq!(lane_of("anything", 1), 0);
+    fn one_lane_takes_every_record() {
+        assert_eq!(lane_of("anything", "1", 1), 0);
+        assert_eq!(lane_of("", "1", 1), 0);
+    }
+
+    /// How `records` records routed by `lane` spread over `lanes` lanes.
+    #[track_caller]
+    fn check_spread(lanes: usize, records: usize, lane: impl Fn(usize) -> usize) {
+        let mut counts = vec![0usize; lanes];
+        for index in 0..records {
+            counts[lane(index)] += 1;
+        }
+        // MD5 spreads evenly: every lane within 20 % of its share.
+        let share = records / lanes;
+        assert!(
+            counts
+                .iter()
+                .all(|&count| count * 5 >= share * 4 && count * 5 <= share * 6),
+            "{counts:?}"
+        );
     }
 
     #[test]
     fn keys_spread_over_every_lane() {
-        let mut counts = [0usize; 10];
-        for index in 0..10_000 {
-            counts[lane_of(&format!("key-{index}"), 10)] += 1;
-        }
-        // 1,000 expected per lane; MD5 spreads keys evenly.
-        assert!(
-            counts.iter().all(|&count| (800..1200).contains(&count)),
-            "{counts:?}"
-        );
+        check_spread(10, 10_000, |index| {
+            lane_of(&format!("key-{index}"), "1", 10)
+        });
+    }
+
+    #[test]
+    fn keyless_records_spread_over_every_lane_by_sequence_number() {
+        // Consecutive sequence numbers of one shard, as Kinesis hands them out (long decimals
+        // that differ in their middle digits).
+        let sequence =
+            |index: usize| format!("4959{:020}00000000000000000{index:06}0002", index * 7);
+        check_spread(2, 1_000, |index| lane_of("", &sequence(index), 2));
+        check_spread(10, 10_000, |index| lane_of("", &sequence(index), 10));
+        // A keyless record's lane is fixed by its sequence number: a redelivery goes where the
+        // first delivery went.
+        assert_eq!(lane_of("", &sequence(3), 10), lane_of("", &sequence(3), 10));
     }
 
     #[test]

@@ -15,7 +15,7 @@ use anyhow::{Context as _, bail};
 use super::args::RunArgs;
 use crate::cli::commands::put_every_record;
 use crate::cli::connection::connection_to;
-use crate::records_file::{RecordToPut, put_records_batches, read_records};
+use crate::records_file::{RecordToPut, check_record_sizes, put_records_batches, read_records};
 use crate::state::StateDir;
 use crate::template::{StreamMode, Template};
 use embedded_kinesis::http::{LocalFanOut, ServerHandle};
@@ -148,6 +148,8 @@ impl Streams {
             }
             Self::Embedded(kinesis, _) => kinesis,
         };
+        let max_record_bytes = kinesis.stream_settings(stream)?.max_record_bytes();
+        check_record_sizes(records, stream, max_record_bytes).map_err(anyhow::Error::msg)?;
         for batch in put_records_batches(records) {
             let entries = records[batch]
                 .iter()

@@ -20,6 +20,7 @@ use crate::mapping::misconfiguration::{TEMPLATE_LINE, ignored_item_failures};
 use crate::mapping::on_failure::{
     KinesisBatchInfo, OnFailureRecord, RequestContext, ResponseContext,
 };
+use crate::mapping::oversize::{MAX_PAYLOAD_BYTES, OversizeEvent};
 use crate::mapping::policy::{
     Action, BatchRetry, Discard, DiscardCondition, InvocationResult, Next, RetryRules,
 };
@@ -333,11 +334,38 @@ impl BatchContext {
         self.shared
             .update_shard(&self.shard_id, ShardChange::Invoked { records });
         memory.last_payload_len = payload.len();
-        let invocation = Invocation::new(payload, self.shared.config.function_timeout);
         let started = Instant::now();
-        let outcome = self.shared.invoker.invoke(invocation).await;
+        let outcome = match self.refuse_oversize(records, payload.len()) {
+            Some(refused) => Ok(refused),
+            None => {
+                let invocation = Invocation::new(payload, self.shared.config.function_timeout);
+                self.shared.invoker.invoke(invocation).await
+            }
+        };
         let duration = started.elapsed();
         (outcome, InvocationTiming { sent_at, duration })
+    }
+
+    /// The failed invocation counted in place of an event over Lambda's payload limit, with a
+    /// warning that names the shard, the records and the size (`mapping::oversize`'s rule): such
+    /// an event is never sent, and never skipped without a word.
+    fn refuse_oversize(&self, records: &[Record], bytes: usize) -> Option<InvokeOutcome> {
+        let ends = (
+            &records.first()?.sequence_number,
+            &records.last()?.sequence_number,
+        );
+        let oversize = OversizeEvent::check(ends, records.len(), bytes, MAX_PAYLOAD_BYTES)?;
+        tracing::warn!(
+            shard_id = %self.shard_id,
+            first_sequence_number = %oversize.first,
+            last_sequence_number = %oversize.last,
+            records = oversize.records,
+            event_bytes = bytes,
+            limit_bytes = MAX_PAYLOAD_BYTES,
+            "an event over Lambda's payload limit counts as a failed invocation; retries, \
+             bisection, record age and the on-failure destination settle it"
+        );
+        Some(oversize.outcome())
     }
 
     /// The event Lambda sends the function for `records`, written into a buffer of `capacity`.

@@ -2,8 +2,8 @@
 //! its own (`docs/event-source-mapping.md` §6).
 //!
 //! The reader takes records from its buffer into the lanes in shard order, each to the lane of
-//! its partition key ([`lane_of`]), and starts a lane's next batch as soon as its last one is
-//! settled, while the other lanes still invoke: a slow batch holds only its own keys. Every lane
+//! its partition key (a keyless record: of its sequence number, [`lane_of`]), and starts a
+//! lane's next batch as soon as its last one is settled, while the other lanes still invoke: a slow batch holds only its own keys. Every lane
 //! settles its batch by Lambda's rules (retries, bisection, partial responses, retry caps and
 //! record age apply to the lane's batch alone), and the shard's checkpoint moves over the
 //! ledger's settled prefix as lanes report. [`Lanes`] holds those rules, with no I/O: what is
@@ -20,9 +20,10 @@ use futures_util::stream::FuturesUnordered;
 use tokio::sync::mpsc;
 
 use super::batch::{BatchContext, LaneMemory, Settlements};
-use super::shard_reader::{MAX_PAYLOAD_BYTES, ShardReader, event_size};
+use super::shard_reader::{ShardReader, event_size};
 use crate::lease::Checkpoint;
 use crate::mapping::lanes::{Lanes, lane_of};
+use crate::mapping::oversize::MAX_PAYLOAD_BYTES;
 use crate::mapping::reader_exit::ReaderExit;
 use crate::mapping::status::Settled;
 use crate::response::DropCounts;
@@ -247,7 +248,11 @@ impl ShardReader {
                 break;
             }
             let record = self.buffer.pop_front().expect("the front is there");
-            let lane = lane_of(&record.partition_key, factor);
+            let lane = lane_of(
+                &record.partition_key,
+                record.sequence_number.as_str(),
+                factor,
+            );
             lanes.admit(lane, record.sequence_number.clone(), size, record);
         }
         Ok(())

@@ -18,6 +18,7 @@ use crate::mapping::lanes::batch_len;
 use super::batch::{BatchContext, LaneMemory, Settlements};
 use crate::backoff::{Backoff, RetryKind, Retryable as _};
 use crate::lease::{Checkpoint, Lease};
+use crate::mapping::oversize::MAX_PAYLOAD_BYTES;
 use crate::mapping::replay::ReplayCommand;
 use crate::mapping::shared::Shared;
 use crate::mapping::status::Settled;
@@ -27,8 +28,6 @@ use kinesis_source::{ChildShard, IteratorPosition, Record, Shard, SourceError, S
 
 /// The most records one `GetRecords` call asks for (the API's limit).
 pub(super) const READ_LIMIT: usize = 10_000;
-/// Lambda's synchronous invocation payload limit.
-pub(super) const MAX_PAYLOAD_BYTES: usize = 6 * 1024 * 1024;
 /// What an event spends on one record besides its key and data (field names, ids, ARNs).
 const EVENT_BYTES_PER_RECORD: usize = 512;
 
