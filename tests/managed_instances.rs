@@ -10,9 +10,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use end_to_end::{Observed, TestStream, at, concurrent_sleeper_bootstrap, shard};
+use end_to_end::{Observed, TestStream, at, concurrent_sleeper_bootstrap};
 use kinesis_esm::invoke::runtime_api::{FunctionDefinition, RuntimeApi};
 use kinesis_esm::invoke::{Invocation, InvokeError, InvokeOutcome, Invoker};
+use kinesis_esm::mapping::MappingStatus;
 use kinesis_esm::sequence::SequenceNumber;
 use kinesis_esm::template::{Template, TemplateOptions};
 
@@ -109,28 +110,47 @@ fn numeric(sequence: &str) -> (usize, &str) {
     (sequence.len(), sequence)
 }
 
-#[tokio::test]
-async fn shards_share_environments_each_serving_several_batches_at_once_in_order() {
-    let stream = TestStream::create("managed-instances", SHARDS);
+/// Puts [`RECORDS`] records over the stream's shards; gives each shard's last.
+fn put_records(stream: &TestStream) -> BTreeMap<String, SequenceNumber> {
+    let mut last = BTreeMap::new();
+    for id in 0..RECORDS {
+        let put = stream.put(&format!("key-{id}"), format!("{{\"id\":{id}}}"));
+        last.insert(put.shard_id.to_string(), put.sequence_number);
+    }
+    assert_eq!(last.len(), SHARDS as usize, "every shard got records");
+    last
+}
+
+/// What a run of the template's function left: its invoker, what it saw, the final status.
+struct Run {
+    api: Arc<RuntimeApi>,
+    seen: Arc<Mutex<Seen>>,
+    status: MappingStatus,
+}
+
+/// Runs the template's function through the Runtime API, each environment running the
+/// template's `PerExecutionEnvironmentMaxConcurrency`, with `environment` added to its own,
+/// until every shard's last record is checkpointed.
+async fn run(test: &str, environment: &[(&str, &str)]) -> Run {
+    let stream = TestStream::create(test, SHARDS);
     let template = template(&stream.name);
     let function = &template.functions[0];
     let managed = function
         .managed_instances
         .as_ref()
         .expect("the function is on Managed Instances");
-    let mut last: BTreeMap<String, SequenceNumber> = BTreeMap::new();
-    for id in 0..RECORDS {
-        let put = stream.put(&format!("key-{id}"), format!("{{\"id\":{id}}}"));
-        last.insert(put.shard_id.to_string(), put.sequence_number);
-    }
-    assert_eq!(last.len(), SHARDS as usize, "every shard got records");
-
-    let mut definition =
-        FunctionDefinition::new("SleeperFunction", concurrent_sleeper_bootstrap().await);
+    let last = put_records(&stream);
+    let binary = concurrent_sleeper_bootstrap().await;
+    let mut definition = FunctionDefinition::new("SleeperFunction", binary);
     definition.timeout = Duration::from_secs(10);
     definition
         .environment
         .insert("SLEEP_MS".to_owned(), "300".to_owned());
+    for (name, value) in environment {
+        definition
+            .environment
+            .insert((*name).to_owned(), (*value).to_owned());
+    }
     let api = Arc::new(
         RuntimeApi::new(definition)
             .max_environments(SHARDS as usize)
@@ -142,15 +162,18 @@ async fn shards_share_environments_each_serving_several_batches_at_once_in_order
         seen: Arc::clone(&seen),
     };
     let observed = Observed::start(function.mappings[0].clone(), &stream, Arc::new(watched));
-    let mut acked = 0;
     for (shard_id, sequence) in &last {
-        let status = observed.wait_for_checkpoint(shard_id, &at(sequence)).await;
-        acked = status.shards.values().map(|shard| shard.acked).sum::<u64>();
-        assert!(shard(&status, shard_id).acked > 0);
+        observed.wait_for_checkpoint(shard_id, &at(sequence)).await;
     }
-    observed.stop().await;
+    let status = observed.stop().await;
     api.shutdown().await;
+    Run { api, seen, status }
+}
 
+#[tokio::test]
+async fn shards_share_environments_each_serving_several_batches_at_once_in_order() {
+    let Run { api, seen, status } = run("managed-instances", &[]).await;
+    let acked: u64 = status.shards.values().map(|shard| shard.acked).sum();
     assert_eq!(acked, RECORDS);
     let seen = seen.lock().unwrap_or_else(PoisonError::into_inner);
     let started = api.environments_started();
@@ -171,6 +194,35 @@ async fn shards_share_environments_each_serving_several_batches_at_once_in_order
         "one process per environment"
     );
     check_once_in_order(&seen.records);
+}
+
+#[tokio::test]
+async fn a_crashed_environment_fails_every_invocation_in_it_each_retried_by_its_shard() {
+    let marker = std::env::temp_dir().join(test_support::unique_name("managed-instances-crash"));
+    let marker_text = marker.to_string_lossy().into_owned();
+    let crash = [("CRASH_ONCE_FILE", marker_text.as_str())];
+    let Run { api, status, .. } = run("managed-instances-crash", &crash).await;
+    assert!(marker.exists(), "the function never crashed");
+    let _ = std::fs::remove_file(&marker);
+    let acked: u64 = status.shards.values().map(|shard| shard.acked).sum();
+    assert_eq!(acked, RECORDS, "every record is settled in the end");
+    let discarded: u64 = status.shards.values().map(|shard| shard.discarded).sum();
+    assert_eq!(discarded, 0);
+    let retried: Vec<&str> = status
+        .shards
+        .values()
+        .filter(|shard| shard.retries > 0)
+        .map(|shard| shard.shard_id.as_str())
+        .collect();
+    assert!(
+        retried.len() >= 2,
+        "the crash failed the invocations of several shards in flight in its environment, \
+         each retried by its own shard; retried: {retried:?}"
+    );
+    assert!(
+        api.environments_started() >= 2,
+        "the crashed environment was replaced"
+    );
 }
 
 /// Every record delivered once, and each shard's in increasing sequence order.
