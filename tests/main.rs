@@ -38,6 +38,7 @@ mod filtering;
 mod function_logs;
 mod health;
 mod kpl;
+mod managed_instances;
 mod metrics;
 mod oversize_records;
 mod page;

@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::time::SystemTime;
 
-use esm_engine::invoke::NeverInitialised;
+use esm_engine::invoke::{NeverInitialised, SharedEnvironments};
 use esm_engine::mapping::{MappingStatus, NextRetry, ShardPhase, ShardStatus};
 use kinesis_source::time::millis_since_epoch;
 
@@ -169,6 +169,21 @@ pub fn never_initialised_line(function: &str, failures: &NeverInitialised) -> St
         "{function} never initialised: {environments} failed before taking an invocation, \
          so none of its records reached the handler; the last failure: {}",
         failures.last_failure
+    )
+}
+
+/// The summary's line for a function on Lambda Managed Instances: how many execution
+/// environments served its batches, and how many batches one ran at once.
+pub fn shared_environments_line(function: &str, used: &SharedEnvironments) -> String {
+    format!(
+        "{function} on Managed Instances: {} started, at most {} at once in one (of {} allowed)",
+        counted(
+            used.started,
+            "execution environment",
+            "execution environments"
+        ),
+        counted(used.most_in_flight as u64, "invocation", "invocations"),
+        used.concurrency
     )
 }
 
@@ -503,6 +518,29 @@ mod tests {
         assert!(
             never_initialised_line("F", &failures(1))
                 .contains("its 1 execution environment failed")
+        );
+    }
+
+    #[test]
+    fn a_managed_instances_function_says_its_environments_and_their_most_invocations() {
+        let used = SharedEnvironments {
+            started: 2,
+            most_in_flight: 4,
+            concurrency: 4,
+        };
+        assert_eq!(
+            shared_environments_line("ShippingFunction", &used),
+            "ShippingFunction on Managed Instances: 2 execution environments started, at most 4 \
+             invocations at once in one (of 4 allowed)"
+        );
+        let one = SharedEnvironments {
+            started: 1,
+            most_in_flight: 1,
+            concurrency: 16,
+        };
+        assert!(
+            shared_environments_line("F", &one)
+                .contains("1 execution environment started, at most 1 invocation at once")
         );
     }
     use esm_engine::lease::Checkpoint;

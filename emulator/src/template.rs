@@ -48,6 +48,7 @@
 //!
 //! [`MappingConfig`]: esm_engine::config::MappingConfig
 
+mod capacity_provider;
 mod created_resources;
 mod document;
 mod error;
@@ -60,6 +61,7 @@ mod other_sources;
 mod resources;
 mod stream;
 
+pub use capacity_provider::{DEFAULT_MAX_CONCURRENCY, ManagedInstances};
 pub use created_resources::{
     AttributeDefinition, AttributeType, Billing, DestinationResource, KeyElement, KeyType,
     TableResource,

@@ -78,6 +78,20 @@ pub(crate) async fn built(
     .expect("building does not panic")
 }
 
+/// The `concurrent-sleeper` fixture's binary: a function on `lambda_runtime`'s
+/// `run_concurrent`, for Lambda Managed Instances.
+pub async fn concurrent_sleeper_bootstrap() -> &'static Path {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    built(
+        &BINARY,
+        workspace_dir().join("tests/fixtures/functions/concurrent-sleeper"),
+        // Not `bootstrap`: in a target folder shared with other functions' builds, its binary
+        // would overwrite theirs.
+        "concurrent-sleeper",
+    )
+    .await
+}
+
 /// The shipping function's own `bootstrap`, as Lambda runs it.
 pub async fn shipping_bootstrap() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();

@@ -11,4 +11,6 @@ pub mod runtime_api;
 
 pub use error_type::{ErrorType, LambdaError};
 pub use in_process::{InProcess, InProcessWindow};
-pub use invoker::{Invocation, InvokeError, InvokeOutcome, Invoker, NeverInitialised};
+pub use invoker::{
+    Invocation, InvokeError, InvokeOutcome, Invoker, NeverInitialised, SharedEnvironments,
+};

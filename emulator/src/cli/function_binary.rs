@@ -107,7 +107,13 @@ pub(super) fn runtime_api_invoker(
         .environment
         .extend(options.function_env.iter().cloned());
     definition.logging.clone_from(&function.logging);
-    Ok(RuntimeApi::new(definition)
+    let api = RuntimeApi::new(definition)
         .max_environments(environments.max(RuntimeApi::DEFAULT_MAX_ENVIRONMENTS))
-        .function_logs(logs.full, logs.json))
+        .function_logs(logs.full, logs.json);
+    // On Managed Instances an environment runs several batches at once; `max_environments`
+    // still bounds the invocations in flight, which the mapping's concurrent batches set.
+    Ok(match &function.managed_instances {
+        Some(managed) => api.per_environment_concurrency(managed.max_concurrency as usize),
+        None => api,
+    })
 }

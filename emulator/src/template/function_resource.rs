@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_yaml_ng::{Mapping, Value};
 
+use super::capacity_provider::{self, ManagedInstances};
 use super::error::{Problem, Section};
 use super::event::{self, Target};
 use super::fields::{Fault, Fields};
@@ -53,6 +54,9 @@ pub struct FunctionResource {
     pub environment: BTreeMap<String, String>,
     /// `LoggingConfig`.
     pub logging: esm_engine::config::LoggingConfig,
+    /// `CapacityProviderConfig`: Lambda Managed Instances, several invocations at once in one
+    /// execution environment; `None` for the standard execution environment.
+    pub managed_instances: Option<ManagedInstances>,
     /// One mapping per Kinesis event, in the template's order.
     pub mappings: Vec<MappingConfig>,
 }
@@ -234,6 +238,7 @@ fn read_merged(
         .unwrap_or(128);
     let environment = environment(fields, resolver)?;
     let logging = logging_config(fields, resolver)?;
+    let managed_instances = capacity_provider::read(fields, resolver)?;
     let function_name = function_name(fields, resolver, logical_id)?;
     let (build_method, binary) = build_metadata(logical_id, resource)?;
     let timeout = Duration::from_secs(timeout as u64);
@@ -257,12 +262,14 @@ fn read_merged(
         memory_size: memory_size as u32,
         environment,
         logging,
+        managed_instances,
         mappings,
     })
 }
 
 /// Refuses the properties of a function the emulator does not run as Lambda would: inline code,
-/// images, durable functions, other execution environments, and a function that may never run.
+/// images, durable functions, other execution environments (Managed Instances' scaling and
+/// tenancy), and a function that may never run.
 fn refuse_what_is_not_reproduced(
     fields: &Fields<'_>,
     resolver: &Resolver<'_>,
@@ -277,7 +284,6 @@ fn refuse_what_is_not_reproduced(
         ("ImageUri", LOCAL_ZIP),
         ("ImageConfig", LOCAL_ZIP),
         ("DurableConfig", "only standard functions"),
-        ("CapacityProviderConfig", STANDARD),
         ("FunctionScalingConfig", STANDARD),
         ("TenancyConfig", STANDARD),
     ] {

@@ -19,6 +19,12 @@ pub(super) const DYNAMODB_TABLE: &str = "AWS::DynamoDB::Table";
 /// SAM's table, whose `Ref` is its name too.
 pub(super) const SIMPLE_TABLE: &str = "AWS::Serverless::SimpleTable";
 
+/// Lambda Managed Instances' capacity providers, in SAM's type and CloudFormation's.
+const CAPACITY_PROVIDERS: [&str; 2] = [
+    "AWS::Serverless::CapacityProvider",
+    "AWS::Lambda::CapacityProvider",
+];
+
 /// The pseudo-parameters a local run can answer, and how.
 const PSEUDO_PARAMETERS: &str =
     "AWS::Region, AWS::AccountId, AWS::Partition, AWS::StackName, AWS::URLSuffix";
@@ -266,6 +272,7 @@ impl<'t> Resolver<'t> {
         match self.resource_type(name) {
             Some(KINESIS_STREAM) => self.stream_name(name).map(str::to_owned),
             Some(DYNAMODB_TABLE | SIMPLE_TABLE) => self.table_name(name),
+            Some(kind) if CAPACITY_PROVIDERS.contains(&kind) => self.capacity_provider_name(name),
             Some(other) => Err(format!(
                 "kinesis-esm cannot know what Ref of resource {name} ({other}) would be"
             )),
@@ -300,6 +307,20 @@ impl<'t> Resolver<'t> {
             .get(logical_id)
             .and_then(|resource| resource.get("Properties"))
             .and_then(|properties| properties.get("TableName"));
+        match name {
+            Some(name) => self.text(name),
+            None => Ok(format!("{}-{logical_id}", self.stack_name)),
+        }
+    }
+
+    /// `Ref` of a capacity provider: its `CapacityProviderName`, or `<stack>-<logical id>` as
+    /// CloudFormation starts the names it makes up. Nothing is made of it locally.
+    fn capacity_provider_name(&self, logical_id: &str) -> Result<String, String> {
+        let name = self
+            .resources
+            .get(logical_id)
+            .and_then(|resource| resource.get("Properties"))
+            .and_then(|properties| properties.get("CapacityProviderName"));
         match name {
             Some(name) => self.text(name),
             None => Ok(format!("{}-{logical_id}", self.stack_name)),
@@ -347,6 +368,16 @@ impl<'t> Resolver<'t> {
             }
             Some(KINESIS_STREAM) => Err(format!(
                 "stream {logical_id} has no attribute {attribute} (AWS::Kinesis::Stream has Arn)"
+            )),
+            Some(kind) if CAPACITY_PROVIDERS.contains(&kind) && attribute == "Arn" => {
+                let name = self.capacity_provider_name(logical_id)?;
+                Ok(format!(
+                    "arn:{}:lambda:{}:{}:capacity-provider:{name}",
+                    self.partition, self.region, self.account_id
+                ))
+            }
+            Some(kind) if CAPACITY_PROVIDERS.contains(&kind) => Err(format!(
+                "capacity provider {logical_id} has no attribute {attribute} ({kind} has Arn)"
             )),
             Some(other) => Err(format!(
                 "kinesis-esm cannot know attribute {attribute} of resource {logical_id} ({other})"

@@ -162,6 +162,7 @@ fn a_minimal_function_gets_lambda_and_sam_defaults() {
             memory_size: 128,
             environment: BTreeMap::new(),
             logging: esm_engine::config::LoggingConfig::default(),
+            managed_instances: None,
             mappings: vec![MappingConfig::new(
                 "ShippingFunction",
                 "shipments",

@@ -72,6 +72,7 @@ fn the_shipping_fixture_reads_into_exact_configs() {
                 ("SHIPMENTS_STREAM".to_owned(), "shipments".to_owned()),
             ]),
             logging: kinesis_esm::config::LoggingConfig::default(),
+            managed_instances: None,
             mappings: vec![mapping],
         }]
     );

@@ -95,6 +95,24 @@ pub trait Invoker: Send + Sync {
     fn never_initialised(&self) -> Option<NeverInitialised> {
         None
     }
+
+    /// The execution environments of a function on Lambda Managed Instances, where one runs
+    /// several invocations at once. Only invokers that start the function know.
+    fn shared_environments(&self) -> Option<SharedEnvironments> {
+        None
+    }
+}
+
+/// What a function on Lambda Managed Instances used: environments, each running several
+/// invocations at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SharedEnvironments {
+    /// How many execution environments were started (restarts included).
+    pub started: u64,
+    /// The most invocations one environment had in flight at once.
+    pub most_in_flight: usize,
+    /// How many one may have (`PerExecutionEnvironmentMaxConcurrency`).
+    pub concurrency: usize,
 }
 
 /// A function none of whose execution environments initialised: each failed before it took an

@@ -11,6 +11,11 @@
 //! - An environment runs **one invocation at a time**. Invocations run concurrently up to
 //!   [`RuntimeApi::max_environments`]; an idle environment is reused, a new one is started only
 //!   when none is idle. The process is started once, not per invocation.
+//! - On **Lambda Managed Instances** ([`RuntimeApi::per_environment_concurrency`]) an environment
+//!   runs up to that many invocations at once: its process is told the number by
+//!   `AWS_LAMBDA_MAX_CONCURRENCY`, polls `next` concurrently and answers each invocation on its
+//!   own request id; a new environment starts only when every running one is full. A process
+//!   that ends fails every invocation in flight in it (`docs/managed-instances.md`).
 //! - The function's **time** starts when its runtime takes the event: its deadline
 //!   (`Lambda-Runtime-Deadline-Ms`) is then plus the time the invocation had left, and at most
 //!   the function's `Timeout`. Starting the process (Lambda's init phase) is not counted, as on
@@ -41,6 +46,7 @@ mod function_failure;
 mod function_log;
 mod init_record;
 mod log_tap;
+mod pool;
 mod process;
 mod runner;
 mod server;

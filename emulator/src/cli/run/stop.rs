@@ -53,7 +53,7 @@ impl Running {
         }
         control.set_phase(ControlPhase::Stopping);
         let resumed_from = self.resumed_from.clone();
-        let (finals, never_initialised) = tokio::select! {
+        let (finals, never_initialised, environments) = tokio::select! {
             ended = self.stop() => ended,
             signal = stop_signals.next() => {
                 // Returning drops the mappings and invokers: the runtime's end kills the function
@@ -72,6 +72,9 @@ impl Running {
         }
         for status in &finals {
             let _ = write!(std::io::stdout(), "{}", summary::render(status));
+        }
+        for line in &environments {
+            let _ = writeln!(std::io::stdout(), "{line}");
         }
         for (function, failures) in &never_initialised {
             let _ = writeln!(
@@ -105,7 +108,13 @@ impl Running {
     /// Stops the mappings (each lands its checkpoints), then the progress lines, the functions
     /// and the endpoint. The mappings' final statuses and the functions that never initialised
     /// are the summary's.
-    async fn stop(self) -> (Vec<MappingStatus>, Vec<(String, NeverInitialised)>) {
+    async fn stop(
+        self,
+    ) -> (
+        Vec<MappingStatus>,
+        Vec<(String, NeverInitialised)>,
+        Vec<String>,
+    ) {
         let mut finals: Vec<MappingStatus> = Vec::new();
         for mapping in self.started.mappings {
             finals.push(mapping.stop().await);
@@ -115,8 +124,12 @@ impl Running {
             let _ = progress.await;
         }
         let mut never_initialised = Vec::new();
+        let mut environments = Vec::new();
         for (function, invoker) in &self.started.invokers {
             invoker.shutdown().await;
+            if let Some(used) = invoker.shared_environments() {
+                environments.push(summary::shared_environments_line(function, &used));
+            }
             if let Some(failures) = invoker.never_initialised() {
                 never_initialised.push((function.clone(), failures));
             }
@@ -124,7 +137,7 @@ impl Running {
         if let Some(server) = self.server {
             server.stop().await;
         }
-        (finals, never_initialised)
+        (finals, never_initialised, environments)
     }
 }
 

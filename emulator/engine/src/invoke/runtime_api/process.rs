@@ -113,8 +113,24 @@ pub(super) struct Process {
     pub(super) pid: Option<u32>,
     /// Becomes `Some` once the process has ended and its output is read.
     pub(super) exited: watch::Receiver<Option<Arc<ExitReport>>>,
-    /// Dropping this tells the supervisor to kill the process.
-    _kill: oneshot::Sender<()>,
+    /// Sending on it, or dropping it, tells the supervisor to kill the process.
+    kill: std::sync::Mutex<Option<oneshot::Sender<()>>>,
+}
+
+impl Process {
+    /// Kills the process now, before the last owner drops it: on Managed Instances an
+    /// environment is shared by the invocations in flight in it, and one of them (a timeout)
+    /// may end it for all.
+    pub(super) fn kill(&self) {
+        let sender = self
+            .kill
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(sender) = sender {
+            let _ = sender.send(());
+        }
+    }
 }
 
 /// Starts `binary` in `task_root` with exactly `environment`, its output forwarded to the log.
@@ -183,7 +199,7 @@ pub(super) fn start(
     Ok(Process {
         pid,
         exited,
-        _kill: kill,
+        kill: std::sync::Mutex::new(Some(kill)),
     })
 }
 

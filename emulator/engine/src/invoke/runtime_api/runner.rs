@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::fmt;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
@@ -20,10 +20,13 @@ use super::definition::{base_environment, log_stream_name};
 use super::function_failure::FunctionFailure;
 use super::function_log;
 use super::init_record::InitRecord;
+use super::pool::{self, Placement};
 use super::process::{self, ExitReport, Label, Process};
 use super::server::{self, Delivery, Exchange};
 use crate::invoke::error_type::LambdaError;
-use crate::invoke::invoker::{Invocation, InvokeError, InvokeOutcome, Invoker, NeverInitialised};
+use crate::invoke::invoker::{
+    Invocation, InvokeError, InvokeOutcome, Invoker, NeverInitialised, SharedEnvironments,
+};
 
 /// How long an answer posted just as the process ended is still waited for: the process may
 /// exit right after posting, before its post is read.
@@ -42,7 +45,16 @@ pub struct RuntimeApi {
     max_environments: usize,
     init_timeout: Duration,
     permits: Semaphore,
-    idle: Mutex<Vec<Environment>>,
+    /// How many invocations one environment runs at once: 1, or Managed Instances'
+    /// `PerExecutionEnvironmentMaxConcurrency`.
+    concurrency: usize,
+    /// The running environments in the order they started, each with its invocations in flight.
+    pool: Mutex<Vec<Slot>>,
+    /// Held while an invocation finds its environment, so that invocations arriving together do
+    /// not each start one where one would do.
+    placing: tokio::sync::Mutex<()>,
+    /// The most invocations one environment has had in flight at once.
+    most_in_flight: AtomicUsize,
     /// How each process started so far ends, so that shutdown can wait for every one.
     live: Mutex<Vec<watch::Receiver<Option<Arc<ExitReport>>>>>,
     numbers: AtomicU64,
@@ -59,6 +71,7 @@ impl fmt::Debug for RuntimeApi {
             .field("function", &self.function.name)
             .field("binary", &self.function.binary)
             .field("max_environments", &self.max_environments)
+            .field("concurrency", &self.concurrency)
             .field("environments_started", &self.environments_started())
             .finish_non_exhaustive()
     }
@@ -94,7 +107,10 @@ impl RuntimeApi {
             max_environments: Self::DEFAULT_MAX_ENVIRONMENTS,
             init_timeout: Self::DEFAULT_INIT_TIMEOUT,
             permits: Semaphore::new(Self::DEFAULT_MAX_ENVIRONMENTS),
-            idle: Mutex::new(Vec::new()),
+            concurrency: 1,
+            pool: Mutex::new(Vec::new()),
+            placing: tokio::sync::Mutex::new(()),
+            most_in_flight: AtomicUsize::new(0),
             live: Mutex::new(Vec::new()),
             numbers: AtomicU64::new(0),
             started: AtomicU64::new(0),
@@ -118,6 +134,20 @@ impl RuntimeApi {
     pub fn max_environments(mut self, limit: usize) -> Self {
         self.max_environments = limit.max(1);
         self.permits = Semaphore::new(self.max_environments);
+        self
+    }
+
+    /// Lets each environment run up to `limit` invocations at once (at least one), as Lambda
+    /// Managed Instances does with `PerExecutionEnvironmentMaxConcurrency`: its process is told
+    /// the number by `AWS_LAMBDA_MAX_CONCURRENCY`, and a new environment starts only when every
+    /// running one is full. Without this call an environment runs one invocation at a time and
+    /// the variable is not set, as in Lambda's standard execution environment.
+    pub fn per_environment_concurrency(mut self, limit: usize) -> Self {
+        self.concurrency = limit.max(1);
+        self.environment.insert(
+            "AWS_LAMBDA_MAX_CONCURRENCY".to_owned(),
+            self.concurrency.to_string().into(),
+        );
         self
     }
 
@@ -151,25 +181,81 @@ impl RuntimeApi {
         self.started.load(Ordering::Relaxed)
     }
 
-    fn idle(&self) -> MutexGuard<'_, Vec<Environment>> {
+    /// How many invocations each running environment has in flight, by environment number.
+    pub fn environments_in_flight(&self) -> Vec<(u64, usize)> {
+        self.pool()
+            .iter()
+            .map(|slot| (slot.environment.number, slot.in_flight))
+            .collect()
+    }
+
+    /// The most invocations one environment has had in flight at once so far.
+    pub fn most_in_flight(&self) -> usize {
+        self.most_in_flight.load(Ordering::Relaxed)
+    }
+
+    fn pool(&self) -> MutexGuard<'_, Vec<Slot>> {
         // Plain data, never locked across an await: a panic elsewhere left it whole.
-        self.idle.lock().unwrap_or_else(PoisonError::into_inner)
+        self.pool.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn live(&self) -> MutexGuard<'_, Vec<watch::Receiver<Option<Arc<ExitReport>>>>> {
         self.live.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// An idle environment whose process still runs, if there is one.
-    fn take_idle(&self) -> Option<Environment> {
-        let mut idle = self.idle();
-        // A process can end between invocations; its environment is dropped here.
-        while let Some(environment) = idle.pop() {
-            if environment.process.exited.borrow().is_none() {
-                return Some(environment);
+    /// The environment the next invocation runs in, counted in, and whether it is new.
+    async fn take_environment(
+        &self,
+    ) -> Result<(Arc<Environment>, bool), Result<InvokeOutcome, InvokeError>> {
+        let _placing = self.placing.lock().await;
+        if let Some(environment) = self.take_room() {
+            return Ok((environment, false));
+        }
+        let environment = Arc::new(self.start_environment().await?);
+        self.pool().push(Slot {
+            environment: Arc::clone(&environment),
+            in_flight: 1,
+        });
+        self.most_in_flight.fetch_max(1, Ordering::Relaxed);
+        Ok((environment, true))
+    }
+
+    /// A running environment with room for one more invocation, as `pool::place` picks it.
+    fn take_room(&self) -> Option<Arc<Environment>> {
+        let mut pool = self.pool();
+        // A process can end between invocations; its environment leaves the pool here.
+        pool.retain(|slot| slot.environment.process.exited.borrow().is_none());
+        let loads: Vec<usize> = pool.iter().map(|slot| slot.in_flight).collect();
+        let Placement::Existing(index) = pool::place(&loads, self.concurrency) else {
+            return None;
+        };
+        let slot = &mut pool[index];
+        slot.in_flight += 1;
+        self.most_in_flight
+            .fetch_max(slot.in_flight, Ordering::Relaxed);
+        Some(Arc::clone(&slot.environment))
+    }
+
+    /// Counts an invocation out of its environment; a discarded environment leaves the pool
+    /// and its process is killed, failing every other invocation in flight in it, as on Lambda.
+    fn release(&self, environment: &Arc<Environment>, fate: Fate) {
+        let keep = fate == Fate::Keep && !self.permits.is_closed();
+        {
+            let mut pool = self.pool();
+            let found = pool
+                .iter()
+                .position(|slot| Arc::ptr_eq(&slot.environment, environment));
+            if let Some(index) = found {
+                if keep {
+                    pool[index].in_flight -= 1;
+                } else {
+                    pool.remove(index);
+                }
             }
         }
-        None
+        if fate == Fate::Discard {
+            environment.process.kill();
+        }
     }
 
     async fn start_environment(&self) -> Result<Environment, Result<InvokeOutcome, InvokeError>> {
@@ -185,7 +271,7 @@ impl RuntimeApi {
                 ),
             })
         })?;
-        let (exchange, deliveries) = Exchange::new(&self.arn);
+        let (exchange, deliveries) = Exchange::new(&self.arn, self.concurrency);
         let endpoint = AbortOnDrop(tokio::spawn(server::serve(listener, Arc::clone(&exchange))));
 
         let mut environment = self.environment.clone();
@@ -268,12 +354,9 @@ impl Invoker for RuntimeApi {
             .acquire()
             .await
             .map_err(|_closed| self.shut_down())?;
-        let (environment, new) = match self.take_idle() {
-            Some(environment) => (environment, false),
-            None => match self.start_environment().await {
-                Ok(environment) => (environment, true),
-                Err(ended) => return ended,
-            },
+        let (environment, new) = match self.take_environment().await {
+            Ok(taken) => taken,
+            Err(ended) => return ended,
         };
         let (outcome, fate) = environment
             .run(invocation, budget, self.init_timeout, &self.function)
@@ -284,16 +367,14 @@ impl Invoker for RuntimeApi {
                 &outcome,
             );
         }
-        if fate == Fate::Keep && !self.permits.is_closed() {
-            self.idle().push(environment);
-        }
+        self.release(&environment, fate);
         Ok(outcome)
     }
 
     async fn shutdown(&self) {
         self.permits.close();
         self.shutdown.send_replace(true);
-        self.idle().clear();
+        self.pool().clear();
         let live = std::mem::take(&mut *self.live());
         for mut exited in live {
             // An error means the process's supervisor is gone, and with it the process.
@@ -304,6 +385,17 @@ impl Invoker for RuntimeApi {
     fn never_initialised(&self) -> Option<NeverInitialised> {
         self.inits.never_initialised()
     }
+
+    fn shared_environments(&self) -> Option<SharedEnvironments> {
+        // Set only by `per_environment_concurrency`: a standard function has nothing to add.
+        self.environment
+            .contains_key("AWS_LAMBDA_MAX_CONCURRENCY")
+            .then(|| SharedEnvironments {
+                started: self.environments_started(),
+                most_in_flight: self.most_in_flight(),
+                concurrency: self.concurrency,
+            })
+    }
 }
 
 /// What becomes of an environment after an invocation.
@@ -313,6 +405,12 @@ enum Fate {
     Keep,
     /// Its process ended or must: the next invocation starts a new one.
     Discard,
+}
+
+/// A running environment and how many invocations it has in flight.
+struct Slot {
+    environment: Arc<Environment>,
+    in_flight: usize,
 }
 
 /// One execution environment: a process and its endpoint. Dropping it kills the process, and
@@ -346,8 +444,9 @@ impl Environment {
         };
         let mut exited = self.process.exited.clone();
         let mut init_errors = self.exchange.init_errors();
-        // One invocation at a time and the slot empties when the runtime takes the event, so
-        // the slot is free; if it is not, something is off with this environment: replace it.
+        // No more invocations than the environment's concurrency are in flight, and a slot
+        // empties when the runtime takes the event, so a slot is free; if none is, something is
+        // off with this environment: replace it.
         if self.deliveries.try_send(delivery).is_err() {
             return (
                 self.lost(&request_id, "its endpoint refused the invocation"),
@@ -355,7 +454,15 @@ impl Environment {
             );
         }
 
-        // Until the runtime takes the event: initialisation, for a new process.
+        // Until the runtime takes the event: initialisation, for a new process. On Managed
+        // Instances an event may wait behind others in an initialised environment: as long as
+        // it may run, then, rather than the init phase's limit.
+        let initialised = self.took_an_invocation.load(Ordering::Relaxed);
+        let wait = if initialised {
+            init_timeout.max(budget)
+        } else {
+            init_timeout
+        };
         let picked_at = tokio::select! {
             biased;
             picked_at = taken => picked_at.ok(),
@@ -372,12 +479,12 @@ impl Environment {
             report = ended(&mut exited) => {
                 return (self.exit_error(&request_id, report, "before it asked for an invocation", function), Fate::Discard);
             }
-            () = tokio::time::sleep(init_timeout) => {
+            () = tokio::time::sleep(wait) => {
                 tracing::warn!(
                     function = %function.name,
                     environment = self.number,
-                    "the function did not ask for an invocation within {:.2} seconds of starting; its process is killed",
-                    init_timeout.as_secs_f64()
+                    "the function did not ask for an invocation within {:.2} seconds; its process is killed",
+                    wait.as_secs_f64()
                 );
                 return (InvokeOutcome::Timeout, Fate::Discard);
             }

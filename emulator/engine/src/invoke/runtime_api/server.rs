@@ -6,7 +6,12 @@
 //! 400 `InvalidRequestID` for a request id that is not the one in flight, 403
 //! `InvalidStateTransition` for a post when nothing is in flight (a second answer), 413 for a
 //! response over 6 MB.
+//!
+//! On Lambda Managed Instances an environment runs several invocations at once: its runtime
+//! polls `next` concurrently, up to `AWS_LAMBDA_MAX_CONCURRENCY` times, and answers each
+//! invocation on its own request id. The endpoint keeps every invocation in flight by its id.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -52,31 +57,35 @@ pub(super) struct Delivery {
     pub(super) picked: oneshot::Sender<Instant>,
 }
 
-struct InFlight {
-    request_id: String,
-    reply: oneshot::Sender<InvokeOutcome>,
-}
-
 /// What the invoker and one environment's endpoint share.
 pub(super) struct Exchange {
     function_arn: HeaderValue,
     deliveries: tokio::sync::Mutex<mpsc::Receiver<Delivery>>,
-    in_flight: Mutex<Option<InFlight>>,
+    /// Where each invocation in flight is answered, by request id.
+    in_flight: Mutex<HashMap<String, oneshot::Sender<InvokeOutcome>>>,
+    /// How many invocations the runtime may hold at once.
+    concurrency: usize,
     /// Whether the runtime has asked for an invocation: its initialisation is over.
     polled: AtomicBool,
     init_error: watch::Sender<Option<FunctionFailure>>,
 }
 
 impl Exchange {
-    /// An exchange for a function with this ARN, and the sender its invocations go through.
-    pub(super) fn new(function_arn: &str) -> (Arc<Self>, mpsc::Sender<Delivery>) {
-        // One slot: an environment runs one invocation at a time.
-        let (sender, receiver) = mpsc::channel(1);
+    /// An exchange for a function with this ARN whose runtime runs up to `concurrency`
+    /// invocations at once, and the sender its invocations go through.
+    pub(super) fn new(
+        function_arn: &str,
+        concurrency: usize,
+    ) -> (Arc<Self>, mpsc::Sender<Delivery>) {
+        let concurrency = concurrency.max(1);
+        // A slot per invocation the environment may run: the invoker never sends more.
+        let (sender, receiver) = mpsc::channel(concurrency);
         let exchange = Self {
             function_arn: HeaderValue::from_str(function_arn)
                 .unwrap_or_else(|_| HeaderValue::from_static("arn:aws:lambda:::function:invalid")),
             deliveries: tokio::sync::Mutex::new(receiver),
-            in_flight: Mutex::new(None),
+            in_flight: Mutex::new(HashMap::new()),
+            concurrency,
             polled: AtomicBool::new(false),
             init_error: watch::Sender::new(None),
         };
@@ -88,7 +97,9 @@ impl Exchange {
         self.init_error.subscribe()
     }
 
-    fn in_flight(&self) -> std::sync::MutexGuard<'_, Option<InFlight>> {
+    fn in_flight(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<InvokeOutcome>>> {
         // The lock guards plain data and is never held across an await: a panic while it was
         // held left nothing half-written.
         self.in_flight
@@ -155,8 +166,12 @@ async fn route(exchange: &Exchange, request: Request<Incoming>) -> Response<Body
 
 /// `GET /runtime/invocation/next`: waits for the next invocation and hands it over.
 async fn next(exchange: &Exchange) -> Response<Body> {
-    if exchange.in_flight().is_some() {
-        return invalid_state("asked for the next invocation before answering the current one");
+    if exchange.in_flight().len() >= exchange.concurrency {
+        return invalid_state(if exchange.concurrency == 1 {
+            "asked for the next invocation before answering the current one"
+        } else {
+            "asked for more invocations at once than AWS_LAMBDA_MAX_CONCURRENCY allows"
+        });
     }
     exchange.polled.store(true, Ordering::Release);
     let delivery = {
@@ -178,10 +193,9 @@ async fn next(exchange: &Exchange) -> Response<Body> {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.as_millis());
     let request_id = HeaderValue::from_str(&delivery.request_id);
-    *exchange.in_flight() = Some(InFlight {
-        request_id: delivery.request_id,
-        reply: delivery.reply,
-    });
+    exchange
+        .in_flight()
+        .insert(delivery.request_id, delivery.reply);
     // The invoker may have given up already; the runtime still gets its event, as on Lambda.
     let _ = delivery.picked.send(picked_at);
 
@@ -277,31 +291,34 @@ async fn init_error(
     accepted()
 }
 
-/// Refuses a post for `request_id` when it is not the invocation in flight.
+/// Refuses a post for `request_id` when it is not an invocation in flight.
 fn check_in_flight(exchange: &Exchange, request_id: &str) -> Option<Response<Body>> {
-    match &*exchange.in_flight() {
-        None => Some(invalid_state(
+    let in_flight = exchange.in_flight();
+    if in_flight.contains_key(request_id) {
+        None
+    } else if in_flight.is_empty() {
+        Some(invalid_state(
             "answered an invocation that is not in flight (already answered, or never given)",
-        )),
-        Some(in_flight) if in_flight.request_id != request_id => Some(invalid_request_id()),
-        Some(_) => None,
+        ))
+    } else {
+        Some(invalid_request_id())
     }
 }
 
 /// Hands the answer to the invoker, unless another post settled the invocation meanwhile.
 fn settle(exchange: &Exchange, request_id: &str, outcome: InvokeOutcome) -> Option<Response<Body>> {
-    let in_flight = {
-        let mut slot = exchange.in_flight();
-        match &*slot {
-            Some(in_flight) if in_flight.request_id == request_id => slot.take(),
-            Some(_) => return Some(invalid_request_id()),
-            None => None,
+    let reply = {
+        let mut in_flight = exchange.in_flight();
+        match in_flight.remove(request_id) {
+            Some(reply) => Some(reply),
+            None if in_flight.is_empty() => None,
+            None => return Some(invalid_request_id()),
         }
     };
-    match in_flight {
+    match reply {
         // The invoker may have given up (its caller went away); the answer has nowhere to go.
-        Some(in_flight) => {
-            let _ = in_flight.reply.send(outcome);
+        Some(reply) => {
+            let _ = reply.send(outcome);
             None
         }
         None => Some(invalid_state(
@@ -426,7 +443,7 @@ mod tests {
             .await
             .expect("a loopback port");
         let address = listener.local_addr().expect("an address");
-        let (exchange, deliveries) = Exchange::new("arn:aws:lambda:us-east-1:1:function:f");
+        let (exchange, deliveries) = Exchange::new("arn:aws:lambda:us-east-1:1:function:f", 1);
         let endpoint = tokio::spawn(serve(listener, exchange));
         let mut runtime = tokio::net::TcpStream::connect(address)
             .await
