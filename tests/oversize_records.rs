@@ -7,11 +7,13 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use end_to_end::{Observed, TestStream, at, one_shard_mapping, shard};
+use end_to_end::{Observed, TestStream, at, one_shard_mapping, shard, shipping_bootstrap};
 use kinesis_esm::invoke::InProcess;
 use kinesis_esm::kinesis::EmbeddedKinesis;
 use kinesis_esm::mapping::{InvocationVerdict, MappingEvent};
 use lambda_kinesis::HandlerOutcome;
+
+use crate::cli::{check_row, cli_template, kinesis_esm_with, temp_file};
 
 const SHARD: &str = "shardId-000000000000";
 /// 5 MiB of data: within a 6 MiB `MaxRecordSizeInKiB`, but about 6.7 MiB once base64 in an event.
@@ -89,4 +91,32 @@ async fn a_record_no_event_can_carry_is_retried_and_discarded_by_the_mappings_ru
     );
     assert_eq!(batch_info["batchSize"], 1, "{record}");
     observed.stop().await;
+}
+
+/// `kinesis-esm run` gives the embedded stream the template's `MaxRecordSizeInKiB` (10240): a
+/// 2 MiB shipment, which a stream of the default 1 MiB would refuse, is published by `--put`
+/// and booked by the shipping function, next to a small one.
+#[tokio::test]
+async fn run_makes_the_templates_stream_with_its_max_record_size() {
+    shipping_bootstrap().await;
+    let address = "x".repeat(2 * 1024 * 1024);
+    let records = temp_file(
+        "two-mib-shipment.jsonl",
+        &format!(
+            "{{\"partitionKey\": \"large\", \"data\": {{\"id\": 1, \"address\": \"{address}\", \"carrier\": \"dhl\"}}}}\n\
+             {{\"partitionKey\": \"small\", \"data\": {{\"id\": 2, \"address\": \"2 Quay Street\", \"carrier\": \"ups\"}}}}\n"
+        ),
+    );
+    let run = kinesis_esm_with(&cli_template("shipping-10-mib.yaml"), &records, &[]).await;
+    std::fs::remove_file(&records).expect("cleaned");
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    check_row(
+        &run,
+        &[
+            ("records", "2"),
+            ("acked", "2"),
+            ("discarded", "0"),
+            ("held", "0"),
+        ],
+    );
 }

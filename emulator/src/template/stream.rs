@@ -39,6 +39,11 @@ pub struct StreamResource {
     pub retention: Duration,
     /// The capacity mode.
     pub mode: StreamMode,
+    /// `MaxRecordSizeInKiB`: the largest record the stream takes (1024, 1 MiB, when absent).
+    pub max_record_size_kib: u32,
+    /// `RecordDistributionStrategy: AUTO`: records spread evenly over the shards, partition keys
+    /// optional (`ON_DEMAND` streams only).
+    pub auto_distribution: bool,
 }
 
 const PROPERTIES: &[&str] = &[
@@ -66,10 +71,6 @@ pub(super) fn read(
 ) -> Result<StreamResource, Fault> {
     let fields = Fields::new(properties, Section::Resource(logical_id.to_owned()), None);
     fields.check_names(PROPERTIES)?;
-    fields.refuse(
-        "RecordDistributionStrategy",
-        "records go to shards by the MD5 of their partition key",
-    )?;
 
     let name = match fields.text(resolver, "Name")? {
         Some(name) => {
@@ -114,17 +115,10 @@ pub(super) fn read(
         .integer(resolver, "RetentionPeriodHours", 24..=8760)?
         .unwrap_or(24);
 
-    if let Some(size) = fields.integer(resolver, "MaxRecordSizeInKiB", 1024..=10240)?
-        && size != 1024
-    {
-        return Err(fields.fault(
-            "MaxRecordSizeInKiB",
-            Problem::NotReproduced {
-                value: size.to_string(),
-                supported: "only 1024: records of at most 1 MiB".to_owned(),
-            },
-        ));
-    }
+    let max_record_size_kib = fields
+        .integer(resolver, "MaxRecordSizeInKiB", 1024..=10240)?
+        .map_or(1024, |kib| kib as u32);
+    let auto_distribution = auto_distribution(&fields, resolver, mode)?;
 
     Ok(StreamResource {
         logical_id: logical_id.to_owned(),
@@ -132,7 +126,35 @@ pub(super) fn read(
         shard_count,
         retention: Duration::from_secs(retention_hours as u64 * 3600),
         mode,
+        max_record_size_kib,
+        auto_distribution,
     })
+}
+
+/// Whether `RecordDistributionStrategy` is `AUTO`, which Kinesis takes on `ON_DEMAND` streams
+/// only.
+fn auto_distribution(
+    fields: &Fields<'_>,
+    resolver: &Resolver<'_>,
+    mode: StreamMode,
+) -> Result<bool, Fault> {
+    let strategy = fields.text(resolver, "RecordDistributionStrategy")?;
+    match (strategy.as_deref(), mode) {
+        (None | Some("USER_PARTITION_KEY"), _) => Ok(false),
+        (Some("AUTO"), StreamMode::OnDemand) => Ok(true),
+        (Some("AUTO"), StreamMode::Provisioned) => Err(fields.fault(
+            "RecordDistributionStrategy",
+            Problem::Conflict {
+                value: "AUTO".to_owned(),
+                reason: "applies to ON_DEMAND streams only (StreamModeDetails: {StreamMode: \
+                         ON_DEMAND})"
+                    .to_owned(),
+            },
+        )),
+        (Some(_), _) => {
+            Err(fields.not_allowed("RecordDistributionStrategy", "USER_PARTITION_KEY, AUTO"))
+        }
+    }
 }
 
 /// Whether Kinesis accepts this stream name.

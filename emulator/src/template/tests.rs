@@ -95,6 +95,25 @@ fn with_function_extra(extra: &str) -> String {
 }
 
 /// A template with one stream whose properties are `properties` (a flow map's content).
+#[test]
+fn a_stream_takes_records_up_to_10_mib_and_auto_distribution() {
+    let template = read(&with_stream(
+        "StreamModeDetails: {StreamMode: ON_DEMAND}, MaxRecordSizeInKiB: 10240, \
+         RecordDistributionStrategy: AUTO",
+    ));
+    let stream = &template.streams[0];
+    assert_eq!(
+        (stream.max_record_size_kib, stream.auto_distribution),
+        (10240, true)
+    );
+    let template = read(&with_stream("Name: shipments"));
+    let stream = &template.streams[0];
+    assert_eq!(
+        (stream.max_record_size_kib, stream.auto_distribution),
+        (1024, false)
+    );
+}
+
 fn with_stream(properties: &str) -> String {
     format!(
         "Resources:
@@ -144,6 +163,8 @@ fn a_minimal_function_gets_lambda_and_sam_defaults() {
             shard_count: 2,
             retention: Duration::from_secs(24 * 3600),
             mode: StreamMode::Provisioned,
+            max_record_size_kib: 1024,
+            auto_distribution: false,
         }]
     );
     assert_eq!(
@@ -1401,12 +1422,16 @@ fn streams_are_checked_as_kinesis_and_cloudformation_check_them() {
         "property Name = ship ments is not allowed (allowed: 1 to 128 characters among a-z, A-Z, 0-9, _ . -)",
     );
     check_error(
-        &with_stream("MaxRecordSizeInKiB: 2048"),
-        "property MaxRecordSizeInKiB = 2048 is not reproduced by kinesis-esm (only 1024",
+        &with_stream("MaxRecordSizeInKiB: 20480"),
+        "property MaxRecordSizeInKiB = 20480",
     );
     check_error(
         &with_stream("RecordDistributionStrategy: X"),
-        "property RecordDistributionStrategy = X is not reproduced by kinesis-esm",
+        "property RecordDistributionStrategy = X is not allowed (allowed: USER_PARTITION_KEY, AUTO)",
+    );
+    check_error(
+        &with_stream("RecordDistributionStrategy: AUTO"),
+        "property RecordDistributionStrategy = AUTO applies to ON_DEMAND streams only",
     );
     check_error(
         &with_stream("ShardSize: 1"),

@@ -35,6 +35,8 @@ fn the_shipping_fixture_reads_into_exact_configs() {
             shard_count: 1,
             retention: Duration::from_secs(24 * 3600),
             mode: StreamMode::Provisioned,
+            max_record_size_kib: 1024,
+            auto_distribution: false,
         }]
     );
     let mut mapping = MappingConfig::new(

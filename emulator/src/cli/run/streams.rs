@@ -17,9 +17,9 @@ use crate::cli::commands::put_every_record;
 use crate::cli::connection::connection_to;
 use crate::records_file::{RecordToPut, check_record_sizes, put_records_batches, read_records};
 use crate::state::StateDir;
-use crate::template::{StreamMode, Template};
+use crate::template::{StreamMode, StreamResource, Template};
 use embedded_kinesis::http::{LocalFanOut, ServerHandle};
-use embedded_kinesis::{EmbeddedKinesis, PutRecordsEntry};
+use embedded_kinesis::{EmbeddedKinesis, PutRecordsEntry, RecordDistribution};
 use esm_engine::aws::{AwsConnection, SdkKinesis};
 use kinesis_source::{ShardSource, SourceError};
 
@@ -49,6 +49,10 @@ impl Streams {
             if let (Self::Embedded(kinesis, _), StreamMode::OnDemand) = (&streams, stream.mode) {
                 kinesis.set_on_demand(&stream.name, true)?;
             }
+            streams
+                .apply_settings(stream)
+                .await
+                .with_context(|| format!("stream {} ({})", stream.name, stream.logical_id))?;
         }
         for put in &args.puts {
             publish(&streams, template, put).await?;
@@ -139,6 +143,39 @@ impl Streams {
                 Ok(())
             }
         }
+    }
+
+    /// Gives a stream of the embedded Kinesis the template's `MaxRecordSizeInKiB` and
+    /// `RecordDistributionStrategy`, where it has others (a stream made here, or kept by
+    /// `--state-dir` from an older template). A Kinesis reached through the SDK keeps its own:
+    /// the run only says where they differ from the template's.
+    async fn apply_settings(&self, stream: &StreamResource) -> anyhow::Result<()> {
+        let Self::Embedded(kinesis, _) = self else {
+            if stream.max_record_size_kib != 1024 || stream.auto_distribution {
+                tracing::warn!(
+                    stream = %stream.name,
+                    "the template's MaxRecordSizeInKiB and RecordDistributionStrategy are given \
+                     to the embedded Kinesis' streams only; set them on this endpoint's stream \
+                     with UpdateMaxRecordSize and UpdateStreamRecordDistributionStrategy"
+                );
+            }
+            return Ok(());
+        };
+        let settings = kinesis.stream_settings(&stream.name)?;
+        if settings.max_record_size_kib != stream.max_record_size_kib {
+            kinesis.update_max_record_size(&stream.name, stream.max_record_size_kib)?;
+            kinesis.wait_until_active(&stream.name).await?;
+        }
+        let wanted = if stream.auto_distribution {
+            RecordDistribution::Auto
+        } else {
+            RecordDistribution::UserPartitionKey
+        };
+        if settings.record_distribution != wanted {
+            kinesis.set_record_distribution(&stream.name, wanted)?;
+            kinesis.wait_until_active(&stream.name).await?;
+        }
+        Ok(())
     }
 
     async fn put(&self, stream: &str, records: &[RecordToPut]) -> anyhow::Result<()> {
