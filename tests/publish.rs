@@ -254,3 +254,37 @@ async fn publisher_reports_a_missing_stream_after_one_try() {
         "{failure}"
     );
 }
+
+/// A stream raised to 10 MiB records takes a 2 MiB value from a publisher told so
+/// (`max_record_size_kib`); a publisher left at the default 1 MiB reports the value unpublished
+/// without sending it.
+#[tokio::test]
+async fn publisher_takes_records_up_to_the_limit_it_is_given() {
+    let kinesis = EmbeddedKinesis::new();
+    kinesis
+        .create_stream("large", 1)
+        .expect("create the stream");
+    kinesis
+        .update_max_record_size("large", 10240)
+        .expect("raise the stream's record size");
+    let any_port: SocketAddr = "127.0.0.1:0".parse().expect("an address");
+    let server = serve(kinesis.clone(), any_port)
+        .await
+        .expect("serve the embedded Kinesis");
+    let endpoint = format!("http://{}", server.local_addr());
+    let booking = Booking {
+        customer: "c".repeat(2 * 1024 * 1024),
+        n: 0,
+    };
+
+    let default: Publisher<Booking> = Publisher::with_client(client(&endpoint), "large");
+    let refused = within("publishing", default.publish_one("c0", &booking))
+        .await
+        .expect_err("over the default 1 MiB");
+    assert_eq!(refused.attempts(), 0, "{refused}");
+
+    let raised = default.clone().max_record_size_kib(10240);
+    within("publishing", raised.publish_one("c0", &booking))
+        .await
+        .unwrap_or_else(|failure| panic!("{failure}"));
+}

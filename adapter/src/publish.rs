@@ -48,6 +48,7 @@ pub struct Publisher<T> {
     max_attempts: u32,
     first_backoff: Duration,
     max_backoff: Duration,
+    max_record_bytes: usize,
     marker: PhantomData<fn(&T)>,
 }
 
@@ -59,6 +60,7 @@ impl<T> Clone for Publisher<T> {
             max_attempts: self.max_attempts,
             first_backoff: self.first_backoff,
             max_backoff: self.max_backoff,
+            max_record_bytes: self.max_record_bytes,
             marker: PhantomData,
         }
     }
@@ -71,6 +73,7 @@ impl<T> fmt::Debug for Publisher<T> {
             .field("max_attempts", &self.max_attempts)
             .field("first_backoff", &self.first_backoff)
             .field("max_backoff", &self.max_backoff)
+            .field("max_record_bytes", &self.max_record_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -94,8 +97,18 @@ impl<T: Serialize> Publisher<T> {
             max_attempts: 5,
             first_backoff: Duration::from_millis(100),
             max_backoff: Duration::from_secs(2),
+            max_record_bytes: 1024 * 1024,
             marker: PhantomData,
         }
+    }
+
+    /// Takes records of up to `kib` KiB (data and partition key), for a stream whose
+    /// `MaxRecordSizeInKiB` was raised (1024 to 10240; 1024, every stream's default, unless
+    /// set). The publisher does not ask the stream: one `DescribeStreamSummary` a publish would
+    /// double its calls. A record over the limit is reported unpublished without a request.
+    pub fn max_record_size_kib(mut self, kib: u32) -> Self {
+        self.max_record_bytes = kib as usize * 1024;
+        self
     }
 
     /// Gives each record at most `attempts` tries (at least one) before it is reported.
@@ -128,7 +141,7 @@ impl<T: Serialize> Publisher<T> {
         K: Into<String>,
         T: 'a,
     {
-        let mut outbox = Outbox::new();
+        let mut outbox = Outbox::with_max_record_bytes(self.max_record_bytes);
         for (partition_key, value) in records {
             let data = serde_json::to_vec(value)
                 .map_err(|error| format!("it cannot be serialized as JSON: {error}"));

@@ -97,11 +97,6 @@ pub(crate) struct Outbox {
 }
 
 impl Outbox {
-    /// An outbox for a stream whose records hold at most 1 MiB (every stream's default).
-    pub(crate) fn new() -> Self {
-        Self::with_max_record_bytes(MAX_BYTES_PER_RECORD)
-    }
-
     /// An outbox for a stream whose records hold at most `max_record_bytes` (its
     /// `MaxRecordSizeInKiB` × 1024), kept within what any stream can be set to (1 to 10 MiB).
     /// The publisher does not read the stream's limit (one `DescribeStreamSummary` per publish

@@ -18,7 +18,7 @@ fn throttled() -> EntryResult {
 }
 
 fn outbox(keys: &[&str]) -> Outbox {
-    let mut outbox = Outbox::new();
+    let mut outbox = Outbox::with_max_record_bytes(MAX_BYTES_PER_RECORD);
     for key in keys {
         outbox.push((*key).to_owned(), Ok(b"{}".to_vec()));
     }
@@ -124,7 +124,7 @@ fn a_record_kinesis_could_never_take_is_refused_after_the_records_of_its_key_ahe
 
 #[test]
 fn a_request_stops_at_500_records() {
-    let mut outbox = Outbox::new();
+    let mut outbox = Outbox::with_max_record_bytes(MAX_BYTES_PER_RECORD);
     for key in 0..501 {
         outbox.push(key.to_string(), Ok(b"{}".to_vec()));
     }
@@ -133,7 +133,7 @@ fn a_request_stops_at_500_records() {
 
 #[test]
 fn a_request_stops_before_5_mib_counting_partition_keys() {
-    let mut outbox = Outbox::new();
+    let mut outbox = Outbox::with_max_record_bytes(MAX_BYTES_PER_RECORD);
     // Five records of exactly 1 MiB with their keys fill a request; the sixth waits.
     for key in ["k1", "k2", "k3", "k4", "k5", "k6"] {
         outbox.push(
