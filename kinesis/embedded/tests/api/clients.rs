@@ -428,3 +428,11 @@ async fn aws_cli_flows_pass() {
     cli.ok(&["delete-stream", "--stream-name", stream]).await;
     assert_eq!(kinesis.list_streams(), [TIMED_STREAM]);
 }
+
+/// boto3 for what Kinesis added lately: 10 MiB records, keyless records on an `AUTO` stream,
+/// and the store-and-echo operations (`tests/clients/test_boto3_2026.py`).
+#[tokio::test]
+async fn boto3_takes_large_records_keyless_records_and_the_newer_operations() {
+    let (server, _kinesis) = serve().await;
+    check_python_suite(&server.endpoint_url(), "test_boto3_2026.py", &[], 6).await;
+}
