@@ -98,7 +98,7 @@ async fn nothing_answering_is_said_with_the_url_and_never_as_a_missing_stream() 
     let nothing_answers = format!("nothing answers at {endpoint} (connection refused)");
     check_message(
         &["put", "--endpoint", &endpoint, "--stream", "s", "hello"],
-        &[&nothing_answers, "PutRecords on stream s"],
+        &[&nothing_answers, "DescribeStreamSummary on stream s"],
         &[],
     )
     .await;
