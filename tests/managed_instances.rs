@@ -10,12 +10,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use end_to_end::{Observed, TestStream, at, concurrent_sleeper_bootstrap};
+use end_to_end::{Observed, TestStream, at, concurrent_sleeper_bootstrap, shipping_bootstrap};
 use kinesis_esm::invoke::runtime_api::{FunctionDefinition, RuntimeApi};
 use kinesis_esm::invoke::{Invocation, InvokeError, InvokeOutcome, Invoker};
 use kinesis_esm::mapping::MappingStatus;
 use kinesis_esm::sequence::SequenceNumber;
 use kinesis_esm::template::{Template, TemplateOptions};
+
+use crate::cli::{cli_template, kinesis_esm_with, temp_file};
 
 const SHARDS: u32 = 4;
 const RECORDS: u64 = 80;
@@ -247,4 +249,83 @@ fn check_once_in_order(records: &[(String, String)]) {
             "shard {shard_id} was delivered out of order: {sequences:?}"
         );
     }
+}
+
+/// How many shipments [`the_shipping_function_on_managed_instances_settles_every_record`] puts.
+const SHIPMENTS: u64 = 40;
+
+/// `kinesis-esm run` of the shipping function on a capacity provider, 4 invocations at once in
+/// one environment, over 4 shards: every record is settled, and the summary says how many
+/// environments served the shards' batches, never more than the shards, each with at most 4
+/// invocations at once. How many start depends on timing, so only the bounds are checked.
+#[tokio::test]
+async fn the_shipping_function_on_managed_instances_settles_every_record() {
+    shipping_bootstrap().await;
+    let shipments: String = (1..=SHIPMENTS)
+        .map(|id| {
+            let carrier = ["dhl", "ups"][id as usize % 2];
+            format!(
+                "{{\"partitionKey\": \"shipment-{id}\", \"data\": {{\"id\": {id}, \
+                 \"address\": \"{id} Quay Street, Dublin\", \"carrier\": \"{carrier}\"}}}}\n"
+            )
+        })
+        .collect();
+    let records = temp_file("managed-instances-shipments.jsonl", &shipments);
+    let template = cli_template("shipping-managed-instances.yaml");
+    let run = kinesis_esm_with(&template, &records, &[]).await;
+    std::fs::remove_file(&records).expect("cleaned");
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    let rows = run.shard_rows();
+    assert_eq!(
+        rows.len(),
+        SHARDS as usize,
+        "one row per shard:\n{}",
+        run.stdout
+    );
+    let count = |column: &str| -> u64 {
+        rows.iter()
+            .map(|row| row[column].parse::<u64>().expect("a count"))
+            .sum()
+    };
+    assert_eq!(count("records"), SHIPMENTS, "{}", run.stdout);
+    assert_eq!(
+        count("acked") + count("dropped"),
+        SHIPMENTS,
+        "{}",
+        run.stdout
+    );
+    assert!(
+        rows.iter().all(|row| row["records"] != "0"),
+        "the shipments are spread over every shard:\n{}",
+        run.stdout
+    );
+    check_managed_instances_line(&run.stdout);
+}
+
+/// The summary's line for the shipping function on Managed Instances: at most one environment
+/// per shard (one batch in flight per shard), at most 4 invocations at once in one.
+#[track_caller]
+fn check_managed_instances_line(summary: &str) {
+    let prefix = "ShippingFunction on Managed Instances: ";
+    let line = summary
+        .lines()
+        .find_map(|line| line.trim().strip_prefix(prefix))
+        .unwrap_or_else(|| panic!("no line starting {prefix:?}:\n{summary}"));
+    let number_before = |words: &str| -> u64 {
+        let (head, _) = line
+            .split_once(words)
+            .unwrap_or_else(|| panic!("{words:?} is not in {line:?}"));
+        let number = head.split_whitespace().last().expect("a number");
+        number
+            .parse()
+            .unwrap_or_else(|_| panic!("{number:?} in {line:?}"))
+    };
+    let started = number_before(" execution environment");
+    assert!(
+        (1..=u64::from(SHARDS)).contains(&started),
+        "{started} environments for {SHARDS} shards: {line}"
+    );
+    let most = number_before(" invocation");
+    assert!((1..=4).contains(&most), "{line}");
+    assert!(line.ends_with("at once in one (of 4 allowed)"), "{line}");
 }
