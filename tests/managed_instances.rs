@@ -10,14 +10,16 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use end_to_end::{Observed, TestStream, at, concurrent_sleeper_bootstrap, shipping_bootstrap};
+use end_to_end::{
+    Observed, TestStream, at, concurrent_sleeper_bootstrap, kinesis_esm_binary, shipping_bootstrap,
+};
 use kinesis_esm::invoke::runtime_api::{FunctionDefinition, RuntimeApi};
 use kinesis_esm::invoke::{Invocation, InvokeError, InvokeOutcome, Invoker};
 use kinesis_esm::mapping::MappingStatus;
 use kinesis_esm::sequence::SequenceNumber;
 use kinesis_esm::template::{Template, TemplateOptions};
 
-use crate::cli::{cli_template, kinesis_esm_with, temp_file};
+use crate::cli::{Running, cli_template, kinesis_esm_with, temp_file};
 
 const SHARDS: u32 = 4;
 const RECORDS: u64 = 80;
@@ -261,16 +263,7 @@ const SHIPMENTS: u64 = 40;
 #[tokio::test]
 async fn the_shipping_function_on_managed_instances_settles_every_record() {
     shipping_bootstrap().await;
-    let shipments: String = (1..=SHIPMENTS)
-        .map(|id| {
-            let carrier = ["dhl", "ups"][id as usize % 2];
-            format!(
-                "{{\"partitionKey\": \"shipment-{id}\", \"data\": {{\"id\": {id}, \
-                 \"address\": \"{id} Quay Street, Dublin\", \"carrier\": \"{carrier}\"}}}}\n"
-            )
-        })
-        .collect();
-    let records = temp_file("managed-instances-shipments.jsonl", &shipments);
+    let records = temp_file("managed-instances-shipments.jsonl", &shipments_file());
     let template = cli_template("shipping-managed-instances.yaml");
     let run = kinesis_esm_with(&template, &records, &[]).await;
     std::fs::remove_file(&records).expect("cleaned");
@@ -328,4 +321,85 @@ fn check_managed_instances_line(summary: &str) {
     let most = number_before(" invocation");
     assert!((1..=4).contains(&most), "{line}");
     assert!(line.ends_with("at once in one (of 4 allowed)"), "{line}");
+}
+
+/// [`SHIPMENTS`] shipments to book, one per partition key, as `kinesis-esm run --put` reads them.
+fn shipments_file() -> String {
+    (1..=SHIPMENTS)
+        .map(|id| {
+            let carrier = ["dhl", "ups"][id as usize % 2];
+            format!(
+                "{{\"partitionKey\": \"shipment-{id}\", \"data\": {{\"id\": {id}, \
+                 \"address\": \"{id} Quay Street, Dublin\", \"carrier\": \"{carrier}\"}}}}\n"
+            )
+        })
+        .collect()
+}
+
+/// While the run lasts, `kinesis-esm status --json` lists the shipping function's environments
+/// (they stay once started), each with at most 4 invocations in flight, and the text status has
+/// their line.
+#[tokio::test]
+async fn status_lists_the_environments_of_a_function_on_managed_instances() {
+    shipping_bootstrap().await;
+    let records = temp_file("managed-instances-status.jsonl", &shipments_file());
+    let template = cli_template("shipping-managed-instances.yaml");
+    let mut run = Running::start_with(&template, &records, &[]).await;
+    let announced = run.wait_for_line("kinesis-esm: Kinesis API at ").await;
+    let endpoint = announced
+        .split_whitespace()
+        .find(|word| word.starts_with("http://"))
+        .expect("the endpoint's URL")
+        .to_owned();
+    let status = status_until_settled(&endpoint).await;
+    std::fs::remove_file(&records).expect("cleaned");
+    assert!(
+        (1..=SHARDS as usize).contains(&status.environments.len()),
+        "{:?}",
+        status.environments
+    );
+    assert!(
+        status
+            .environments
+            .iter()
+            .all(|environment| environment.number >= 1 && environment.in_flight <= 4),
+        "{:?}",
+        status.environments
+    );
+    let tree = status_output(&endpoint, false).await;
+    assert!(tree.contains("\n  environments: #"), "{tree}");
+    run.send_sigterm();
+    let ended = run.ended_within(Duration::from_secs(30)).await;
+    assert_eq!(ended.code, Some(0), "{ended:#?}");
+}
+
+/// `kinesis-esm status [--json]` of the run at `endpoint`, as text.
+async fn status_output(endpoint: &str, json: bool) -> String {
+    let mut command = tokio::process::Command::new(kinesis_esm_binary().await);
+    command.args(["status", "--endpoint", endpoint]);
+    if json {
+        command.arg("--json");
+    }
+    let output = command.output().await.expect("kinesis-esm status starts");
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The one mapping's status, read until it has started and settled every shipment.
+async fn status_until_settled(endpoint: &str) -> MappingStatus {
+    let mut last = None;
+    for _ in 0..300 {
+        let statuses: Vec<MappingStatus> =
+            serde_json::from_str(&status_output(endpoint, true).await).expect("the status");
+        // The mapping starts once the function is built, after the endpoint is served.
+        if let Some(status) = statuses.into_iter().next() {
+            let totals = status.totals();
+            if totals.acked + totals.dropped == SHIPMENTS {
+                return status;
+            }
+            last = Some(status);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the shipments were never all settled; the last status: {last:#?}");
 }
