@@ -3,7 +3,9 @@
 //! fixture) run through the Runtime API with `PerExecutionEnvironmentMaxConcurrency`, over a
 //! stream of four shards. Fewer environments start than batches run at once, one environment
 //! serves several invocations at once, and every record is delivered once, in order per shard
-//! (`docs/managed-instances.md`).
+//! (`docs/managed-instances.md`). The shipping function runs the same way through the real
+//! `kinesis-esm run` (`tests/templates/cli/shipping-managed-instances.yaml`): its summary line,
+//! `kinesis-esm status`' environments, and a held record that holds only its shard.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -402,4 +404,47 @@ async fn status_until_settled(endpoint: &str) -> MappingStatus {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("the shipments were never all settled; the last status: {last:#?}");
+}
+
+/// A held record under Managed Instances holds only its shard: the shipping function cannot book
+/// a fedex shipment and holds it (no retry cap), its shard stops there, and the other shards'
+/// batches, served by the same environments, settle every record. The run ends with exit code 1
+/// (a shard held).
+#[tokio::test]
+async fn a_held_record_holds_only_its_shard_while_the_others_share_the_environments() {
+    shipping_bootstrap().await;
+    let mut shipments = shipments_file();
+    shipments.push_str(
+        "{\"partitionKey\": \"shipment-fedex\", \"data\": {\"id\": 99, \"address\": \
+         \"99 Quay Street, Dublin\", \"carrier\": \"fedex\"}}\n",
+    );
+    let records = temp_file("managed-instances-held.jsonl", &shipments);
+    let template = cli_template("shipping-managed-instances.yaml");
+    let pause = ["--retry-pause", "100ms", "--max-retry-pause", "100ms"];
+    let run = kinesis_esm_with(&template, &records, &pause).await;
+    std::fs::remove_file(&records).expect("cleaned");
+    assert_eq!(run.code, Some(1), "{run:#?}");
+    let rows = run.shard_rows();
+    assert_eq!(rows.len(), SHARDS as usize, "{}", run.stdout);
+    let count = |row: &BTreeMap<String, String>, column: &str| -> u64 {
+        row[column].parse().expect("a count")
+    };
+    let (held, free): (Vec<_>, Vec<_>) = rows.iter().partition(|row| count(row, "held") > 0);
+    assert_eq!(held.len(), 1, "one shard held:\n{}", run.stdout);
+    assert_eq!(
+        count(held[0], "held"),
+        1,
+        "the fedex shipment is its shard's last"
+    );
+    for row in free.iter().chain(&held) {
+        assert_eq!(
+            count(row, "acked") + count(row, "dropped") + count(row, "held"),
+            count(row, "records"),
+            "every record of every shard settled but the one held:\n{}",
+            run.stdout
+        );
+    }
+    let total: u64 = rows.iter().map(|row| count(row, "records")).sum();
+    assert_eq!(total, SHIPMENTS + 1, "{}", run.stdout);
+    check_managed_instances_line(&run.stdout);
 }
