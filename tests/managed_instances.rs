@@ -3,19 +3,25 @@
 //! fixture) run through the Runtime API with `PerExecutionEnvironmentMaxConcurrency`, over a
 //! stream of four shards. Fewer environments start than batches run at once, one environment
 //! serves several invocations at once, and every record is delivered once, in order per shard
-//! (`docs/managed-instances.md`).
+//! (`docs/managed-instances.md`). The shipping function runs the same way through the real
+//! `kinesis-esm run` (`tests/templates/cli/shipping-managed-instances.yaml`): its summary line,
+//! `kinesis-esm status`' environments, and a held record that holds only its shard.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use end_to_end::{Observed, TestStream, at, concurrent_sleeper_bootstrap};
+use end_to_end::{
+    Observed, TestStream, at, concurrent_sleeper_bootstrap, kinesis_esm_binary, shipping_bootstrap,
+};
 use kinesis_esm::invoke::runtime_api::{FunctionDefinition, RuntimeApi};
 use kinesis_esm::invoke::{Invocation, InvokeError, InvokeOutcome, Invoker};
 use kinesis_esm::mapping::MappingStatus;
 use kinesis_esm::sequence::SequenceNumber;
 use kinesis_esm::template::{Template, TemplateOptions};
+
+use crate::cli::{Running, cli_template, kinesis_esm_with, temp_file};
 
 const SHARDS: u32 = 4;
 const RECORDS: u64 = 80;
@@ -247,4 +253,198 @@ fn check_once_in_order(records: &[(String, String)]) {
             "shard {shard_id} was delivered out of order: {sequences:?}"
         );
     }
+}
+
+/// How many shipments [`the_shipping_function_on_managed_instances_settles_every_record`] puts.
+const SHIPMENTS: u64 = 40;
+
+/// `kinesis-esm run` of the shipping function on a capacity provider, 4 invocations at once in
+/// one environment, over 4 shards: every record is settled, and the summary says how many
+/// environments served the shards' batches, never more than the shards, each with at most 4
+/// invocations at once. How many start depends on timing, so only the bounds are checked.
+#[tokio::test]
+async fn the_shipping_function_on_managed_instances_settles_every_record() {
+    shipping_bootstrap().await;
+    let records = temp_file("managed-instances-shipments.jsonl", &shipments_file());
+    let template = cli_template("shipping-managed-instances.yaml");
+    let run = kinesis_esm_with(&template, &records, &[]).await;
+    std::fs::remove_file(&records).expect("cleaned");
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    let rows = run.shard_rows();
+    assert_eq!(
+        rows.len(),
+        SHARDS as usize,
+        "one row per shard:\n{}",
+        run.stdout
+    );
+    let count = |column: &str| -> u64 {
+        rows.iter()
+            .map(|row| row[column].parse::<u64>().expect("a count"))
+            .sum()
+    };
+    assert_eq!(count("records"), SHIPMENTS, "{}", run.stdout);
+    assert_eq!(
+        count("acked") + count("dropped"),
+        SHIPMENTS,
+        "{}",
+        run.stdout
+    );
+    assert!(
+        rows.iter().all(|row| row["records"] != "0"),
+        "the shipments are spread over every shard:\n{}",
+        run.stdout
+    );
+    check_managed_instances_line(&run.stdout);
+}
+
+/// The summary's line for the shipping function on Managed Instances: at most one environment
+/// per shard (one batch in flight per shard), at most 4 invocations at once in one.
+#[track_caller]
+fn check_managed_instances_line(summary: &str) {
+    let prefix = "ShippingFunction on Managed Instances: ";
+    let line = summary
+        .lines()
+        .find_map(|line| line.trim().strip_prefix(prefix))
+        .unwrap_or_else(|| panic!("no line starting {prefix:?}:\n{summary}"));
+    let number_before = |words: &str| -> u64 {
+        let (head, _) = line
+            .split_once(words)
+            .unwrap_or_else(|| panic!("{words:?} is not in {line:?}"));
+        let number = head.split_whitespace().last().expect("a number");
+        number
+            .parse()
+            .unwrap_or_else(|_| panic!("{number:?} in {line:?}"))
+    };
+    let started = number_before(" execution environment");
+    assert!(
+        (1..=u64::from(SHARDS)).contains(&started),
+        "{started} environments for {SHARDS} shards: {line}"
+    );
+    let most = number_before(" invocation");
+    assert!((1..=4).contains(&most), "{line}");
+    assert!(line.ends_with("at once in one (of 4 allowed)"), "{line}");
+}
+
+/// [`SHIPMENTS`] shipments to book, one per partition key, as `kinesis-esm run --put` reads them.
+fn shipments_file() -> String {
+    (1..=SHIPMENTS)
+        .map(|id| {
+            let carrier = ["dhl", "ups"][id as usize % 2];
+            format!(
+                "{{\"partitionKey\": \"shipment-{id}\", \"data\": {{\"id\": {id}, \
+                 \"address\": \"{id} Quay Street, Dublin\", \"carrier\": \"{carrier}\"}}}}\n"
+            )
+        })
+        .collect()
+}
+
+/// While the run lasts, `kinesis-esm status --json` lists the shipping function's environments
+/// (they stay once started), each with at most 4 invocations in flight, and the text status has
+/// their line.
+#[tokio::test]
+async fn status_lists_the_environments_of_a_function_on_managed_instances() {
+    shipping_bootstrap().await;
+    let records = temp_file("managed-instances-status.jsonl", &shipments_file());
+    let template = cli_template("shipping-managed-instances.yaml");
+    let mut run = Running::start_with(&template, &records, &[]).await;
+    let announced = run.wait_for_line("kinesis-esm: Kinesis API at ").await;
+    let endpoint = announced
+        .split_whitespace()
+        .find(|word| word.starts_with("http://"))
+        .expect("the endpoint's URL")
+        .to_owned();
+    let status = status_until_settled(&endpoint).await;
+    std::fs::remove_file(&records).expect("cleaned");
+    assert!(
+        (1..=SHARDS as usize).contains(&status.environments.len()),
+        "{:?}",
+        status.environments
+    );
+    assert!(
+        status
+            .environments
+            .iter()
+            .all(|environment| environment.number >= 1 && environment.in_flight <= 4),
+        "{:?}",
+        status.environments
+    );
+    let tree = status_output(&endpoint, false).await;
+    assert!(tree.contains("\n  environments: #"), "{tree}");
+    run.send_sigterm();
+    let ended = run.ended_within(Duration::from_secs(30)).await;
+    assert_eq!(ended.code, Some(0), "{ended:#?}");
+}
+
+/// `kinesis-esm status [--json]` of the run at `endpoint`, as text.
+async fn status_output(endpoint: &str, json: bool) -> String {
+    let mut command = tokio::process::Command::new(kinesis_esm_binary().await);
+    command.args(["status", "--endpoint", endpoint]);
+    if json {
+        command.arg("--json");
+    }
+    let output = command.output().await.expect("kinesis-esm status starts");
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The one mapping's status, read until it has started and settled every shipment.
+async fn status_until_settled(endpoint: &str) -> MappingStatus {
+    let mut last = None;
+    for _ in 0..300 {
+        let statuses: Vec<MappingStatus> =
+            serde_json::from_str(&status_output(endpoint, true).await).expect("the status");
+        // The mapping starts once the function is built, after the endpoint is served.
+        if let Some(status) = statuses.into_iter().next() {
+            let totals = status.totals();
+            if totals.acked + totals.dropped == SHIPMENTS {
+                return status;
+            }
+            last = Some(status);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the shipments were never all settled; the last status: {last:#?}");
+}
+
+/// A held record under Managed Instances holds only its shard: the shipping function cannot book
+/// a fedex shipment and holds it (no retry cap), its shard stops there, and the other shards'
+/// batches, served by the same environments, settle every record. The run ends with exit code 1
+/// (a shard held).
+#[tokio::test]
+async fn a_held_record_holds_only_its_shard_while_the_others_share_the_environments() {
+    shipping_bootstrap().await;
+    let mut shipments = shipments_file();
+    shipments.push_str(
+        "{\"partitionKey\": \"shipment-fedex\", \"data\": {\"id\": 99, \"address\": \
+         \"99 Quay Street, Dublin\", \"carrier\": \"fedex\"}}\n",
+    );
+    let records = temp_file("managed-instances-held.jsonl", &shipments);
+    let template = cli_template("shipping-managed-instances.yaml");
+    let pause = ["--retry-pause", "100ms", "--max-retry-pause", "100ms"];
+    let run = kinesis_esm_with(&template, &records, &pause).await;
+    std::fs::remove_file(&records).expect("cleaned");
+    assert_eq!(run.code, Some(1), "{run:#?}");
+    let rows = run.shard_rows();
+    assert_eq!(rows.len(), SHARDS as usize, "{}", run.stdout);
+    let count = |row: &BTreeMap<String, String>, column: &str| -> u64 {
+        row[column].parse().expect("a count")
+    };
+    let (held, free): (Vec<_>, Vec<_>) = rows.iter().partition(|row| count(row, "held") > 0);
+    assert_eq!(held.len(), 1, "one shard held:\n{}", run.stdout);
+    assert_eq!(
+        count(held[0], "held"),
+        1,
+        "the fedex shipment is its shard's last"
+    );
+    for row in free.iter().chain(&held) {
+        assert_eq!(
+            count(row, "acked") + count(row, "dropped") + count(row, "held"),
+            count(row, "records"),
+            "every record of every shard settled but the one held:\n{}",
+            run.stdout
+        );
+    }
+    let total: u64 = rows.iter().map(|row| count(row, "records")).sum();
+    assert_eq!(total, SHIPMENTS + 1, "{}", run.stdout);
+    check_managed_instances_line(&run.stdout);
 }

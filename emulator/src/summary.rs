@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::time::SystemTime;
 
-use esm_engine::invoke::{NeverInitialised, SharedEnvironments};
+use esm_engine::invoke::{EnvironmentInFlight, NeverInitialised, SharedEnvironments};
 use esm_engine::mapping::{MappingStatus, NextRetry, ShardPhase, ShardStatus};
 use kinesis_source::time::millis_since_epoch;
 
@@ -185,6 +185,24 @@ pub fn shared_environments_line(function: &str, used: &SharedEnvironments) -> St
         counted(used.most_in_flight as u64, "invocation", "invocations"),
         used.concurrency
     )
+}
+
+/// The status tree's line for a function on Managed Instances: its environments running now,
+/// each with its invocations in flight ("environments: #1 2 in flight, #2 0 in flight").
+fn environments_line(environments: &[EnvironmentInFlight]) -> Option<String> {
+    if environments.is_empty() {
+        return None;
+    }
+    let each: Vec<String> = environments
+        .iter()
+        .map(|environment| {
+            format!(
+                "#{} {} in flight",
+                environment.number, environment.in_flight
+            )
+        })
+        .collect();
+    Some(format!("environments: {}", each.join(", ")))
 }
 
 /// The summary's last line for a run that resumed from stored checkpoints: what it counts began
@@ -402,6 +420,9 @@ pub fn render_tree(statuses: &[MappingStatus], now: SystemTime) -> String {
         }
         if let Some(note) = discards_note(status) {
             let _ = writeln!(out, "  {note}");
+        }
+        if let Some(line) = environments_line(&status.environments) {
+            let _ = writeln!(out, "  {line}");
         }
         out.push_str(&destination_lines(status));
         out.push_str(&crate::metrics_report::text(status));
@@ -804,6 +825,27 @@ mod tests {
             "ShippingFunction shardId-000000000000  held               records 12  acked 5  \
              dropped 1  discarded 6  held 0  deliveries 48  retries 5  held at \
              4917…120000000000 (3 failed deliveries; retry 3 of 5, next in 25 s)"
+        );
+    }
+
+    #[test]
+    fn the_status_tree_shows_a_managed_instances_functions_environments_in_flight() {
+        let mut status = mapping(vec![main_command_shard()], None);
+        assert!(!render_tree(&[status.clone()], SystemTime::UNIX_EPOCH).contains("environments"));
+        status.environments = vec![
+            EnvironmentInFlight {
+                number: 1,
+                in_flight: 2,
+            },
+            EnvironmentInFlight {
+                number: 2,
+                in_flight: 0,
+            },
+        ];
+        let tree = render_tree(&[status], SystemTime::UNIX_EPOCH);
+        assert!(
+            tree.contains("\n  environments: #1 2 in flight, #2 0 in flight\n"),
+            "{tree}"
         );
     }
 

@@ -12,5 +12,6 @@ pub mod runtime_api;
 pub use error_type::{ErrorType, LambdaError};
 pub use in_process::{InProcess, InProcessWindow};
 pub use invoker::{
-    Invocation, InvokeError, InvokeOutcome, Invoker, NeverInitialised, SharedEnvironments,
+    EnvironmentInFlight, Invocation, InvokeError, InvokeOutcome, Invoker, NeverInitialised,
+    SharedEnvironments,
 };

@@ -9,7 +9,12 @@ use std::time::Duration;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio::sync::watch;
 
+use esm_engine::invoke::Invoker;
 use esm_engine::mapping::MappingStatus;
+
+/// The mappings' statuses as they change, each with its function's invoker (`run`'s
+/// `Statuses`); the progress lines read only the statuses.
+type Mappings = Arc<Mutex<Vec<(watch::Receiver<MappingStatus>, Arc<dyn Invoker>)>>>;
 
 /// How often the lines are redrawn.
 const REFRESH: Duration = Duration::from_millis(250);
@@ -37,11 +42,7 @@ impl Progress {
     }
 
     /// Redraws a line per shard of `mappings` until `stop` turns true, then removes the lines.
-    pub(super) async fn show(
-        self,
-        mappings: Arc<Mutex<Vec<watch::Receiver<MappingStatus>>>>,
-        mut stop: watch::Receiver<bool>,
-    ) {
+    pub(super) async fn show(self, mappings: Mappings, mut stop: watch::Receiver<bool>) {
         let style = ProgressStyle::with_template("{spinner} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_spinner());
         let mut bars: BTreeMap<(usize, String), ProgressBar> = BTreeMap::new();
@@ -50,7 +51,7 @@ impl Progress {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .iter()
-                .map(|status| status.borrow().clone())
+                .map(|(status, _)| status.borrow().clone())
                 .collect();
             for (index, status) in statuses.iter().enumerate() {
                 for shard in status.shards.values() {

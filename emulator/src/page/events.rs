@@ -17,6 +17,7 @@ use tokio::sync::{broadcast, mpsc, watch};
 
 use super::live_page::LivePage;
 use super::view::{self, HeldRecordView, HeldRecords, Settings};
+use esm_engine::invoke::Invoker;
 use esm_engine::invoke::runtime_api::{TappedLine, function_lines};
 use esm_engine::mapping::MappingStatus;
 use kinesis_source::IteratorPosition;
@@ -33,6 +34,7 @@ const BACKLOG: usize = 64;
 struct Watched {
     settings: Settings,
     status: watch::Receiver<MappingStatus>,
+    invoker: Option<Arc<dyn Invoker>>,
     /// Its sender is gone (the mapping stopped): its last status stays.
     closed: bool,
 }
@@ -65,10 +67,12 @@ async fn feed(page: Arc<LivePage>, events: mpsc::Sender<Event>) {
         let snapshot: Vec<(Settings, MappingStatus)> = watched
             .iter_mut()
             .map(|mapping| {
-                (
-                    Arc::clone(&mapping.settings),
-                    mapping.status.borrow_and_update().clone(),
-                )
+                let status = mapping.status.borrow_and_update().clone();
+                let status = match &mapping.invoker {
+                    Some(invoker) => status.with_environments(&**invoker),
+                    None => status,
+                };
+                (Arc::clone(&mapping.settings), status)
             })
             .collect();
         for (_, status) in &snapshot {
@@ -115,6 +119,7 @@ impl LivePage {
             watched.push(Watched {
                 settings: Arc::clone(&mapping.settings),
                 status: mapping.status.clone(),
+                invoker: mapping.invoker.clone(),
                 closed: false,
             });
         }

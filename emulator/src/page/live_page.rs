@@ -7,6 +7,7 @@ use tokio::sync::watch;
 use super::actions::PageActions;
 use super::view::{self, Settings};
 use esm_engine::config::MappingConfig;
+use esm_engine::invoke::Invoker;
 use esm_engine::mapping::MappingStatus;
 use kinesis_source::ShardSource;
 
@@ -14,6 +15,9 @@ use kinesis_source::ShardSource;
 pub(super) struct Shown {
     pub(super) settings: Settings,
     pub(super) status: watch::Receiver<MappingStatus>,
+    /// Its function's invoker, asked for the environments in flight whenever the page is sent
+    /// the status (a function on Managed Instances); `None` when the page shows only the status.
+    pub(super) invoker: Option<Arc<dyn Invoker>>,
 }
 
 /// The page's state: the mappings it shows, where held records are read, and the actions.
@@ -39,10 +43,31 @@ impl LivePage {
     /// Shows the mapping of `config`, whose status `status` follows. Open pages pick it up at
     /// once.
     pub fn show(&self, config: &MappingConfig, status: watch::Receiver<MappingStatus>) {
+        self.push(config, status, None);
+    }
+
+    /// [`LivePage::show`], with the environments `invoker` runs and their invocations in flight
+    /// beside the status (for a function on Managed Instances).
+    pub fn show_function(
+        &self,
+        config: &MappingConfig,
+        status: watch::Receiver<MappingStatus>,
+        invoker: Arc<dyn Invoker>,
+    ) {
+        self.push(config, status, Some(invoker));
+    }
+
+    fn push(
+        &self,
+        config: &MappingConfig,
+        status: watch::Receiver<MappingStatus>,
+        invoker: Option<Arc<dyn Invoker>>,
+    ) {
         let mut board = self.board();
         board.push(Shown {
             settings: view::settings(config).into(),
             status,
+            invoker,
         });
         self.shown.send_replace(board.len());
     }

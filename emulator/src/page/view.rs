@@ -244,6 +244,10 @@ pub(crate) fn mapping_view(
         "onFailureCount": status.on_failure.len(),
         "onFailure": status.on_failure[skip..],
         "shards": shards,
+        "environments": status.environments.iter().map(|environment| serde_json::json!({
+            "number": environment.number,
+            "inFlight": environment.in_flight,
+        })).collect::<Vec<_>>(),
     })
 }
 
@@ -324,6 +328,7 @@ fn recent_view(shard: &ShardStatus) -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use esm_engine::invoke::EnvironmentInFlight;
 
     fn shard(id: &str, parents: &[&str]) -> (String, ShardStatus) {
         let status = ShardStatus {
@@ -439,6 +444,32 @@ mod tests {
             serde_json::json!({"partitionKey": "customer-42", "data": {"text": "x"}})
         );
         assert_eq!(known["shards"][0]["phase"], "waiting on parents");
+    }
+
+    #[test]
+    fn a_function_on_managed_instances_shows_its_environments_in_flight() {
+        let standard = MappingStatus::default();
+        assert_eq!(
+            mapping_view(&[], &standard, &HeldRecords::new())["environments"],
+            serde_json::json!([])
+        );
+        let managed = MappingStatus {
+            environments: vec![
+                EnvironmentInFlight {
+                    number: 1,
+                    in_flight: 3,
+                },
+                EnvironmentInFlight {
+                    number: 4,
+                    in_flight: 0,
+                },
+            ],
+            ..MappingStatus::default()
+        };
+        assert_eq!(
+            mapping_view(&[], &managed, &HeldRecords::new())["environments"],
+            serde_json::json!([{"number": 1, "inFlight": 3}, {"number": 4, "inFlight": 0}])
+        );
     }
 
     #[test]

@@ -101,6 +101,23 @@ pub trait Invoker: Send + Sync {
     fn shared_environments(&self) -> Option<SharedEnvironments> {
         None
     }
+
+    /// The execution environments of a function on Lambda Managed Instances running now, each
+    /// with the invocations it has in flight; empty for any other function, and for invokers
+    /// that do not start the function.
+    fn environments_in_flight(&self) -> Vec<EnvironmentInFlight> {
+        Vec::new()
+    }
+}
+
+/// One running execution environment of a function on Lambda Managed Instances, and how many
+/// invocations it has in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct EnvironmentInFlight {
+    /// The environment's number, counted from 1 in the order they were started.
+    pub number: u64,
+    /// How many invocations it has in flight.
+    pub in_flight: usize,
 }
 
 /// What a function on Lambda Managed Instances used: environments, each running several

@@ -229,7 +229,7 @@ async fn serve(
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .iter()
-                .map(|status| status.borrow().clone())
+                .map(|(status, invoker)| status.borrow().clone().with_environments(&**invoker))
                 .collect()
         }
     };

@@ -100,9 +100,10 @@ pub(super) fn check_streams(
     Ok(())
 }
 
-/// The mappings' statuses as they change, for the status document, the metrics and the
-/// progress lines.
-pub(super) type Statuses = Arc<Mutex<Vec<watch::Receiver<MappingStatus>>>>;
+/// The mappings' statuses as they change, each with its function's invoker (which knows the
+/// environments of a function on Managed Instances), for the status document, the metrics and
+/// the progress lines.
+pub(super) type Statuses = Arc<Mutex<Vec<(watch::Receiver<MappingStatus>, Arc<dyn Invoker>)>>>;
 
 /// What starting the functions needs of the run.
 pub(super) struct Start<'r> {
@@ -206,12 +207,13 @@ impl Start<'_> {
             mapping = mapping.on_failure_destination(destination);
         }
         let mapping = mapping.start();
-        self.page.show(config, mapping.status_receiver());
+        self.page
+            .show_function(config, mapping.status_receiver(), Arc::clone(invoker));
         self.control.add(mapping.control());
         self.statuses
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .push(mapping.status_receiver());
+            .push((mapping.status_receiver(), Arc::clone(invoker)));
         Ok(mapping)
     }
 

@@ -76,12 +76,22 @@ function renderMapping(mapping) {
     el("h2", {}, mapping.function + " ← stream " + mapping.stream),
     settings,
     mapping.lastError ? el("p", { class: "error" }, mapping.lastError) : null,
+    renderEnvironments(mapping),
     renderLineage(mapping),
     ...heldPanels,
     renderTable(mapping),
     renderRecent(mapping),
     renderChart(mapping),
     renderOnFailure(mapping));
+}
+
+// A function on Managed Instances: its execution environments running now, each with its
+// invocations in flight.
+function renderEnvironments(mapping) {
+  if (!mapping.environments || mapping.environments.length === 0) return null;
+  return el("p", { class: "settings environments" }, "execution environments",
+    ...mapping.environments.map((environment) => el("span", { "data-environment": String(environment.number) },
+      "#" + environment.number + " ", el("b", {}, String(environment.inFlight)), " in flight")));
 }
 
 // The lineage: one row per depth, parents above children, a line from each parent to each

@@ -25,7 +25,8 @@ use super::process::{self, ExitReport, Label, Process};
 use super::server::{self, Delivery, Exchange};
 use crate::invoke::error_type::LambdaError;
 use crate::invoke::invoker::{
-    Invocation, InvokeError, InvokeOutcome, Invoker, NeverInitialised, SharedEnvironments,
+    EnvironmentInFlight, Invocation, InvokeError, InvokeOutcome, Invoker, NeverInitialised,
+    SharedEnvironments,
 };
 
 /// How long an answer posted just as the process ended is still waited for: the process may
@@ -395,6 +396,17 @@ impl Invoker for RuntimeApi {
                 most_in_flight: self.most_in_flight(),
                 concurrency: self.concurrency,
             })
+    }
+
+    fn environments_in_flight(&self) -> Vec<EnvironmentInFlight> {
+        // A standard function's environments each run one invocation: nothing to show.
+        if !self.environment.contains_key("AWS_LAMBDA_MAX_CONCURRENCY") {
+            return Vec::new();
+        }
+        RuntimeApi::environments_in_flight(self)
+            .into_iter()
+            .map(|(number, in_flight)| EnvironmentInFlight { number, in_flight })
+            .collect()
     }
 }
 

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::shard_status::{ShardChange, ShardPhase, ShardStatus};
+use crate::invoke::{EnvironmentInFlight, Invoker};
 use crate::lease::Checkpoint;
 use crate::mapping::metrics::EventCounts;
 use kinesis_source::sequence::SequenceNumber;
@@ -42,6 +43,12 @@ pub struct MappingStatus {
     /// Whether the mapping counts Lambda's event-count metrics (`MetricsConfig`).
     #[serde(default)]
     pub event_count_metrics: bool,
+    /// For a function on Lambda Managed Instances, its execution environments running when the
+    /// status was read, each with its invocations in flight. The mapping never fills it: the
+    /// function's invoker knows, and whoever serves the status asks it
+    /// ([`MappingStatus::with_environments`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub environments: Vec<EnvironmentInFlight>,
 }
 
 impl MappingStatus {
@@ -169,6 +176,14 @@ impl MappingEvent {
 }
 
 impl MappingStatus {
+    /// The status with the environments `invoker` runs now, each with its invocations in
+    /// flight (none unless the function is on Lambda Managed Instances).
+    #[must_use]
+    pub fn with_environments(mut self, invoker: &dyn Invoker) -> Self {
+        self.environments = invoker.environments_in_flight();
+        self
+    }
+
     /// The mapping's event counts, the sum over its shards (Lambda's metrics are per mapping);
     /// `None` unless its `MetricsConfig` asks for them.
     pub fn event_counts(&self) -> Option<EventCounts> {
