@@ -11,7 +11,10 @@
 //! `ESM_BENCH_VIA=page` only the cost of an open live page ([`page`]), which runs last;
 //! `ESM_BENCH_VIA=fan-out` only the latency through an enhanced fan-out consumer against
 //! polling ([`fan_out`]), which otherwise runs after the latency, and `ESM_BENCH_VIA=latency`
-//! only the latency from a put to the handler (in process and through the Runtime API).
+//! only the latency from a put to the handler (in process and through the Runtime API);
+//! `ESM_BENCH_VIA=managed-instances` only `PerExecutionEnvironmentMaxConcurrency` 8 against
+//! one environment per batch through the Runtime API ([`managed_instances`], on at most
+//! 20,000 records), which otherwise runs after the fan-out latency.
 //!
 //! **Throughput.** A stream of 1 and one of 8 shards are filled with valid shipments (every one
 //! is acked). Each run starts a fresh mapping (memory lease store, `TRIM_HORIZON`,
@@ -65,6 +68,8 @@ use tracing_subscriber::layer::SubscriberExt as _;
 
 #[path = "esm_throughput/fan_out.rs"]
 mod fan_out;
+#[path = "esm_throughput/managed_instances.rs"]
+mod managed_instances;
 #[path = "esm_throughput/page.rs"]
 mod page;
 #[path = "esm_throughput/parallelization.rs"]
@@ -137,13 +142,17 @@ fn main() {
         runtime.block_on(latency(&binary, seen_in_log));
         return;
     }
+    if via.as_deref() == Some("managed-instances") {
+        runtime.block_on(managed_instances::compare(&binary, records, runs));
+        return;
+    }
     let only = via.map(|via| match via.as_str() {
         "in-process" => Via::InProcess,
         "runtime-api" => Via::RuntimeApi,
         other => {
             panic!(
-                "ESM_BENCH_VIA={other}: say in-process, runtime-api, latency, parallelization, \
-                 fan-out or page"
+                "ESM_BENCH_VIA={other}: say in-process, runtime-api, latency, \
+                 managed-instances, parallelization, fan-out or page"
             )
         }
     });
@@ -160,6 +169,7 @@ fn main() {
             summarise(&cases);
             latency(&binary, seen_in_log).await;
             fan_out::compare().await;
+            managed_instances::compare(&binary, records, runs).await;
             parallelization::compare(records, runs).await;
             page::compare(records, runs).await;
         }
@@ -369,16 +379,30 @@ fn fill(
 /// The function's own binary through the Runtime API, one process per shard, every process
 /// started and past its first invocation.
 async fn runtime_api(binary: &Path, environments: usize, log_level: &str) -> Arc<RuntimeApi> {
+    let api =
+        RuntimeApi::new(shipping_definition(binary, log_level)).max_environments(environments);
+    warmed(api, environments).await
+}
+
+/// The shipping function's `bootstrap`, logging at `log_level`.
+fn shipping_definition(binary: &Path, log_level: &str) -> FunctionDefinition {
     let mut function = FunctionDefinition::new(FUNCTION, binary);
     function.timeout = FUNCTION_TIMEOUT;
     function
         .environment
         .insert("RUST_LOG".to_owned(), log_level.to_owned());
-    let api = Arc::new(RuntimeApi::new(function).max_environments(environments));
-    // Invocations at the same time find no idle process, so each starts one.
+    function
+}
+
+/// `api` after `invocations` invocations at once, each answered: the processes they started
+/// are past their first invocation.
+async fn warmed(api: RuntimeApi, invocations: usize) -> Arc<RuntimeApi> {
+    let api = Arc::new(api);
+    // Invocations at the same time find no idle process, so each starts one (or, on Managed
+    // Instances, shares one while it has room).
     let event = Bytes::from(TestEvent::new().json(&shipment(0)).to_json());
     let warm_up =
-        (0..environments).map(|_| api.invoke(Invocation::new(event.clone(), FUNCTION_TIMEOUT)));
+        (0..invocations).map(|_| api.invoke(Invocation::new(event.clone(), FUNCTION_TIMEOUT)));
     for outcome in futures_util::future::join_all(warm_up).await {
         match outcome {
             Ok(InvokeOutcome::Response(_)) => {}
