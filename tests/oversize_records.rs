@@ -120,3 +120,50 @@ async fn run_makes_the_templates_stream_with_its_max_record_size() {
         ],
     );
 }
+
+/// The oversize rule through `kinesis-esm run`: on the template's 10 MiB stream, a 5 MiB
+/// shipment makes an event over Lambda's 6 MB payload. Its batch is never sent: each attempt
+/// fails (`RequestTooLargeException`) with a warning naming the shard and the sizes, and after
+/// the one retry
+/// `MaximumRetryAttempts: 1` allows it is discarded; the small shipments around it are booked.
+#[tokio::test]
+async fn run_discards_a_record_no_event_can_carry_by_the_mappings_rules() {
+    shipping_bootstrap().await;
+    let address = "x".repeat(LARGE_RECORD_BYTES);
+    let records = temp_file(
+        "five-mib-shipment.jsonl",
+        &format!(
+            "{{\"partitionKey\": \"before\", \"data\": {{\"id\": 1, \"address\": \"1 Quay Street\", \"carrier\": \"dhl\"}}}}\n\
+             {{\"partitionKey\": \"large\", \"data\": {{\"id\": 2, \"address\": \"{address}\", \"carrier\": \"dhl\"}}}}\n\
+             {{\"partitionKey\": \"after\", \"data\": {{\"id\": 3, \"address\": \"3 Quay Street\", \"carrier\": \"ups\"}}}}\n"
+        ),
+    );
+    let run = kinesis_esm_with(
+        &cli_template("shipping-10-mib.yaml"),
+        &records,
+        &["--retry-pause", "100ms", "--max-retry-pause", "100ms"],
+    )
+    .await;
+    std::fs::remove_file(&records).expect("cleaned");
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    check_row(
+        &run,
+        &[
+            ("records", "3"),
+            ("acked", "2"),
+            ("discarded", "1"),
+            ("held", "0"),
+            ("retries", "1"),
+        ],
+    );
+    let warning = run
+        .stderr
+        .lines()
+        .find(|line| line.contains("an event over Lambda's payload limit"))
+        .unwrap_or_else(|| panic!("the refusal is warned of: {}", run.stderr));
+    assert!(
+        warning.contains("shard_id=shardId-000000000000")
+            && warning.contains("limit_bytes=6291456"),
+        "{warning}"
+    );
+}
