@@ -124,8 +124,8 @@ async fn run_makes_the_templates_stream_with_its_max_record_size() {
 /// The oversize rule through `kinesis-esm run`: on the template's 10 MiB stream, a 5 MiB
 /// shipment makes an event over Lambda's 6 MB payload. Its batch is never sent: each attempt
 /// fails (`RequestTooLargeException`) with a warning naming the shard and the sizes, and after
-/// the one retry
-/// `MaximumRetryAttempts: 1` allows it is discarded; the small shipments around it are booked.
+/// the one retry `MaximumRetryAttempts: 1` allows it is discarded; the small shipments around it
+/// are booked.
 #[tokio::test]
 async fn run_discards_a_record_no_event_can_carry_by_the_mappings_rules() {
     shipping_bootstrap().await;
