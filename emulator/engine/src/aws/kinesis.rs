@@ -366,15 +366,7 @@ impl SdkKinesis {
     ) -> Result<(), SourceError> {
         let deadline = Instant::now() + timeout;
         loop {
-            let summary = self
-                .client
-                .describe_stream_summary()
-                .stream_name(stream)
-                .send()
-                .await
-                .map_err(|error| {
-                    Call::read("DescribeStreamSummary", stream, None).error(error, &self.endpoint)
-                })?;
+            let summary = self.stream_summary(stream).await?;
             let status = summary
                 .stream_description_summary()
                 .map(|summary| summary.stream_status().clone());
@@ -392,19 +384,31 @@ impl SdkKinesis {
         }
     }
 
-    /// The most bytes (data and partition key) one record of `stream` may hold:
-    /// `DescribeStreamSummary`'s `MaxRecordSizeInKiB`, or 1 MiB where Kinesis answers without it
-    /// (a stream never raised, on a Kinesis that predates the setting).
-    pub async fn max_record_bytes(&self, stream: &str) -> Result<usize, SourceError> {
-        let call = Call::read("DescribeStreamSummary", stream, None);
-        let output = self
-            .client
+    /// `DescribeStreamSummary` of `stream`, its failure said as the call it was.
+    async fn stream_summary(
+        &self,
+        stream: &str,
+    ) -> Result<
+        aws_sdk_kinesis::operation::describe_stream_summary::DescribeStreamSummaryOutput,
+        SourceError,
+    > {
+        self.client
             .describe_stream_summary()
             .stream_name(stream)
             .send()
             .await
-            .map_err(|error| call.error(error, &self.endpoint))?;
-        let kib = output
+            .map_err(|error| {
+                Call::read("DescribeStreamSummary", stream, None).error(error, &self.endpoint)
+            })
+    }
+
+    /// The most bytes (data and partition key) one record of `stream` may hold:
+    /// `DescribeStreamSummary`'s `MaxRecordSizeInKiB`, or 1 MiB where Kinesis answers without it
+    /// (a stream never raised, on a Kinesis that predates the setting).
+    pub async fn max_record_bytes(&self, stream: &str) -> Result<usize, SourceError> {
+        let kib = self
+            .stream_summary(stream)
+            .await?
             .stream_description_summary()
             .and_then(|summary| summary.max_record_size_in_kib())
             .unwrap_or(1024);
@@ -669,13 +673,7 @@ fn parents_first(shards: Vec<Shard>) -> Vec<Shard> {
 impl ShardSource for SdkKinesis {
     async fn describe_stream(&self, stream: &str) -> Result<StreamDescription, SourceError> {
         let call = Call::read("DescribeStreamSummary", stream, None);
-        let output = self
-            .client
-            .describe_stream_summary()
-            .stream_name(stream)
-            .send()
-            .await
-            .map_err(|error| call.error(error, &self.endpoint))?;
+        let output = self.stream_summary(stream).await?;
         let summary = output
             .stream_description_summary()
             .ok_or_else(|| SourceError::Service {
