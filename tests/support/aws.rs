@@ -596,6 +596,10 @@ pub fn deliveries(events: &[MappingEvent]) -> Vec<Delivery> {
         .collect()
 }
 
+/// The ledger fixture's binary: not `bootstrap`, which is the shipping function's in the same
+/// target folder.
+const LEDGER_BINARY: &str = "shipping-ledger";
+
 /// The ledger fixture function's crate (`tests/fixtures/functions/shipping-ledger`).
 pub fn ledger_function_dir() -> PathBuf {
     workspace_dir().join("tests/fixtures/functions/shipping-ledger")
@@ -606,7 +610,7 @@ pub fn ledger_function_dir() -> PathBuf {
 /// `run --prebuilt-dir`, which skips cargo altogether).
 pub async fn build_ledger_function() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    crate::built(&BINARY, ledger_function_dir(), "bootstrap").await
+    crate::built(&BINARY, ledger_function_dir(), LEDGER_BINARY).await
 }
 
 /// A folder of its own under the system's temporary folder, removed when dropped.
@@ -689,6 +693,10 @@ Resources:
       ShardCount: {shards}
 {more_resources}  LedgerFunction:
     Type: AWS::Serverless::Function
+    Metadata:
+      BuildMethod: rust-cargolambda
+      BuildProperties:
+        Binary: {binary}
     Properties:
       FunctionName: shipping-ledger
       CodeUri: '{code_uri}'
@@ -712,6 +720,7 @@ Resources:
             stream = self.stream,
             shards = self.shards,
             code_uri = ledger_function_dir().display(),
+            binary = LEDGER_BINARY,
             ledger = self.ledger.display(),
             delay_ms = self.delay_ms,
             batch_size = self.batch_size,

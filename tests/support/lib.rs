@@ -103,10 +103,45 @@ pub async fn shipping_bootstrap() -> &'static Path {
     .await
 }
 
-/// The `kinesis-esm` command.
+/// The `kinesis-esm` command, as `cargo test --workspace` builds it for the emulator's own
+/// integration tests. A `cargo build` of the emulator alone would resolve its dependencies'
+/// features without the workspace's dev-dependencies (tokio's `test-util`, for one) and compile
+/// some sixty crates again while the tests wait; asking the workspace's test build for the same
+/// binary is a no-op after `cargo test --workspace`, and builds what is missing otherwise.
 pub async fn kinesis_esm_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    built(&BINARY, workspace_dir().join("emulator"), "kinesis-esm").await
+    tokio::task::spawn_blocking(|| {
+        BINARY
+            .get_or_init(|| workspace_test_binary("integration", "kinesis-esm"))
+            .as_path()
+    })
+    .await
+    .expect("building does not panic")
+}
+
+/// The binary `binary` that the workspace's test build makes for the integration test `test`
+/// (cargo builds a package's binaries for its integration tests), built if need be.
+fn workspace_test_binary(test: &str, binary: &str) -> PathBuf {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let output = std::process::Command::new(cargo)
+        .current_dir(workspace_dir())
+        .args(["test", "--workspace", "--no-run", "--test", test])
+        .arg("--message-format=json-render-diagnostics")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("cargo runs");
+    assert!(
+        output.status.success(),
+        "building the workspace's tests for {binary} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|message| message["target"]["name"] == binary)
+        .filter(|message| message["target"]["kind"][0] == "bin")
+        .find_map(|message| message["executable"].as_str().map(PathBuf::from))
+        .unwrap_or_else(|| panic!("cargo's test build named no executable {binary}"))
 }
 
 /// Reads a started `kinesis-esm`'s log (its stderr, piped) until a line says `marker` (for
