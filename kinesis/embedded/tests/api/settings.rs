@@ -2,11 +2,9 @@
 //! server-side encryption and warm throughput, each shown by `DescribeStream(Summary)` and kept
 //! across a restart.
 
-use std::sync::Arc;
-
 use aws_sdk_kinesis::types::{EncryptionType, MetricsName, StreamMode, StreamModeDetails};
 
-use crate::support::{Endpoint, MemoryJournal, check_failure, endpoint, failure, serve};
+use crate::support::{Endpoint, MemoryJournal, endpoint, expect_errors, serve};
 
 impl Endpoint {
     async fn create(&self, stream: &str) {
@@ -79,26 +77,14 @@ async fn enhanced_monitoring_names_metrics_and_shows_them() {
 #[tokio::test]
 async fn enhanced_monitoring_refuses_unknown_metrics_and_missing_streams() {
     let endpoint = endpoint().await;
-    let unknown = endpoint
-        .client
-        .enable_enhanced_monitoring()
-        .stream_name("any")
-        .shard_level_metrics(MetricsName::from("IncomingFrogs"))
-        .send()
-        .await;
-    check_failure(
-        failure(unknown),
-        "ValidationException",
-        &["'IncomingFrogs' at 'shardLevelMetrics.1.member'"],
-    );
-    let missing = endpoint
-        .client
-        .disable_enhanced_monitoring()
-        .stream_name("missing")
-        .shard_level_metrics(MetricsName::IncomingBytes)
-        .send()
-        .await;
-    check_failure(failure(missing), "ResourceNotFoundException", &["missing"]);
+    expect_errors! {
+        endpoint.client.enable_enhanced_monitoring().stream_name("any")
+            .shard_level_metrics(MetricsName::from("IncomingFrogs"))
+            => "ValidationException", &["'IncomingFrogs' at 'shardLevelMetrics.1.member'"];
+        endpoint.client.disable_enhanced_monitoring().stream_name("missing")
+            .shard_level_metrics(MetricsName::IncomingBytes)
+            => "ResourceNotFoundException", &["missing"];
+    }
 }
 
 #[tokio::test]
@@ -143,19 +129,11 @@ async fn encryption_names_its_key_until_stopped() {
     assert_eq!(description.encryption_type(), Some(&EncryptionType::Kms));
     assert_eq!(description.key_id(), Some("alias/aws/kinesis"));
 
-    let not_kms = endpoint
-        .client
-        .stop_stream_encryption()
-        .stream_name("secret")
-        .encryption_type(EncryptionType::None)
-        .key_id("alias/aws/kinesis")
-        .send()
-        .await;
-    check_failure(
-        failure(not_kms),
-        "InvalidArgumentException",
-        &["stream secret", "KMS"],
-    );
+    expect_errors! {
+        endpoint.client.stop_stream_encryption().stream_name("secret")
+            .encryption_type(EncryptionType::None).key_id("alias/aws/kinesis")
+            => "InvalidArgumentException", &["stream secret", "KMS"];
+    }
     endpoint
         .client
         .stop_stream_encryption()
@@ -204,24 +182,16 @@ async fn warm_throughput_is_kept_for_on_demand_streams_only() {
     assert_eq!(warm.current_mibps(), Some(200));
 
     endpoint.create("provisioned").await;
-    let refused = endpoint
-        .client
-        .update_stream_warm_throughput()
-        .stream_name("provisioned")
-        .warm_throughput_mibps(200)
-        .send()
-        .await;
-    check_failure(
-        failure(refused),
-        "InvalidArgumentException",
-        &["stream provisioned", "ON_DEMAND"],
-    );
+    expect_errors! {
+        endpoint.client.update_stream_warm_throughput().stream_name("provisioned")
+            .warm_throughput_mibps(200)
+            => "InvalidArgumentException", &["stream provisioned", "ON_DEMAND"];
+    }
 }
 
 #[tokio::test]
 async fn settings_are_kept_across_a_restart() {
-    let journal = Arc::new(MemoryJournal::default());
-    let endpoint = serve(journal.kinesis()).await;
+    let (journal, endpoint) = MemoryJournal::serve().await;
     endpoint.create("kept").await;
     endpoint
         .client
