@@ -6,21 +6,18 @@ use std::collections::BTreeMap;
 
 use aws_sdk_kinesis::primitives::Blob;
 use aws_sdk_kinesis::types::{
-    PutRecordsRequestEntry, RecordDistributionStrategy, ShardIteratorType, StreamMode,
-    StreamModeDetails,
+    PutRecordsRequestEntry, RecordDistributionStrategy, ShardIteratorType,
 };
 
-use crate::support::{Endpoint, MemoryJournal, check_failure, endpoint, expect_errors, serve};
+use crate::support::{
+    Endpoint, MemoryJournal, check_failure, endpoint, expect_errors, on_demand, serve,
+};
 
 impl Endpoint {
     async fn create_on_demand(&self, stream: &str, strategy: Option<RecordDistributionStrategy>) {
-        let on_demand = StreamModeDetails::builder()
-            .stream_mode(StreamMode::OnDemand)
-            .build()
-            .unwrap();
         self.create_with(stream, |create| {
             create
-                .stream_mode_details(on_demand)
+                .stream_mode_details(on_demand())
                 .set_record_distribution_strategy(strategy)
         })
         .await;

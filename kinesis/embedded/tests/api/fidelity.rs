@@ -19,8 +19,8 @@ use embedded_kinesis::{EmbeddedKinesis, ManualClock};
 
 use crate::clients::check_python_suite;
 use crate::support::{
-    create, expect_error, expect_errors, failure, listen, listen_with_stream, serve_loopback,
-    summary, trim_horizon_iterator, within_timeout,
+    create, expect_error, expect_errors, failure, get_records, listen, listen_with_stream,
+    on_demand, put_record, serve_loopback, summary, trim_horizon_iterator, within_timeout,
 };
 
 #[tokio::test]
@@ -135,14 +135,7 @@ async fn resource_policies_are_kept_replaced_and_deleted() {
 #[tokio::test]
 async fn a_quoted_shard_iterator_reads_and_a_bad_one_is_not_echoed() {
     let (_kinesis, _server, client) = listen_with_stream("orders", 1).await;
-    client
-        .put_record()
-        .stream_name("orders")
-        .partition_key("k")
-        .data(Blob::new("hello"))
-        .send()
-        .await
-        .unwrap();
+    put_record(&client, "orders", "k", "hello").await;
     let iterator = trim_horizon_iterator(&client, "orders").await;
     let read = client
         .get_records()
@@ -180,12 +173,7 @@ async fn shard_ids_are_read_by_their_number() {
             .unwrap_or_else(|error| panic!("{given}: {error:?}"))
             .shard_iterator
             .unwrap();
-        let read = client
-            .get_records()
-            .shard_iterator(iterator)
-            .send()
-            .await
-            .unwrap();
+        let read = get_records(&client, iterator).await;
         assert!(read.next_shard_iterator.is_some(), "{given}");
     }
     // A split names its shard the same way; the children are numbered after it.
@@ -400,12 +388,7 @@ async fn boto3_sees_the_same_answers() {
 /// The records TRIM_HORIZON reads from the only shard of `stream`, as text.
 async fn from_trim_horizon(client: &aws_sdk_kinesis::Client, stream: &str) -> Vec<String> {
     let iterator = trim_horizon_iterator(client, stream).await;
-    let read = client
-        .get_records()
-        .shard_iterator(iterator)
-        .send()
-        .await
-        .unwrap();
+    let read = get_records(client, iterator).await;
     read.records
         .iter()
         .map(|record| String::from_utf8_lossy(record.data.as_ref()).into_owned())
@@ -413,14 +396,7 @@ async fn from_trim_horizon(client: &aws_sdk_kinesis::Client, stream: &str) -> Ve
 }
 
 async fn put_text(client: &aws_sdk_kinesis::Client, stream: &str, text: &str) {
-    client
-        .put_record()
-        .stream_name(stream)
-        .partition_key("k")
-        .data(Blob::new(text))
-        .send()
-        .await
-        .unwrap();
+    put_record(client, stream, "k", text).await;
 }
 
 #[tokio::test]
@@ -544,12 +520,7 @@ async fn streams_pass_through_creating_updating_and_deleting_for_the_status_dela
     client
         .update_stream_mode()
         .stream_arn(&arn)
-        .stream_mode_details(
-            StreamModeDetails::builder()
-                .stream_mode(StreamMode::OnDemand)
-                .build()
-                .unwrap(),
-        )
+        .stream_mode_details(on_demand())
         .send()
         .await
         .unwrap();

@@ -2,10 +2,11 @@
 //! limits that follow for `PutRecord` and `PutRecords`, and the setting kept across a restart.
 
 use aws_sdk_kinesis::primitives::Blob;
-use aws_sdk_kinesis::types::{PutRecordsRequestEntry, ShardIteratorType};
+use aws_sdk_kinesis::types::PutRecordsRequestEntry;
 
 use crate::support::{
-    Endpoint, MemoryJournal, check_failure, endpoint, expect_errors, failure, serve,
+    Endpoint, MemoryJournal, check_failure, create, endpoint, expect_errors, failure, get_records,
+    serve, trim_horizon_iterator,
 };
 
 const KIB: usize = 1024;
@@ -77,20 +78,7 @@ async fn a_stream_takes_records_up_to_its_max_record_size() {
 
     // The record reads back whole.
     let client = &endpoint.client;
-    let iterator = client
-        .get_shard_iterator()
-        .stream_name("large")
-        .shard_id("shardId-000000000000")
-        .shard_iterator_type(ShardIteratorType::TrimHorizon)
-        .send()
-        .await
-        .unwrap();
-    let read = client
-        .get_records()
-        .shard_iterator(iterator.shard_iterator().unwrap())
-        .send()
-        .await
-        .unwrap();
+    let read = get_records(client, trim_horizon_iterator(client, "large").await).await;
     assert_eq!(read.records().len(), 1);
     assert_eq!(read.records()[0].data().as_ref().len(), 2 * MIB - 1);
 }
@@ -98,14 +86,7 @@ async fn a_stream_takes_records_up_to_its_max_record_size() {
 #[tokio::test]
 async fn a_new_stream_takes_records_of_1_mib_until_updated() {
     let endpoint = endpoint().await;
-    endpoint
-        .client
-        .create_stream()
-        .stream_name("plain")
-        .shard_count(1)
-        .send()
-        .await
-        .unwrap();
+    create(&endpoint.client, "plain", 1).await;
     assert_eq!(endpoint.max_record_size_kib("plain").await, Some(1024));
     endpoint.put_sized("plain", MIB).await.unwrap();
     check_failure(

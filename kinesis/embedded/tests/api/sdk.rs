@@ -15,7 +15,10 @@ use embedded_kinesis::{EmbeddedKinesis, ManualClock};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-use crate::support::{create, expect_errors, listen, listen_with_stream, summary, within_timeout};
+use crate::support::{
+    create, expect_errors, get_records, listen, listen_with_stream, put_record, summary,
+    within_timeout,
+};
 
 /// The first hash key of the upper half of the hash key space: where a two-shard stream's
 /// second shard starts.
@@ -199,14 +202,7 @@ async fn sdk_puts_and_reads_back_with_every_iterator_type() {
     create(&client, "events", 1).await;
     let shard = "shardId-000000000000";
 
-    let first = client
-        .put_record()
-        .stream_name("events")
-        .partition_key("key-0")
-        .data(Blob::new("zero"))
-        .send()
-        .await
-        .unwrap();
+    let first = put_record(&client, "events", "key-0", "zero").await;
     assert_eq!(first.shard_id(), shard);
     clock.advance(Duration::from_millis(10_250));
     let batch_time = clock_now(&kinesis);
@@ -249,12 +245,7 @@ async fn sdk_puts_and_reads_back_with_every_iterator_type() {
         None,
     )
     .await;
-    let all = client
-        .get_records()
-        .shard_iterator(&trim_horizon)
-        .send()
-        .await
-        .unwrap();
+    let all = get_records(&client, &trim_horizon).await;
     assert_eq!(
         contents(&all),
         [
@@ -344,21 +335,9 @@ async fn sdk_puts_and_reads_back_with_every_iterator_type() {
         None,
     )
     .await;
-    let nothing_yet = client
-        .get_records()
-        .shard_iterator(&latest)
-        .send()
-        .await
-        .unwrap();
+    let nothing_yet = get_records(&client, &latest).await;
     assert!(nothing_yet.records().is_empty());
-    client
-        .put_record()
-        .stream_name("events")
-        .partition_key("key-4")
-        .data(Blob::new("four"))
-        .send()
-        .await
-        .unwrap();
+    put_record(&client, "events", "key-4", "four").await;
     let (data, _) = read_to_end(
         &client,
         nothing_yet.next_shard_iterator().unwrap().to_owned(),

@@ -2,19 +2,13 @@
 //! server-side encryption and warm throughput, each shown by `DescribeStream(Summary)` and kept
 //! across a restart.
 
-use aws_sdk_kinesis::types::{EncryptionType, MetricsName, StreamMode, StreamModeDetails};
+use aws_sdk_kinesis::types::{EncryptionType, MetricsName};
 
-use crate::support::{Endpoint, MemoryJournal, endpoint, expect_errors, serve};
+use crate::support::{Endpoint, MemoryJournal, create, endpoint, expect_errors, on_demand, serve};
 
 impl Endpoint {
     async fn create(&self, stream: &str) {
-        self.client
-            .create_stream()
-            .stream_name(stream)
-            .shard_count(1)
-            .send()
-            .await
-            .unwrap();
+        create(&self.client, stream, 1).await;
     }
 
     async fn enabled_metrics(&self, stream: &str) -> Vec<MetricsName> {
@@ -152,19 +146,12 @@ async fn encryption_names_its_key_until_stopped() {
 async fn warm_throughput_is_kept_for_on_demand_streams_only() {
     let endpoint = endpoint().await;
     endpoint
-        .client
-        .create_stream()
-        .stream_name("warm")
-        .stream_mode_details(
-            StreamModeDetails::builder()
-                .stream_mode(StreamMode::OnDemand)
-                .build()
-                .unwrap(),
-        )
-        .warm_throughput_mibps(50)
-        .send()
-        .await
-        .unwrap();
+        .create_with("warm", |create| {
+            create
+                .stream_mode_details(on_demand())
+                .warm_throughput_mibps(50)
+        })
+        .await;
     let warm = endpoint.summary("warm").await.warm_throughput.unwrap();
     assert_eq!(warm.target_mibps(), Some(50));
 

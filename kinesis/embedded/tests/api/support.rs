@@ -10,7 +10,13 @@ use aws_sdk_kinesis::config::http::HttpResponse;
 use aws_sdk_kinesis::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_kinesis::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_kinesis::operation::create_stream::builders::CreateStreamFluentBuilder;
-use aws_sdk_kinesis::types::{PutRecordsRequestEntry, ShardIteratorType, StreamDescriptionSummary};
+use aws_sdk_kinesis::operation::get_records::GetRecordsOutput;
+use aws_sdk_kinesis::operation::put_record::PutRecordOutput;
+use aws_sdk_kinesis::primitives::Blob;
+use aws_sdk_kinesis::types::{
+    PutRecordsRequestEntry, ShardIteratorType, StreamDescriptionSummary, StreamMode,
+    StreamModeDetails,
+};
 use embedded_kinesis::http::{self, ServerHandle};
 use embedded_kinesis::{EmbeddedKinesis, Journal, JournalError};
 
@@ -127,6 +133,41 @@ pub(crate) async fn trim_horizon_iterator(client: &Client, stream: &str) -> Stri
         .await
         .unwrap()
         .shard_iterator
+        .unwrap()
+}
+
+/// Puts one record of `data` with the partition key `key` into `stream`.
+pub(crate) async fn put_record(
+    client: &Client,
+    stream: &str,
+    key: &str,
+    data: impl Into<Vec<u8>>,
+) -> PutRecordOutput {
+    client
+        .put_record()
+        .stream_name(stream)
+        .partition_key(key)
+        .data(Blob::new(data))
+        .send()
+        .await
+        .unwrap()
+}
+
+/// One `GetRecords` call at `iterator`.
+pub(crate) async fn get_records(client: &Client, iterator: impl Into<String>) -> GetRecordsOutput {
+    client
+        .get_records()
+        .shard_iterator(iterator)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// `StreamModeDetails` of an `ON_DEMAND` stream.
+pub(crate) fn on_demand() -> StreamModeDetails {
+    StreamModeDetails::builder()
+        .stream_mode(StreamMode::OnDemand)
+        .build()
         .unwrap()
 }
 

@@ -147,14 +147,10 @@ async fn a_streams_tags_are_kept_across_a_restart() {
     let journal = std::sync::Arc::new(crate::support::MemoryJournal::default());
     let endpoint = crate::support::serve(journal.kinesis()).await;
     endpoint
-        .client
-        .create_stream()
-        .stream_name("kept")
-        .shard_count(1)
-        .tags("born", "with-it")
-        .send()
-        .await
-        .unwrap();
+        .create_with("kept", |create| {
+            create.shard_count(1).tags("born", "with-it")
+        })
+        .await;
     let arn = endpoint.kinesis.stream_arn("kept");
     endpoint
         .tag(&arn, &[("added", "later"), ("gone", "soon")])

@@ -19,7 +19,9 @@ use embedded_kinesis::http;
 use embedded_kinesis::{EmbeddedKinesis, ManualClock};
 
 use crate::clients::check_python_suite;
-use crate::support::{create, expect_errors, sdk_config, serve_loopback, trim_horizon_iterator};
+use crate::support::{
+    create, expect_errors, get_records, sdk_config, serve_loopback, trim_horizon_iterator,
+};
 
 /// A throttling endpoint on `clock`, and a client that does not retry, so that each answer
 /// reaches the test as the endpoint gave it.
@@ -128,12 +130,7 @@ async fn a_get_records_loop_faster_than_five_a_second_is_throttled() {
     create(&client, "orders", 1).await;
     let mut iterator = trim_horizon_iterator(&client, "orders").await;
     for _ in 0..5 {
-        let output = client
-            .get_records()
-            .shard_iterator(&iterator)
-            .send()
-            .await
-            .unwrap();
+        let output = get_records(&client, &iterator).await;
         iterator = output.next_shard_iterator.unwrap();
     }
     let error = client
@@ -152,12 +149,7 @@ async fn a_get_records_loop_faster_than_five_a_second_is_throttled() {
         Some("Rate exceeded for Shard - 000000000000/orders/shardId-000000000000")
     );
     clock.advance(Duration::from_millis(200));
-    client
-        .get_records()
-        .shard_iterator(&iterator)
-        .send()
-        .await
-        .unwrap();
+    get_records(&client, &iterator).await;
 }
 
 #[tokio::test]
