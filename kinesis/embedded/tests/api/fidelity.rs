@@ -314,20 +314,18 @@ async fn a_stream_without_a_shard_count_is_on_demand_and_can_switch_modes() {
             .build()
             .unwrap()
     };
-    client
-        .update_stream_mode()
-        .stream_arn(kinesis.stream_arn("elastic"))
-        .stream_mode_details(details(StreamMode::Provisioned))
-        .send()
-        .await
-        .unwrap();
-    client
-        .update_stream_mode()
-        .stream_arn(kinesis.stream_arn("fixed"))
-        .stream_mode_details(details(StreamMode::OnDemand))
-        .send()
-        .await
-        .unwrap();
+    for (stream, switched_to) in [
+        ("elastic", StreamMode::Provisioned),
+        ("fixed", StreamMode::OnDemand),
+    ] {
+        client
+            .update_stream_mode()
+            .stream_arn(kinesis.stream_arn(stream))
+            .stream_mode_details(details(switched_to))
+            .send()
+            .await
+            .unwrap();
+    }
     assert_eq!(mode("elastic").await, (StreamMode::Provisioned, 4));
     assert_eq!(mode("fixed").await, (StreamMode::OnDemand, 2));
 

@@ -4,7 +4,9 @@
 
 use aws_sdk_kinesis::types::{EncryptionType, MetricsName};
 
-use crate::support::{Endpoint, MemoryJournal, create, endpoint, expect_errors, on_demand, serve};
+use crate::support::{
+    Endpoint, MemoryJournal, create, endpoint, expect_errors, on_demand, put_record, serve,
+};
 
 impl Endpoint {
     async fn create(&self, stream: &str) {
@@ -102,15 +104,7 @@ async fn encryption_names_its_key_until_stopped() {
     assert_eq!(summary.encryption_type(), Some(&EncryptionType::Kms));
     assert_eq!(summary.key_id(), Some("alias/aws/kinesis"));
     // Writes answer the stream's encryption, where AWS says to check it.
-    let put = endpoint
-        .client
-        .put_record()
-        .stream_name("secret")
-        .partition_key("k")
-        .data(aws_sdk_kinesis::primitives::Blob::new("d"))
-        .send()
-        .await
-        .unwrap();
+    let put = put_record(&endpoint.client, "secret", "k", "d").await;
     assert_eq!(put.encryption_type(), Some(&EncryptionType::Kms));
     let described = endpoint
         .client

@@ -69,23 +69,14 @@ async fn put_records_past_a_shards_limit_fails_those_entries_only() {
     let clock = stopped_clock();
     let (_server, client, _) = serve_throttled(Some(clock.clone())).await;
     create(&client, "orders", 1).await;
+    let put_400 = || async {
+        let put = client.put_records().stream_name("orders");
+        put.set_records(Some(entries(400))).send().await.unwrap()
+    };
     for _ in 0..2 {
-        let output = client
-            .put_records()
-            .stream_name("orders")
-            .set_records(Some(entries(400)))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(output.failed_record_count, Some(0));
+        assert_eq!(put_400().await.failed_record_count, Some(0));
     }
-    let output = client
-        .put_records()
-        .stream_name("orders")
-        .set_records(Some(entries(400)))
-        .send()
-        .await
-        .unwrap();
+    let output = put_400().await;
     assert_eq!(output.failed_record_count, Some(200));
     let records = output.records();
     assert!(records[..200].iter().all(|entry| {
