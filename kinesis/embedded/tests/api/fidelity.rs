@@ -12,15 +12,15 @@ use std::time::{Duration, UNIX_EPOCH};
 use aws_sdk_kinesis::client::Waiters;
 use aws_sdk_kinesis::primitives::Blob;
 use aws_sdk_kinesis::types::{
-    PutRecordsRequestEntry, ScalingType, ShardIteratorType, StreamMode, StreamModeDetails,
-    StreamStatus,
+    PutRecordsRequestEntry, ShardIteratorType, StreamMode, StreamModeDetails, StreamStatus,
 };
 use embedded_kinesis::{EmbeddedKinesis, ManualClock};
 
 use crate::clients::check_python_suite;
 use crate::support::{
     create, expect_error, expect_errors, failure, get_records, listen, listen_with_stream,
-    on_demand, put_record, serve_loopback, summary, trim_horizon_iterator, within_timeout,
+    on_demand, put_record, serve_loopback, summary, trim_horizon_iterator, update_shard_count,
+    within_timeout,
 };
 
 #[tokio::test]
@@ -498,14 +498,7 @@ async fn streams_pass_through_creating_updating_and_deleting_for_the_status_dela
         .unwrap();
 
     // A reshard leaves the stream writable, but no second change is accepted until it is over.
-    client
-        .update_shard_count()
-        .stream_name("orders")
-        .target_shard_count(4)
-        .scaling_type(ScalingType::UniformScaling)
-        .send()
-        .await
-        .unwrap();
+    update_shard_count(&client, "orders", 4).await;
     assert_eq!(status_of(&client, "orders").await, StreamStatus::Updating);
     put().await.unwrap();
     expect_error(

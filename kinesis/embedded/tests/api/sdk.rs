@@ -17,7 +17,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use crate::support::{
     create, expect_errors, get_records, listen, listen_with_stream, put_record, summary,
-    within_timeout,
+    update_shard_count, within_timeout,
 };
 
 /// The first hash key of the upper half of the hash key space: where a two-shard stream's
@@ -526,14 +526,7 @@ async fn sdk_reads_a_split_and_a_merged_parent_to_its_end() {
 #[tokio::test]
 async fn sdk_update_shard_count_scales_and_reports_both_counts() {
     let (_kinesis, _server, client) = listen_with_stream("scaling", 2).await;
-    let output = client
-        .update_shard_count()
-        .stream_name("scaling")
-        .target_shard_count(4)
-        .scaling_type(ScalingType::UniformScaling)
-        .send()
-        .await
-        .unwrap();
+    let output = update_shard_count(&client, "scaling", 4).await;
     assert_eq!(
         (
             output.stream_name(),

@@ -12,9 +12,10 @@ use aws_sdk_kinesis::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_kinesis::operation::create_stream::builders::CreateStreamFluentBuilder;
 use aws_sdk_kinesis::operation::get_records::GetRecordsOutput;
 use aws_sdk_kinesis::operation::put_record::PutRecordOutput;
+use aws_sdk_kinesis::operation::update_shard_count::UpdateShardCountOutput;
 use aws_sdk_kinesis::primitives::Blob;
 use aws_sdk_kinesis::types::{
-    PutRecordsRequestEntry, ShardIteratorType, StreamDescriptionSummary, StreamMode,
+    PutRecordsRequestEntry, ScalingType, ShardIteratorType, StreamDescriptionSummary, StreamMode,
     StreamModeDetails,
 };
 use embedded_kinesis::http::{self, ServerHandle};
@@ -148,6 +149,22 @@ pub(crate) async fn put_record(
         .stream_name(stream)
         .partition_key(key)
         .data(Blob::new(data))
+        .send()
+        .await
+        .unwrap()
+}
+
+/// `UpdateShardCount` of `stream` to `target` open shards, by uniform scaling.
+pub(crate) async fn update_shard_count(
+    client: &Client,
+    stream: &str,
+    target: i32,
+) -> UpdateShardCountOutput {
+    client
+        .update_shard_count()
+        .stream_name(stream)
+        .target_shard_count(target)
+        .scaling_type(ScalingType::UniformScaling)
         .send()
         .await
         .unwrap()
