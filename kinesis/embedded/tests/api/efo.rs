@@ -9,13 +9,14 @@
 use std::time::Duration;
 
 use crate::support::{
-    create, expect_errors, listen, listen_with_stream, serve_loopback, summary, within_timeout,
+    create, expect_errors, listen, listen_with_stream, put_record, serve_loopback, summary,
+    within_timeout,
 };
 use aws_sdk_kinesis::Client;
-use aws_sdk_kinesis::primitives::Blob;
+use aws_sdk_kinesis::operation::subscribe_to_shard::SubscribeToShardOutput;
 use aws_sdk_kinesis::types::{
-    ConsumerStatus, ShardIteratorType, StartingPosition, SubscribeToShardEvent,
-    SubscribeToShardEventStream,
+    ConsumerDescription, ConsumerStatus, ShardIteratorType, StartingPosition,
+    SubscribeToShardEvent, SubscribeToShardEventStream,
 };
 use aws_smithy_eventstream::frame::{DecodedFrame, MessageFrameDecoder};
 use embedded_kinesis::EmbeddedKinesis;
@@ -48,25 +49,45 @@ async fn register(client: &Client, stream_arn: &str, name: &str) -> String {
 }
 
 async fn put(client: &Client, stream: &str, data: &str) -> String {
-    client
-        .put_record()
-        .stream_name(stream)
-        .partition_key("key")
-        .data(Blob::new(data.as_bytes()))
+    put_record(client, stream, "key", data)
+        .await
+        .sequence_number
+}
+
+/// `DescribeStreamConsumer` of the consumer `consumer_arn`, which must exist.
+async fn describe_consumer(client: &Client, consumer_arn: &str) -> ConsumerDescription {
+    let described = client
+        .describe_stream_consumer()
+        .consumer_arn(consumer_arn)
         .send()
         .await
-        .unwrap()
-        .sequence_number
+        .unwrap();
+    described.consumer_description.unwrap()
 }
 
 fn position(kind: ShardIteratorType) -> StartingPosition {
     StartingPosition::builder().r#type(kind).build().unwrap()
 }
 
+/// A subscription of the consumer `consumer_arn` to `shardId-000000000000` (the first shard
+/// of every stream here), from `starting_position`.
+async fn subscribe(
+    client: &Client,
+    consumer_arn: &str,
+    starting_position: StartingPosition,
+) -> SubscribeToShardOutput {
+    client
+        .subscribe_to_shard()
+        .consumer_arn(consumer_arn)
+        .shard_id("shardId-000000000000")
+        .starting_position(starting_position)
+        .send()
+        .await
+        .unwrap()
+}
+
 /// The next `SubscribeToShardEvent`, or `None` when the subscription ended.
-async fn next_event(
-    output: &mut aws_sdk_kinesis::operation::subscribe_to_shard::SubscribeToShardOutput,
-) -> Option<SubscribeToShardEvent> {
+async fn next_event(output: &mut SubscribeToShardOutput) -> Option<SubscribeToShardEvent> {
     let received = within_timeout("the next subscription event", output.event_stream.recv())
         .await
         .expect("the event stream should read");
@@ -119,14 +140,7 @@ async fn sdk_registers_describes_lists_and_deregisters_consumers_through_their_s
             => "ResourceInUseException", &["is not ACTIVE, instead in state CREATING"];
     }
     tokio::time::sleep(delay).await;
-    let described = client
-        .describe_stream_consumer()
-        .consumer_arn(&registered.consumer_arn)
-        .send()
-        .await
-        .unwrap()
-        .consumer_description
-        .unwrap();
+    let described = describe_consumer(&client, &registered.consumer_arn).await;
     assert_eq!(described.consumer_status, ConsumerStatus::Active);
     assert_eq!(described.stream_arn, arn);
     assert_eq!(
@@ -182,14 +196,7 @@ async fn sdk_registers_describes_lists_and_deregisters_consumers_through_their_s
         .send()
         .await
         .unwrap();
-    let deleting = client
-        .describe_stream_consumer()
-        .consumer_arn(&registered.consumer_arn)
-        .send()
-        .await
-        .unwrap()
-        .consumer_description
-        .unwrap();
+    let deleting = describe_consumer(&client, &registered.consumer_arn).await;
     assert_eq!(deleting.consumer_status, ConsumerStatus::Deleting);
     tokio::time::sleep(delay).await;
     expect_errors! {
@@ -223,14 +230,7 @@ async fn sdk_subscribe_to_shard_pushes_records_as_they_arrive() {
         sequence_numbers.push(put(&client, "orders", data).await);
     }
 
-    let mut output = client
-        .subscribe_to_shard()
-        .consumer_arn(&consumer)
-        .shard_id("shardId-000000000000")
-        .starting_position(position(ShardIteratorType::TrimHorizon))
-        .send()
-        .await
-        .unwrap();
+    let mut output = subscribe(&client, &consumer, position(ShardIteratorType::TrimHorizon)).await;
     let event = next_event(&mut output).await.unwrap();
     assert_eq!(data_of(&event), ["a", "b", "c"]);
     assert_eq!(event.continuation_sequence_number, sequence_numbers[2]);
@@ -299,14 +299,7 @@ async fn an_idle_subscription_says_where_it_is_and_ends_after_its_lifetime() {
     let arn = stream_arn(&client, "orders").await;
     let consumer = register(&client, &arn, "fan").await;
     let before = put(&client, "orders", "old").await;
-    let mut output = client
-        .subscribe_to_shard()
-        .consumer_arn(&consumer)
-        .shard_id("shardId-000000000000")
-        .starting_position(position(ShardIteratorType::Latest))
-        .send()
-        .await
-        .unwrap();
+    let mut output = subscribe(&client, &consumer, position(ShardIteratorType::Latest)).await;
     // The first event comes at once, empty, with the position read up to: resuming after it
     // reads what comes next.
     let event = next_event(&mut output).await.unwrap();
@@ -355,14 +348,7 @@ async fn a_subscription_to_a_split_shard_ends_with_its_children() {
         .send()
         .await
         .unwrap();
-    let mut output = client
-        .subscribe_to_shard()
-        .consumer_arn(&consumer)
-        .shard_id("shardId-000000000000")
-        .starting_position(position(ShardIteratorType::TrimHorizon))
-        .send()
-        .await
-        .unwrap();
+    let mut output = subscribe(&client, &consumer, position(ShardIteratorType::TrimHorizon)).await;
     let mut data = Vec::new();
     let last = loop {
         let event = next_event(&mut output)

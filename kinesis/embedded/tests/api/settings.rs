@@ -9,6 +9,12 @@ use crate::support::{
 };
 
 impl Endpoint {
+    /// The encryption type and key of `stream`, as `DescribeStreamSummary` shows them.
+    async fn encryption(&self, stream: &str) -> (Option<EncryptionType>, Option<String>) {
+        let summary = self.summary(stream).await;
+        (summary.encryption_type, summary.key_id)
+    }
+
     async fn create(&self, stream: &str) {
         create(&self.client, stream, 1).await;
     }
@@ -87,9 +93,10 @@ async fn enhanced_monitoring_refuses_unknown_metrics_and_missing_streams() {
 async fn encryption_names_its_key_until_stopped() {
     let endpoint = endpoint().await;
     endpoint.create("secret").await;
-    let summary = endpoint.summary("secret").await;
-    assert_eq!(summary.encryption_type(), Some(&EncryptionType::None));
-    assert_eq!(summary.key_id(), None);
+    assert_eq!(
+        endpoint.encryption("secret").await,
+        (Some(EncryptionType::None), None)
+    );
 
     endpoint
         .client
@@ -100,9 +107,11 @@ async fn encryption_names_its_key_until_stopped() {
         .send()
         .await
         .unwrap();
-    let summary = endpoint.summary("secret").await;
-    assert_eq!(summary.encryption_type(), Some(&EncryptionType::Kms));
-    assert_eq!(summary.key_id(), Some("alias/aws/kinesis"));
+    let kms = (
+        Some(EncryptionType::Kms),
+        Some("alias/aws/kinesis".to_owned()),
+    );
+    assert_eq!(endpoint.encryption("secret").await, kms);
     // Writes answer the stream's encryption, where AWS says to check it.
     let put = put_record(&endpoint.client, "secret", "k", "d").await;
     assert_eq!(put.encryption_type(), Some(&EncryptionType::Kms));
@@ -131,9 +140,10 @@ async fn encryption_names_its_key_until_stopped() {
         .send()
         .await
         .unwrap();
-    let summary = endpoint.summary("secret").await;
-    assert_eq!(summary.encryption_type(), Some(&EncryptionType::None));
-    assert_eq!(summary.key_id(), None);
+    assert_eq!(
+        endpoint.encryption("secret").await,
+        (Some(EncryptionType::None), None)
+    );
 }
 
 #[tokio::test]
