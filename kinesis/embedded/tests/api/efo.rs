@@ -56,13 +56,8 @@ async fn put(client: &Client, stream: &str, data: &str) -> String {
 
 /// `DescribeStreamConsumer` of the consumer `consumer_arn`, which must exist.
 async fn describe_consumer(client: &Client, consumer_arn: &str) -> ConsumerDescription {
-    let described = client
-        .describe_stream_consumer()
-        .consumer_arn(consumer_arn)
-        .send()
-        .await
-        .unwrap();
-    described.consumer_description.unwrap()
+    let request = client.describe_stream_consumer().consumer_arn(consumer_arn);
+    request.send().await.unwrap().consumer_description.unwrap()
 }
 
 fn position(kind: ShardIteratorType) -> StartingPosition {
