@@ -113,7 +113,7 @@ mod wire;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 pub use self::fan_out::LocalFanOut;
-pub use self::server::{ServeError, ServerHandle, serve_service};
+pub use self::server::{HttpService, ServeError, ServerHandle, serve_service};
 pub use self::service::KinesisApi;
 use crate::embedded::EmbeddedKinesis;
 

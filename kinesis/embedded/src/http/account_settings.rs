@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::codec::{Request, WireTime};
-use super::error::ApiError;
+use super::error::Answer;
 use super::validation::Violations;
 use crate::clock::from_millis;
 use crate::commitment::Commitment;
@@ -21,10 +21,7 @@ struct DescribeLimitsOutput {
 
 /// `DescribeLimits`: the shard limit (`--shard-limit`, 500 by default), the shards open across
 /// every stream, and the `ON_DEMAND` streams with their limit of 50.
-pub(super) fn describe_limits(
-    kinesis: &EmbeddedKinesis,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn describe_limits(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     let limits = kinesis.describe_limits();
     Ok(request.reply(&DescribeLimitsOutput {
         shard_limit: limits.shard_limit,
@@ -68,10 +65,7 @@ struct AccountSettingsOutput {
 
 /// `DescribeAccountSettings`: the minimum throughput billing commitment (`DISABLED` with no
 /// times until one is enabled).
-pub(super) fn describe_account_settings(
-    kinesis: &EmbeddedKinesis,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn describe_account_settings(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     Ok(request.reply(&AccountSettingsOutput {
         minimum_throughput_billing_commitment: kinesis.account_commitment().into(),
     }))
@@ -92,10 +86,7 @@ struct CommitmentInput {
 /// `UpdateAccountSettings`: enables or disables the commitment and answers it as it then
 /// stands. A commitment disabled within its first 24 hours runs until then
 /// (`ENABLED_UNTIL_EARLIEST_ALLOWED_END`).
-pub(super) fn update_account_settings(
-    kinesis: &EmbeddedKinesis,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn update_account_settings(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     let input: UpdateAccountSettingsInput = request.parse()?;
     let mut violations = Violations::new();
     let commitment = violations.required(

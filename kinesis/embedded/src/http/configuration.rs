@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::codec::Request;
-use super::error::ApiError;
+use super::error::{Answer, ApiError};
 use super::validation::{KEY_ID, STREAM_ARN, Violations};
 use super::wire::{check_stream, named_stream, stream_names};
 use crate::embedded::EmbeddedKinesis;
@@ -39,10 +39,7 @@ struct UpdateMaxRecordSizeInput {
 }
 
 /// `UpdateMaxRecordSize`: by `StreamARN` only, as the API takes it; answers an empty body.
-pub(super) fn update_max_record_size(
-    kinesis: &EmbeddedKinesis,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn update_max_record_size(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     let input: UpdateMaxRecordSizeInput = request.parse()?;
     let mut violations = Violations::new();
     violations.text("StreamARN", input.stream_arn.as_deref(), STREAM_ARN);
@@ -88,7 +85,7 @@ pub(super) fn change_enhanced_monitoring(
     kinesis: &EmbeddedKinesis,
     request: Request<'_>,
     enable: bool,
-) -> Result<Vec<u8>, ApiError> {
+) -> Answer {
     let input: EnhancedMonitoringInput = request.parse()?;
     let mut violations = Violations::new();
     check_stream(&mut violations, stream_names!(input));
@@ -138,14 +135,13 @@ pub(super) fn change_stream_encryption(
     kinesis: &EmbeddedKinesis,
     request: Request<'_>,
     start: bool,
-) -> Result<Vec<u8>, ApiError> {
+) -> Answer {
     let input: StreamEncryptionInput = request.parse()?;
     let mut violations = Violations::new();
     check_stream(&mut violations, stream_names!(input));
     let kind = violations.required(input.encryption_type.as_deref(), "EncryptionType");
     violations.one_of("EncryptionType", kind, &ENCRYPTION_TYPES);
-    let key_id = violations.required(input.key_id.as_deref(), "KeyId");
-    violations.text("KeyId", key_id, KEY_ID);
+    let key_id = violations.required_text(input.key_id.as_deref(), "KeyId", KEY_ID);
     violations.finish()?;
     let stream = named_stream(kinesis, stream_names!(input))?;
     if kind != Some("KMS") {
@@ -188,11 +184,10 @@ struct UpdateDistributionInput {
 pub(super) fn update_record_distribution(
     kinesis: &EmbeddedKinesis,
     request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+) -> Answer {
     let input: UpdateDistributionInput = request.parse()?;
     let mut violations = Violations::new();
-    let arn = violations.required(input.stream_arn, "StreamARN");
-    violations.text("StreamARN", arn.as_deref(), STREAM_ARN);
+    let arn = violations.required_text(input.stream_arn, "StreamARN", STREAM_ARN);
     let name = violations.required(
         input.record_distribution_strategy,
         "RecordDistributionStrategy",
@@ -248,10 +243,7 @@ impl WireWarmThroughput {
 
 /// `UpdateStreamWarmThroughput`: on `ON_DEMAND` streams only (`InvalidArgumentException`
 /// otherwise); the value is kept and shown, the stream scales as it does without it.
-pub(super) fn update_warm_throughput(
-    kinesis: &EmbeddedKinesis,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn update_warm_throughput(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     let input: UpdateWarmThroughputInput = request.parse()?;
     let mut violations = Violations::new();
     check_stream(&mut violations, stream_names!(input));

@@ -11,7 +11,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 
 use super::codec::{Request, WireTime};
-use super::error::{ApiError, ErrorKind};
+use super::error::{Answer, ApiError, ErrorKind};
 use super::validation::{CONSUMER_ARN, CONSUMER_NAME, NEXT_TOKEN, STREAM_ARN, Violations};
 use crate::attachments::StreamKey;
 use crate::clock::millis_floor;
@@ -130,16 +130,15 @@ struct RegisterOutput<'a> {
 }
 
 /// `RegisterStreamConsumer`: the consumer starts `CREATING` (for the status delay).
-pub(super) fn register(
-    kinesis: &EmbeddedKinesis,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn register(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     let input: RegisterInput = request.parse()?;
     let mut violations = Violations::new();
-    let stream_arn = violations.required(input.stream_arn.as_deref(), "StreamARN");
-    violations.text("StreamARN", stream_arn, STREAM_ARN);
-    let name = violations.required(input.consumer_name.as_deref(), "ConsumerName");
-    violations.text("ConsumerName", name, CONSUMER_NAME);
+    let stream_arn = violations.required_text(input.stream_arn.as_deref(), "StreamARN", STREAM_ARN);
+    let name = violations.required_text(
+        input.consumer_name.as_deref(),
+        "ConsumerName",
+        CONSUMER_NAME,
+    );
     violations.finish()?;
     let (name, stream_arn) = (name.unwrap_or_default(), stream_arn.unwrap_or_default());
     let (key, arn) = stream(kinesis, stream_arn)?;
@@ -177,12 +176,20 @@ struct ConsumerInput {
 }
 
 impl ConsumerInput {
-    fn check(&self) -> Result<(), ApiError> {
+    /// The consumer the request names (by ARN, or by stream ARN and name), once the names
+    /// have their shapes: its stream's key and the consumer.
+    fn find(&self, kinesis: &EmbeddedKinesis) -> Result<(StreamKey, Consumer), ApiError> {
         let mut violations = Violations::new();
         violations.text("StreamARN", self.stream_arn.as_deref(), STREAM_ARN);
         violations.text("ConsumerName", self.consumer_name.as_deref(), CONSUMER_NAME);
         violations.text("ConsumerARN", self.consumer_arn.as_deref(), CONSUMER_ARN);
-        violations.finish()
+        violations.finish()?;
+        find_consumer(
+            kinesis,
+            self.consumer_arn.as_deref(),
+            self.stream_arn.as_deref(),
+            self.consumer_name.as_deref(),
+        )
     }
 }
 
@@ -193,18 +200,9 @@ struct DescribeOutput<'a> {
 }
 
 /// `DescribeStreamConsumer`.
-pub(super) fn describe(
-    kinesis: &EmbeddedKinesis,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn describe(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     let input: ConsumerInput = request.parse()?;
-    input.check()?;
-    let (_, consumer) = find_consumer(
-        kinesis,
-        input.consumer_arn.as_deref(),
-        input.stream_arn.as_deref(),
-        input.consumer_name.as_deref(),
-    )?;
+    let (_, consumer) = input.find(kinesis)?;
     let (_, now_ms) = now_ms(kinesis);
     Ok(request.reply(&DescribeOutput {
         consumer_description: WireConsumerDescription {
@@ -219,18 +217,9 @@ pub(super) fn describe(
 
 /// `DeregisterStreamConsumer`: the consumer shows `DELETING` for the status delay, then is
 /// gone; its subscriptions end.
-pub(super) fn deregister(
-    kinesis: &EmbeddedKinesis,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn deregister(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     let input: ConsumerInput = request.parse()?;
-    input.check()?;
-    let (key, consumer) = find_consumer(
-        kinesis,
-        input.consumer_arn.as_deref(),
-        input.stream_arn.as_deref(),
-        input.consumer_name.as_deref(),
-    )?;
+    let (key, consumer) = input.find(kinesis)?;
     let (_, now_ms) = now_ms(kinesis);
     kinesis
         .attachments()
@@ -260,11 +249,10 @@ struct ListOutput<'a> {
 
 /// `ListStreamConsumers`: the stream's consumers by name, `MaxResults` (default 100) a page;
 /// the `NextToken` names the last consumer of the page.
-pub(super) fn list(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Result<Vec<u8>, ApiError> {
+pub(super) fn list(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     let input: ListInput = request.parse()?;
     let mut violations = Violations::new();
-    let stream_arn = violations.required(input.stream_arn.as_deref(), "StreamARN");
-    violations.text("StreamARN", stream_arn, STREAM_ARN);
+    let stream_arn = violations.required_text(input.stream_arn.as_deref(), "StreamARN", STREAM_ARN);
     violations.number("MaxResults", input.max_results, 1, MAX_LIST_RESULTS);
     violations.text("NextToken", input.next_token.as_deref(), NEXT_TOKEN);
     violations.finish()?;

@@ -61,6 +61,10 @@ impl ErrorKind {
     }
 }
 
+/// What an operation answers: its body in the request's encoding (empty for operations that
+/// answer with nothing), or the exception the client is to see.
+pub(super) type Answer = Result<Vec<u8>, ApiError>;
+
 /// A failed call, as the client will see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct ApiError {

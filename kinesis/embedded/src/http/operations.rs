@@ -1,7 +1,7 @@
 //! The Kinesis operations this endpoint serves, each from a JSON request to a JSON answer.
 
 use super::codec::Request;
-use super::error::{ApiError, ErrorKind};
+use super::error::{Answer, ApiError, ErrorKind};
 use super::{account_settings, configuration, consumers, policies, records, shards, streams, tags};
 use crate::embedded::EmbeddedKinesis;
 
@@ -76,11 +76,7 @@ fn unknown_operation(operation: &str) -> ApiError {
 
 /// Runs `operation` on a request; the answer body, in the request's encoding, empty for
 /// operations that answer with nothing.
-pub(super) fn call(
-    kinesis: &EmbeddedKinesis,
-    operation: &str,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn call(kinesis: &EmbeddedKinesis, operation: &str, request: Request<'_>) -> Answer {
     match operation {
         "CreateStream" => streams::create_stream(kinesis, request),
         "DeleteStream" => streams::delete_stream(kinesis, request),

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::codec::Request;
-use super::error::{ApiError, ErrorKind};
+use super::error::{Answer, ApiError, ErrorKind};
 use super::validation::{RESOURCE_ARN, Violations};
 use crate::embedded::EmbeddedKinesis;
 
@@ -31,8 +31,7 @@ const NO_POLICY: &str = "{}";
 fn read(request: Request<'_>, needs_policy: bool) -> Result<(String, Option<String>), ApiError> {
     let input: PolicyInput = request.parse()?;
     let mut violations = Violations::new();
-    let arn = violations.required(input.resource_arn, "ResourceARN");
-    violations.text("ResourceARN", arn.as_deref(), RESOURCE_ARN);
+    let arn = violations.required_text(input.resource_arn, "ResourceARN", RESOURCE_ARN);
     let policy = if needs_policy {
         violations.required(input.policy, "Policy")
     } else {
@@ -44,10 +43,7 @@ fn read(request: Request<'_>, needs_policy: bool) -> Result<(String, Option<Stri
 
 /// `PutResourcePolicy`: sets or replaces the policy of an existing stream. The policy must be
 /// a JSON object; its statements are kept as given.
-pub(super) fn put_resource_policy(
-    kinesis: &EmbeddedKinesis,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn put_resource_policy(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     let (arn, policy) = read(request, true)?;
     let policy = policy.unwrap_or_default();
     let is_object =
@@ -63,10 +59,7 @@ pub(super) fn put_resource_policy(
 }
 
 /// `GetResourcePolicy`: the stream's policy, or `{}` when it has none.
-pub(super) fn get_resource_policy(
-    kinesis: &EmbeddedKinesis,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn get_resource_policy(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     let (arn, _) = read(request, false)?;
     let key = kinesis.stream_key(&arn)?;
     let policies = kinesis.attachments().policies();
@@ -75,10 +68,7 @@ pub(super) fn get_resource_policy(
 }
 
 /// `DeleteResourcePolicy`: removes the stream's policy; a stream without one is an error.
-pub(super) fn delete_resource_policy(
-    kinesis: &EmbeddedKinesis,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn delete_resource_policy(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     let (arn, _) = read(request, false)?;
     let key = kinesis.stream_key(&arn)?;
     match kinesis.attachments().policies().remove(&key) {

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use super::codec::{BlobInput, Request, WireTime, blob};
-use super::error::{ApiError, ErrorKind};
+use super::error::{Answer, ApiError, ErrorKind};
 use super::validation::{
     HASH_KEY, PARTITION_KEY, SEQUENCE_NUMBER, SHARD_ID, SHARD_ITERATOR, Violations,
 };
@@ -102,10 +102,7 @@ struct PutRecordOutput<'a> {
 /// Kinesis numbers the records of a partition key in the order they arrive anyway. The answer's
 /// `EncryptionType` is the stream's (`KMS` once `StartStreamEncryption` named a key), as AWS
 /// says to check it there; nothing is encrypted.
-pub(super) fn put_record(
-    kinesis: &EmbeddedKinesis,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn put_record(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     let input: PutRecordInput<'_> = request.parse()?;
     let mut violations = Violations::new();
     check_stream(&mut violations, stream_names!(input));
@@ -202,10 +199,7 @@ impl<'a> From<&'a PutRecordsResult> for PutRecordsResultEntry<'a> {
 /// fails on its own (`ErrorCode` `ProvisionedThroughputExceededException`, counted in
 /// `FailedRecordCount`) and the others are written; a record that breaks a rule fails the
 /// whole call.
-pub(super) fn put_records(
-    kinesis: &EmbeddedKinesis,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn put_records(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     let input: PutRecordsInput<'_> = request.parse()?;
     let mut violations = Violations::new();
     check_stream(&mut violations, stream_names!(input));
@@ -278,10 +272,7 @@ pub(super) const ITERATOR_TYPES: [&str; 5] = [
 ];
 
 /// `GetShardIterator`.
-pub(super) fn get_shard_iterator(
-    kinesis: &EmbeddedKinesis,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn get_shard_iterator(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     let input: GetShardIteratorInput = request.parse()?;
     let mut violations = Violations::new();
     check_stream(&mut violations, stream_names!(input));
@@ -414,10 +405,7 @@ fn expired_iterator(kinesis: &EmbeddedKinesis, iterator: &str) -> ApiError {
 
 /// `GetRecords`: up to `Limit` records (10,000 when not given). A `StreamARN` may come along,
 /// but the iterator alone says what is read.
-pub(super) fn get_records(
-    kinesis: &EmbeddedKinesis,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn get_records(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     let input: GetRecordsInput = request.parse()?;
     let mut violations = Violations::new();
     let iterator = violations.required(input.shard_iterator.as_deref(), "ShardIterator");

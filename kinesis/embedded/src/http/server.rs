@@ -48,6 +48,25 @@ impl std::fmt::Debug for ServerHandle {
     }
 }
 
+/// A service [`serve_service`] can serve: a `tower::Service` of HTTP requests that answers
+/// every one (its error is `Infallible`), cloned for each connection and run on any task.
+/// Every such service is one.
+pub trait HttpService:
+    Service<Request<Body>, Response = Response<Body>, Error = Infallible, Future: Send>
+    + Clone
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<S> HttpService for S
+where
+    S: Service<Request<Body>, Response = Response<Body>, Error = Infallible, Future: Send>,
+    S: Clone + Send + Sync + 'static,
+{
+}
+
 /// The server's stop signal, handed to the service in each request's extensions: an answer
 /// that streams (`SubscribeToShard`) ends when it turns, so that connections drain at a stop.
 #[derive(Clone)]
@@ -57,15 +76,10 @@ pub(crate) struct Stopping(pub(crate) watch::Receiver<bool>);
 /// runtime, over HTTP/1.1 and HTTP/2 with prior knowledge on one port, as clients speak to an
 /// `http://` endpoint (`SubscribeToShard` is an HTTP/2 call on Kinesis). The endpoint answers
 /// as soon as this returns.
-pub async fn serve_service<S>(addr: SocketAddr, service: S) -> Result<ServerHandle, ServeError>
-where
-    S: Service<Request<Body>, Response = Response<Body>, Error = Infallible>
-        + Clone
-        + Send
-        + Sync
-        + 'static,
-    S::Future: Send,
-{
+pub async fn serve_service<S: HttpService>(
+    addr: SocketAddr,
+    service: S,
+) -> Result<ServerHandle, ServeError> {
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|source| ServeError { addr, source })?;
@@ -111,15 +125,7 @@ impl Drop for ServerHandle {
 
 /// Serves `service` on `listener` until `stop` turns true (or its sender goes away), then lets
 /// the requests in flight finish and closes every connection.
-async fn run<S>(listener: TcpListener, service: S, mut stop: watch::Receiver<bool>)
-where
-    S: Service<Request<Body>, Response = Response<Body>, Error = Infallible>
-        + Clone
-        + Send
-        + Sync
-        + 'static,
-    S::Future: Send,
-{
+async fn run<S: HttpService>(listener: TcpListener, service: S, mut stop: watch::Receiver<bool>) {
     let mut connections = JoinSet::new();
     let stop_connections = stop.clone();
     loop {
@@ -157,15 +163,11 @@ pub(crate) async fn stopped(stop: &mut watch::Receiver<bool>) {
     let _ = stop.wait_for(|stopped| *stopped).await;
 }
 
-async fn serve_connection<S>(stream: TcpStream, service: S, mut stop: watch::Receiver<bool>)
-where
-    S: Service<Request<Body>, Response = Response<Body>, Error = Infallible>
-        + Clone
-        + Send
-        + Sync
-        + 'static,
-    S::Future: Send,
-{
+async fn serve_connection<S: HttpService>(
+    stream: TcpStream,
+    service: S,
+    mut stop: watch::Receiver<bool>,
+) {
     // Answers are written whole: waiting to coalesce small ones only adds latency.
     let _ = stream.set_nodelay(true);
     let stopping = Stopping(stop.clone());

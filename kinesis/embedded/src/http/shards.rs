@@ -7,7 +7,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 
 use super::codec::Request;
-use super::error::{ApiError, ErrorKind};
+use super::error::{Answer, ApiError, ErrorKind};
 use super::wire::{
     Timestamp, WireShard, check_name, count_in, normalized_shard_id, required, stream_names,
     stream_of,
@@ -195,10 +195,7 @@ struct Listing {
 /// with `StreamName`, `StreamARN`, `ExclusiveStartShardId`, `StreamCreationTimestamp` or
 /// `ShardFilter` (`InvalidArgumentException`), and it expires after 300 seconds
 /// (`ExpiredNextTokenException`).
-pub(super) fn list_shards(
-    kinesis: &EmbeddedKinesis,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn list_shards(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     let input: ListShardsInput = request.parse()?;
     let page = match input.max_results {
         Some(max) => count_in(max, 1..=10_000, "MaxResults")?.min(LIST_SHARDS_PAGE),
@@ -366,10 +363,7 @@ struct SplitShardInput {
 }
 
 /// `SplitShard`: done when the call returns.
-pub(super) fn split_shard(
-    kinesis: &EmbeddedKinesis,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn split_shard(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     let input: SplitShardInput = request.parse()?;
     let stream = stream_of(kinesis, stream_names!(input))?;
     let shard = required(input.shard_to_split.as_deref(), "ShardToSplit")?;
@@ -390,10 +384,7 @@ struct MergeShardsInput {
 }
 
 /// `MergeShards`: done when the call returns.
-pub(super) fn merge_shards(
-    kinesis: &EmbeddedKinesis,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn merge_shards(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     let input: MergeShardsInput = request.parse()?;
     let stream = stream_of(kinesis, stream_names!(input))?;
     let shard = required(input.shard_to_merge.as_deref(), "ShardToMerge")?;
@@ -432,10 +423,7 @@ struct UpdateShardCountOutput {
 }
 
 /// `UpdateShardCount`: done when the call returns.
-pub(super) fn update_shard_count(
-    kinesis: &EmbeddedKinesis,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn update_shard_count(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     let input: UpdateShardCountInput = request.parse()?;
     let stream = stream_of(kinesis, stream_names!(input))?;
     let target = required(input.target_shard_count, "TargetShardCount")?;

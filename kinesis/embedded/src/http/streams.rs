@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::codec::{Request, WireTime};
 use super::configuration::{DISTRIBUTIONS, WireWarmThroughput, distribution};
-use super::error::ApiError;
+use super::error::{Answer, ApiError};
 use super::tags::{MAX_TAGS_PER_RESOURCE as MAX_TAGS_PER_STREAM, STREAM_TAG_SYMBOLS, check_tags};
 use super::validation::{STREAM_ARN, STREAM_NAME, Violations};
 use super::wire::{
@@ -93,14 +93,10 @@ struct CreateStreamInput {
 
 /// `CreateStream`: `ACTIVE` when the call returns. Without a `ShardCount` (or with
 /// `StreamMode` `ON_DEMAND`) the stream is `ON_DEMAND` with 4 shards, as Kinesis makes it.
-pub(super) fn create_stream(
-    kinesis: &EmbeddedKinesis,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn create_stream(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     let input: CreateStreamInput = request.parse()?;
     let mut violations = Violations::new();
-    let name = violations.required(input.stream_name, "StreamName");
-    violations.text("StreamName", name.as_deref(), STREAM_NAME);
+    let name = violations.required_text(input.stream_name, "StreamName", STREAM_NAME);
     violations.number("ShardCount", input.shard_count, 1, i64::from(u32::MAX));
     violations.number(
         "MaxRecordSizeInKiB",
@@ -238,14 +234,10 @@ struct UpdateStreamModeInput {
 
 /// `UpdateStreamMode`: switches a stream between `PROVISIONED` and `ON_DEMAND`; its shards
 /// stay as they are.
-pub(super) fn update_stream_mode(
-    kinesis: &EmbeddedKinesis,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn update_stream_mode(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     let input: UpdateStreamModeInput = request.parse()?;
     let mut violations = Violations::new();
-    let arn = violations.required(input.stream_arn, "StreamARN");
-    violations.text("StreamARN", arn.as_deref(), STREAM_ARN);
+    let arn = violations.required_text(input.stream_arn, "StreamARN", STREAM_ARN);
     let details = violations.required(input.stream_mode_details, "StreamModeDetails");
     let mode = details.and_then(|details| {
         violations.required(details.stream_mode, "StreamModeDetails.StreamMode")
@@ -271,10 +263,7 @@ struct StreamInput {
 }
 
 /// `DeleteStream`: gone when the call returns, with its tags.
-pub(super) fn delete_stream(
-    kinesis: &EmbeddedKinesis,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn delete_stream(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     let input: StreamInput = request.parse()?;
     let stream = stream_of(kinesis, stream_names!(input))?;
     let key = tag_key(kinesis, stream)?;
@@ -314,10 +303,7 @@ struct WireStreamSummary {
 }
 
 /// `DescribeStreamSummary`.
-pub(super) fn describe_stream_summary(
-    kinesis: &EmbeddedKinesis,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn describe_stream_summary(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     let input: StreamInput = request.parse()?;
     let stream = stream_of(kinesis, stream_names!(input))?;
     kinesis.admit_api_call(ApiCall::DescribeStreamSummary, stream)?;
@@ -384,10 +370,7 @@ struct WireStreamDescription<'a> {
 }
 
 /// `DescribeStream`: the stream and a page of its shards (at most 100), in order of creation.
-pub(super) fn describe_stream(
-    kinesis: &EmbeddedKinesis,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn describe_stream(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     let input: DescribeStreamInput = request.parse()?;
     let stream = stream_of(kinesis, stream_names!(input))?;
     let page = match input.limit {
@@ -468,10 +451,7 @@ struct WireListedStream {
 
 /// `ListStreams`: names in alphabetical order, at most 100 a page. The `NextToken` holds the
 /// last name returned.
-pub(super) fn list_streams(
-    kinesis: &EmbeddedKinesis,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn list_streams(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     let input: ListStreamsInput = request.parse()?;
     let page = match input.limit {
         Some(limit) => count_in(limit, 1..=10_000, "Limit")?.min(LIST_STREAMS_PAGE),
@@ -539,7 +519,7 @@ pub(super) fn change_retention(
     kinesis: &EmbeddedKinesis,
     request: Request<'_>,
     increase: bool,
-) -> Result<Vec<u8>, ApiError> {
+) -> Answer {
     let input: RetentionInput = request.parse()?;
     let stream = stream_of(kinesis, stream_names!(input))?;
     let hours = required(input.retention_period_hours, "RetentionPeriodHours")?;
@@ -571,10 +551,7 @@ struct AddTagsInput {
 }
 
 /// `AddTagsToStream`: adds tags, replacing the values of keys the stream has already.
-pub(super) fn add_tags(
-    kinesis: &EmbeddedKinesis,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn add_tags(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     let input: AddTagsInput = request.parse()?;
     let stream = stream_of(kinesis, stream_names!(input))?;
     let added = required(input.tags, "Tags")?;
@@ -604,10 +581,7 @@ struct RemoveTagsInput {
 }
 
 /// `RemoveTagsFromStream`: keys the stream does not have are ignored.
-pub(super) fn remove_tags(
-    kinesis: &EmbeddedKinesis,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn remove_tags(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     let input: RemoveTagsInput = request.parse()?;
     let stream = stream_of(kinesis, stream_names!(input))?;
     let removed = required(input.tag_keys, "StreamKeys")?;
@@ -645,10 +619,7 @@ struct WireTag {
 }
 
 /// `ListTagsForStream`: tags in key order, after `ExclusiveStartStreamKey`.
-pub(super) fn list_tags(
-    kinesis: &EmbeddedKinesis,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn list_tags(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     let input: ListTagsInput = request.parse()?;
     let stream = stream_of(kinesis, stream_names!(input))?;
     let limit = match input.limit {

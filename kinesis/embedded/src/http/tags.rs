@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::codec::Request;
 use super::consumers::find_consumer;
-use super::error::{ApiError, ErrorKind};
+use super::error::{Answer, ApiError, ErrorKind};
 use super::validation::{RESOURCE_ARN, Violations};
 use super::wire::named_stream;
 use crate::embedded::EmbeddedKinesis;
@@ -143,14 +143,10 @@ struct TagResourceInput {
 }
 
 /// `TagResource`: adds tags to a stream or consumer, replacing the values of keys it has.
-pub(super) fn tag_resource(
-    kinesis: &EmbeddedKinesis,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn tag_resource(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     let input: TagResourceInput = request.parse()?;
     let mut violations = Violations::new();
-    let arn = violations.required(input.resource_arn, "ResourceARN");
-    violations.text("ResourceARN", arn.as_deref(), RESOURCE_ARN);
+    let arn = violations.required_text(input.resource_arn, "ResourceARN", RESOURCE_ARN);
     let added = violations.required(input.tags, "Tags");
     violations.list_length("Tags", added.as_ref().map(BTreeMap::len), 1, 200);
     violations.finish()?;
@@ -173,14 +169,10 @@ struct UntagResourceInput {
 }
 
 /// `UntagResource`: removes tags by key; keys the resource does not have are ignored.
-pub(super) fn untag_resource(
-    kinesis: &EmbeddedKinesis,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn untag_resource(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     let input: UntagResourceInput = request.parse()?;
     let mut violations = Violations::new();
-    let arn = violations.required(input.resource_arn, "ResourceARN");
-    violations.text("ResourceARN", arn.as_deref(), RESOURCE_ARN);
+    let arn = violations.required_text(input.resource_arn, "ResourceARN", RESOURCE_ARN);
     let keys = violations.required(input.tag_keys, "TagKeys");
     violations.list_length("TagKeys", keys.as_ref().map(Vec::len), 1, 50);
     violations.finish()?;
@@ -215,14 +207,10 @@ struct WireTag {
 }
 
 /// `ListTagsForResource`: every tag of the stream or consumer, in key order.
-pub(super) fn list_tags_for_resource(
-    kinesis: &EmbeddedKinesis,
-    request: Request<'_>,
-) -> Result<Vec<u8>, ApiError> {
+pub(super) fn list_tags_for_resource(kinesis: &EmbeddedKinesis, request: Request<'_>) -> Answer {
     let input: ListTagsForResourceInput = request.parse()?;
     let mut violations = Violations::new();
-    let arn = violations.required(input.resource_arn, "ResourceARN");
-    violations.text("ResourceARN", arn.as_deref(), RESOURCE_ARN);
+    let arn = violations.required_text(input.resource_arn, "ResourceARN", RESOURCE_ARN);
     violations.finish()?;
     let (resource, _) = Resource::of(kinesis, &arn.unwrap_or_default())?;
     let tags = resource

@@ -179,6 +179,19 @@ impl Violations {
         value
     }
 
+    /// A required string member against its shape: its absence is a violation, and so is a
+    /// value its shape refuses.
+    pub(super) fn required_text<S: AsRef<str>>(
+        &mut self,
+        value: Option<S>,
+        member: &str,
+        shape: Text,
+    ) -> Option<S> {
+        let value = self.required(value, member);
+        self.text(member, value.as_ref().map(AsRef::as_ref), shape);
+        value
+    }
+
     /// A string member against its shape; an absent one is not checked.
     pub(super) fn text(&mut self, member: &str, value: Option<&str>, shape: Text) {
         let Some(value) = value else { return };

@@ -1,7 +1,6 @@
 //! The account's limits and settings: `DescribeLimits`, `DescribeAccountSettings` and
 //! `UpdateAccountSettings`, the commitment kept across a restart.
 
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use aws_sdk_kinesis::primitives::DateTime;
@@ -11,7 +10,7 @@ use aws_sdk_kinesis::types::{
 };
 use embedded_kinesis::{EmbeddedKinesis, ManualClock};
 
-use crate::support::{Endpoint, MemoryJournal, check_failure, failure, serve};
+use crate::support::{Endpoint, MemoryJournal, expect_errors, serve};
 
 /// When the manual clock of these tests starts: 2023-11-14T22:13:20Z.
 const START_SECONDS: i64 = 1_700_000_000;
@@ -104,23 +103,15 @@ async fn update_account_settings_validates_its_status() {
         .status(MinimumThroughputBillingCommitmentInputStatus::from("MAYBE"))
         .build()
         .unwrap();
-    let refused = endpoint
-        .client
-        .update_account_settings()
-        .minimum_throughput_billing_commitment(unknown)
-        .send()
-        .await;
-    check_failure(
-        failure(refused),
-        "ValidationException",
-        &["'MAYBE' at 'minimumThroughputBillingCommitment.status'"],
-    );
+    expect_errors! {
+        endpoint.client.update_account_settings().minimum_throughput_billing_commitment(unknown)
+            => "ValidationException", &["'MAYBE' at 'minimumThroughputBillingCommitment.status'"];
+    }
 }
 
 #[tokio::test]
 async fn the_commitment_is_kept_across_a_restart() {
-    let journal = Arc::new(MemoryJournal::default());
-    let endpoint = serve(journal.kinesis()).await;
+    let (journal, endpoint) = MemoryJournal::serve().await;
     endpoint
         .commit(MinimumThroughputBillingCommitmentInputStatus::Enabled)
         .await;

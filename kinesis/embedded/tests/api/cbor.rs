@@ -6,15 +6,13 @@
 //! Run with `cargo test -p embedded-kinesis --test api cbor::`.
 
 use embedded_kinesis::EmbeddedKinesis;
-use embedded_kinesis::http;
 
 use crate::clients::check_python_suite;
+use crate::support::serve_loopback;
 
 #[tokio::test]
 async fn cbor_requests_get_cbor_answers() {
-    let server = http::serve(EmbeddedKinesis::new(), "127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
+    let server = serve_loopback(EmbeddedKinesis::new()).await;
     check_python_suite(&server.endpoint_url(), "test_cbor.py", &[], 5).await;
     server.stop().await;
 }

@@ -11,9 +11,10 @@ use std::process::Output;
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
+use crate::support::serve_loopback;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use embedded_kinesis::http::{self, ServerHandle};
+use embedded_kinesis::http::ServerHandle;
 use embedded_kinesis::{EmbeddedKinesis, ManualClock, PutRecordsEntry};
 use serde_json::Value;
 
@@ -57,9 +58,7 @@ async fn serve() -> (ServerHandle, EmbeddedKinesis) {
     kinesis
         .put_record(TIMED_STREAM, PutRecordsEntry::new("k", "late"))
         .unwrap();
-    let server = http::serve(kinesis.clone(), "127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
+    let server = serve_loopback(kinesis.clone()).await;
     (server, kinesis)
 }
 

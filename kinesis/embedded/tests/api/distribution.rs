@@ -3,30 +3,24 @@
 //! back without a key.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use aws_sdk_kinesis::primitives::Blob;
 use aws_sdk_kinesis::types::{
-    PutRecordsRequestEntry, RecordDistributionStrategy, ShardIteratorType, StreamMode,
-    StreamModeDetails,
+    PutRecordsRequestEntry, RecordDistributionStrategy, ShardIteratorType,
 };
 
-use crate::support::{Endpoint, MemoryJournal, check_failure, endpoint, failure, serve};
+use crate::support::{
+    Endpoint, MemoryJournal, check_failure, endpoint, expect_errors, on_demand, serve,
+};
 
 impl Endpoint {
     async fn create_on_demand(&self, stream: &str, strategy: Option<RecordDistributionStrategy>) {
-        let on_demand = StreamModeDetails::builder()
-            .stream_mode(StreamMode::OnDemand)
-            .build()
-            .unwrap();
-        self.client
-            .create_stream()
-            .stream_name(stream)
-            .stream_mode_details(on_demand)
-            .set_record_distribution_strategy(strategy)
-            .send()
-            .await
-            .unwrap();
+        self.create_with(stream, |create| {
+            create
+                .stream_mode_details(on_demand())
+                .set_record_distribution_strategy(strategy)
+        })
+        .await;
     }
 
     async fn strategy(&self, stream: &str) -> Option<RecordDistributionStrategy> {
@@ -41,14 +35,7 @@ impl Endpoint {
                 .build()
                 .unwrap()
         });
-        let put = self
-            .client
-            .put_records()
-            .stream_name(stream)
-            .set_records(Some(records.collect()))
-            .send()
-            .await;
-        put.map(drop).map_err(|error| failure::<(), _>(Err(error)))
+        self.put_entries(stream, records).await
     }
 
     /// Every record of every shard: how many each shard holds, and whether any has a key.
@@ -150,50 +137,27 @@ async fn a_stream_distributes_by_partition_key_by_default_and_refuses_keyless_re
 #[tokio::test]
 async fn only_on_demand_streams_take_auto() {
     let endpoint = endpoint().await;
-    let created = endpoint
-        .client
-        .create_stream()
-        .stream_name("provisioned")
-        .shard_count(2)
-        .record_distribution_strategy(RecordDistributionStrategy::Auto)
-        .send()
-        .await;
-    check_failure(
-        failure(created),
-        "InvalidArgumentException",
-        &["ON_DEMAND", "stream provisioned"],
-    );
+    expect_errors! {
+        endpoint.client.create_stream().stream_name("provisioned").shard_count(2)
+            .record_distribution_strategy(RecordDistributionStrategy::Auto)
+            => "InvalidArgumentException", &["ON_DEMAND", "stream provisioned"];
+    }
     endpoint.kinesis.create_stream("provisioned", 2).unwrap();
-    let updated = endpoint
-        .client
-        .update_stream_record_distribution_strategy()
-        .stream_arn(endpoint.kinesis.stream_arn("provisioned"))
-        .record_distribution_strategy(RecordDistributionStrategy::Auto)
-        .send()
-        .await;
-    check_failure(
-        failure(updated),
-        "InvalidArgumentException",
-        &["ON_DEMAND", "stream provisioned"],
-    );
-    let unknown = endpoint
-        .client
-        .update_stream_record_distribution_strategy()
-        .stream_arn(endpoint.kinesis.stream_arn("provisioned"))
-        .record_distribution_strategy(RecordDistributionStrategy::from("RANDOM"))
-        .send()
-        .await;
-    check_failure(
-        failure(unknown),
-        "ValidationException",
-        &["'RANDOM' at 'recordDistributionStrategy'"],
-    );
+    expect_errors! {
+        endpoint.client.update_stream_record_distribution_strategy()
+            .stream_arn(endpoint.kinesis.stream_arn("provisioned"))
+            .record_distribution_strategy(RecordDistributionStrategy::Auto)
+            => "InvalidArgumentException", &["ON_DEMAND", "stream provisioned"];
+        endpoint.client.update_stream_record_distribution_strategy()
+            .stream_arn(endpoint.kinesis.stream_arn("provisioned"))
+            .record_distribution_strategy(RecordDistributionStrategy::from("RANDOM"))
+            => "ValidationException", &["'RANDOM' at 'recordDistributionStrategy'"];
+    }
 }
 
 #[tokio::test]
 async fn the_strategy_is_kept_across_a_restart() {
-    let journal = Arc::new(MemoryJournal::default());
-    let endpoint = serve(journal.kinesis()).await;
+    let (journal, endpoint) = MemoryJournal::serve().await;
     endpoint
         .create_on_demand("spread", Some(RecordDistributionStrategy::Auto))
         .await;

@@ -8,12 +8,15 @@
 
 use std::time::Duration;
 
-use crate::support::{check_failure, create, failure, listen, within_timeout};
+use crate::support::{
+    create, expect_errors, listen, listen_with_stream, put_record, serve_loopback, summary,
+    within_timeout,
+};
 use aws_sdk_kinesis::Client;
-use aws_sdk_kinesis::primitives::Blob;
+use aws_sdk_kinesis::operation::subscribe_to_shard::SubscribeToShardOutput;
 use aws_sdk_kinesis::types::{
-    ConsumerStatus, ShardIteratorType, StartingPosition, SubscribeToShardEvent,
-    SubscribeToShardEventStream,
+    ConsumerDescription, ConsumerStatus, ShardIteratorType, StartingPosition,
+    SubscribeToShardEvent, SubscribeToShardEventStream,
 };
 use aws_smithy_eventstream::frame::{DecodedFrame, MessageFrameDecoder};
 use embedded_kinesis::EmbeddedKinesis;
@@ -29,15 +32,7 @@ fn kinesis_with_delay(delay: Duration) -> EmbeddedKinesis {
 }
 
 async fn stream_arn(client: &Client, stream: &str) -> String {
-    client
-        .describe_stream_summary()
-        .stream_name(stream)
-        .send()
-        .await
-        .unwrap()
-        .stream_description_summary
-        .unwrap()
-        .stream_arn
+    summary(client, stream).await.stream_arn
 }
 
 async fn register(client: &Client, stream_arn: &str, name: &str) -> String {
@@ -54,25 +49,40 @@ async fn register(client: &Client, stream_arn: &str, name: &str) -> String {
 }
 
 async fn put(client: &Client, stream: &str, data: &str) -> String {
-    client
-        .put_record()
-        .stream_name(stream)
-        .partition_key("key")
-        .data(Blob::new(data.as_bytes()))
-        .send()
+    put_record(client, stream, "key", data)
         .await
-        .unwrap()
         .sequence_number
+}
+
+/// `DescribeStreamConsumer` of the consumer `consumer_arn`, which must exist.
+async fn describe_consumer(client: &Client, consumer_arn: &str) -> ConsumerDescription {
+    let request = client.describe_stream_consumer().consumer_arn(consumer_arn);
+    request.send().await.unwrap().consumer_description.unwrap()
 }
 
 fn position(kind: ShardIteratorType) -> StartingPosition {
     StartingPosition::builder().r#type(kind).build().unwrap()
 }
 
+/// A subscription of the consumer `consumer_arn` to `shardId-000000000000` (the first shard
+/// of every stream here), from `starting_position`.
+async fn subscribe(
+    client: &Client,
+    consumer_arn: &str,
+    starting_position: StartingPosition,
+) -> SubscribeToShardOutput {
+    client
+        .subscribe_to_shard()
+        .consumer_arn(consumer_arn)
+        .shard_id("shardId-000000000000")
+        .starting_position(starting_position)
+        .send()
+        .await
+        .unwrap()
+}
+
 /// The next `SubscribeToShardEvent`, or `None` when the subscription ended.
-async fn next_event(
-    output: &mut aws_sdk_kinesis::operation::subscribe_to_shard::SubscribeToShardOutput,
-) -> Option<SubscribeToShardEvent> {
+async fn next_event(output: &mut SubscribeToShardOutput) -> Option<SubscribeToShardEvent> {
     let received = within_timeout("the next subscription event", output.event_stream.recv())
         .await
         .expect("the event stream should read");
@@ -118,28 +128,14 @@ async fn sdk_registers_describes_lists_and_deregisters_consumers_through_their_s
         registered.consumer_arn
     );
     // A consumer still being created cannot be subscribed yet.
-    check_failure(
-        failure(
-            client
-                .subscribe_to_shard()
-                .consumer_arn(&registered.consumer_arn)
-                .shard_id("shardId-000000000000")
-                .starting_position(position(ShardIteratorType::TrimHorizon))
-                .send()
-                .await,
-        ),
-        "ResourceInUseException",
-        &["is not ACTIVE, instead in state CREATING"],
-    );
+    expect_errors! {
+        client.subscribe_to_shard().consumer_arn(&registered.consumer_arn)
+            .shard_id("shardId-000000000000")
+            .starting_position(position(ShardIteratorType::TrimHorizon))
+            => "ResourceInUseException", &["is not ACTIVE, instead in state CREATING"];
+    }
     tokio::time::sleep(delay).await;
-    let described = client
-        .describe_stream_consumer()
-        .consumer_arn(&registered.consumer_arn)
-        .send()
-        .await
-        .unwrap()
-        .consumer_description
-        .unwrap();
+    let described = describe_consumer(&client, &registered.consumer_arn).await;
     assert_eq!(described.consumer_status, ConsumerStatus::Active);
     assert_eq!(described.stream_arn, arn);
     assert_eq!(
@@ -158,33 +154,17 @@ async fn sdk_registers_describes_lists_and_deregisters_consumers_through_their_s
         .unwrap();
     assert_eq!(by_name.consumer_arn, registered.consumer_arn);
 
-    check_failure(
-        failure(
-            client
-                .register_stream_consumer()
-                .stream_arn(&arn)
-                .consumer_name("fan")
-                .send()
-                .await,
-        ),
-        "ResourceInUseException",
-        &["already exists"],
-    );
+    expect_errors! {
+        client.register_stream_consumer().stream_arn(&arn).consumer_name("fan")
+            => "ResourceInUseException", &["already exists"];
+    }
     for number in 1..20 {
         register(&client, &arn, &format!("fan-{number:02}")).await;
     }
-    check_failure(
-        failure(
-            client
-                .register_stream_consumer()
-                .stream_arn(&arn)
-                .consumer_name("one-too-many")
-                .send()
-                .await,
-        ),
-        "LimitExceededException",
-        &["20 registered consumers"],
-    );
+    expect_errors! {
+        client.register_stream_consumer().stream_arn(&arn).consumer_name("one-too-many")
+            => "LimitExceededException", &["20 registered consumers"];
+    }
     // Pages of the 20, in name order.
     let first = client
         .list_stream_consumers()
@@ -211,27 +191,13 @@ async fn sdk_registers_describes_lists_and_deregisters_consumers_through_their_s
         .send()
         .await
         .unwrap();
-    let deleting = client
-        .describe_stream_consumer()
-        .consumer_arn(&registered.consumer_arn)
-        .send()
-        .await
-        .unwrap()
-        .consumer_description
-        .unwrap();
+    let deleting = describe_consumer(&client, &registered.consumer_arn).await;
     assert_eq!(deleting.consumer_status, ConsumerStatus::Deleting);
     tokio::time::sleep(delay).await;
-    check_failure(
-        failure(
-            client
-                .describe_stream_consumer()
-                .consumer_arn(&registered.consumer_arn)
-                .send()
-                .await,
-        ),
-        "ResourceNotFoundException",
-        &["not found"],
-    );
+    expect_errors! {
+        client.describe_stream_consumer().consumer_arn(&registered.consumer_arn)
+            => "ResourceNotFoundException", &["not found"];
+    }
     let remaining = client
         .list_stream_consumers()
         .stream_arn(&arn)
@@ -241,36 +207,17 @@ async fn sdk_registers_describes_lists_and_deregisters_consumers_through_their_s
     assert_eq!(remaining.consumers().len(), 19);
 
     // The model's shapes are checked first, every violation at once.
-    check_failure(
-        failure(
-            client
-                .register_stream_consumer()
-                .stream_arn("not-an-arn")
-                .consumer_name("has space")
-                .send()
-                .await,
-        ),
-        "ValidationException",
-        &["2 validation errors detected"],
-    );
-    check_failure(
-        failure(
-            client
-                .list_stream_consumers()
-                .stream_arn(format!("{arn}-missing"))
-                .send()
-                .await,
-        ),
-        "ResourceNotFoundException",
-        &["orders-missing"],
-    );
+    expect_errors! {
+        client.register_stream_consumer().stream_arn("not-an-arn").consumer_name("has space")
+            => "ValidationException", &["2 validation errors detected"];
+        client.list_stream_consumers().stream_arn(format!("{arn}-missing"))
+            => "ResourceNotFoundException", &["orders-missing"];
+    }
 }
 
 #[tokio::test]
 async fn sdk_subscribe_to_shard_pushes_records_as_they_arrive() {
-    let kinesis = EmbeddedKinesis::new();
-    let (_server, client) = listen(&kinesis).await;
-    create(&client, "orders", 1).await;
+    let (_kinesis, _server, client) = listen_with_stream("orders", 1).await;
     let arn = stream_arn(&client, "orders").await;
     let consumer = register(&client, &arn, "fan").await;
     let mut sequence_numbers = Vec::new();
@@ -278,14 +225,7 @@ async fn sdk_subscribe_to_shard_pushes_records_as_they_arrive() {
         sequence_numbers.push(put(&client, "orders", data).await);
     }
 
-    let mut output = client
-        .subscribe_to_shard()
-        .consumer_arn(&consumer)
-        .shard_id("shardId-000000000000")
-        .starting_position(position(ShardIteratorType::TrimHorizon))
-        .send()
-        .await
-        .unwrap();
+    let mut output = subscribe(&client, &consumer, position(ShardIteratorType::TrimHorizon)).await;
     let event = next_event(&mut output).await.unwrap();
     assert_eq!(data_of(&event), ["a", "b", "c"]);
     assert_eq!(event.continuation_sequence_number, sequence_numbers[2]);
@@ -309,19 +249,11 @@ async fn sdk_subscribe_to_shard_pushes_records_as_they_arrive() {
     );
 
     // A second subscription of the same consumer to the same shard within 5 seconds.
-    check_failure(
-        failure(
-            client
-                .subscribe_to_shard()
-                .consumer_arn(&consumer)
-                .shard_id("shardId-000000000000")
-                .starting_position(position(ShardIteratorType::Latest))
-                .send()
-                .await,
-        ),
-        "ResourceInUseException",
-        &["less than 5 seconds ago"],
-    );
+    expect_errors! {
+        client.subscribe_to_shard().consumer_arn(&consumer).shard_id("shardId-000000000000")
+            .starting_position(position(ShardIteratorType::Latest))
+            => "ResourceInUseException", &["less than 5 seconds ago"];
+    }
     // Another consumer reads the same shard on its own.
     let other = register(&client, &arn, "other").await;
     let mut from_sequence = client
@@ -342,32 +274,14 @@ async fn sdk_subscribe_to_shard_pushes_records_as_they_arrive() {
     assert_eq!(data_of(&event), ["c", "d"]);
 
     // Errors before the stream starts are ordinary answers.
-    check_failure(
-        failure(
-            client
-                .subscribe_to_shard()
-                .consumer_arn(format!("{arn}/consumer/nobody:1700000000"))
-                .shard_id("shardId-000000000000")
-                .starting_position(position(ShardIteratorType::Latest))
-                .send()
-                .await,
-        ),
-        "ResourceNotFoundException",
-        &["nobody"],
-    );
-    check_failure(
-        failure(
-            client
-                .subscribe_to_shard()
-                .consumer_arn(&other)
-                .shard_id("shardId-000000000007")
-                .starting_position(position(ShardIteratorType::Latest))
-                .send()
-                .await,
-        ),
-        "ResourceNotFoundException",
-        &["shardId-000000000007"],
-    );
+    expect_errors! {
+        client.subscribe_to_shard().consumer_arn(format!("{arn}/consumer/nobody:1700000000"))
+            .shard_id("shardId-000000000000").starting_position(position(ShardIteratorType::Latest))
+            => "ResourceNotFoundException", &["nobody"];
+        client.subscribe_to_shard().consumer_arn(&other).shard_id("shardId-000000000007")
+            .starting_position(position(ShardIteratorType::Latest))
+            => "ResourceNotFoundException", &["shardId-000000000007"];
+    }
 }
 
 #[tokio::test]
@@ -380,14 +294,7 @@ async fn an_idle_subscription_says_where_it_is_and_ends_after_its_lifetime() {
     let arn = stream_arn(&client, "orders").await;
     let consumer = register(&client, &arn, "fan").await;
     let before = put(&client, "orders", "old").await;
-    let mut output = client
-        .subscribe_to_shard()
-        .consumer_arn(&consumer)
-        .shard_id("shardId-000000000000")
-        .starting_position(position(ShardIteratorType::Latest))
-        .send()
-        .await
-        .unwrap();
+    let mut output = subscribe(&client, &consumer, position(ShardIteratorType::Latest)).await;
     // The first event comes at once, empty, with the position read up to: resuming after it
     // reads what comes next.
     let event = next_event(&mut output).await.unwrap();
@@ -424,9 +331,7 @@ async fn an_idle_subscription_says_where_it_is_and_ends_after_its_lifetime() {
 
 #[tokio::test]
 async fn a_subscription_to_a_split_shard_ends_with_its_children() {
-    let kinesis = EmbeddedKinesis::new();
-    let (_server, client) = listen(&kinesis).await;
-    create(&client, "orders", 1).await;
+    let (_kinesis, _server, client) = listen_with_stream("orders", 1).await;
     let arn = stream_arn(&client, "orders").await;
     let consumer = register(&client, &arn, "fan").await;
     put(&client, "orders", "before-split").await;
@@ -438,14 +343,7 @@ async fn a_subscription_to_a_split_shard_ends_with_its_children() {
         .send()
         .await
         .unwrap();
-    let mut output = client
-        .subscribe_to_shard()
-        .consumer_arn(&consumer)
-        .shard_id("shardId-000000000000")
-        .starting_position(position(ShardIteratorType::TrimHorizon))
-        .send()
-        .await
-        .unwrap();
+    let mut output = subscribe(&client, &consumer, position(ShardIteratorType::TrimHorizon)).await;
     let mut data = Vec::new();
     let last = loop {
         let event = next_event(&mut output)
@@ -558,9 +456,6 @@ async fn subscribe_to_shard_speaks_http2_with_prior_knowledge() {
 
 #[tokio::test]
 async fn boto3_registers_consumers_and_reads_subscribe_to_shard_events() {
-    let server =
-        embedded_kinesis::http::serve(EmbeddedKinesis::new(), "127.0.0.1:0".parse().unwrap())
-            .await
-            .unwrap();
+    let server = serve_loopback(EmbeddedKinesis::new()).await;
     crate::clients::check_python_suite(&server.endpoint_url(), "test_boto3_efo.py", &[], 2).await;
 }

@@ -12,14 +12,16 @@ use std::time::{Duration, UNIX_EPOCH};
 use aws_sdk_kinesis::client::Waiters;
 use aws_sdk_kinesis::primitives::Blob;
 use aws_sdk_kinesis::types::{
-    PutRecordsRequestEntry, ScalingType, ShardIteratorType, StreamMode, StreamModeDetails,
-    StreamStatus,
+    PutRecordsRequestEntry, ShardIteratorType, StreamMode, StreamModeDetails, StreamStatus,
 };
-use embedded_kinesis::http;
 use embedded_kinesis::{EmbeddedKinesis, ManualClock};
 
 use crate::clients::check_python_suite;
-use crate::support::{check_failure, create, failure, listen, within_timeout};
+use crate::support::{
+    create, expect_error, expect_errors, failure, get_records, listen, listen_with_stream,
+    on_demand, put_record, serve_loopback, summary, trim_horizon_iterator, update_shard_count,
+    within_timeout,
+};
 
 #[tokio::test]
 async fn validation_comes_before_lookup_and_lists_every_violation() {
@@ -27,20 +29,13 @@ async fn validation_comes_before_lookup_and_lists_every_violation() {
     let (_server, client) = listen(&kinesis).await;
 
     // A malformed name of a stream that does not exist: the shape is wrong first.
-    check_failure(
-        failure(
-            client
-                .describe_stream_summary()
-                .stream_name("no such stream")
-                .send()
-                .await,
-        ),
-        "ValidationException",
-        &[
-            "1 validation error detected: Value 'no such stream' at 'streamName' failed to satisfy \
-         constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+",
-        ],
-    );
+    expect_errors! {
+        client.describe_stream_summary().stream_name("no such stream")
+            => "ValidationException",
+                &["1 validation error detected: Value 'no such stream' at 'streamName' failed to \
+                   satisfy constraint: Member must satisfy regular expression pattern: \
+                   [a-zA-Z0-9_.-]+"];
+    }
     // Two members wrong at once: both are listed, in one message.
     let (code, message, _) = failure(
         client
@@ -61,89 +56,44 @@ async fn validation_comes_before_lookup_and_lists_every_violation() {
     );
     // SequenceNumberForOrdering has the model's pattern.
     create(&client, "orders", 1).await;
-    check_failure(
-        failure(
-            client
-                .put_record()
-                .stream_name("orders")
-                .partition_key("k")
-                .data(Blob::new("d"))
-                .sequence_number_for_ordering("12ab")
-                .send()
-                .await,
-        ),
-        "ValidationException",
-        &[
-            "Value '12ab' at 'sequenceNumberForOrdering' failed to satisfy constraint: Member must \
-         satisfy regular expression pattern: 0|([1-9]\\d{0,128})",
-        ],
-    );
+    expect_errors! {
+        client.put_record().stream_name("orders").partition_key("k").data(Blob::new("d"))
+            .sequence_number_for_ordering("12ab")
+            => "ValidationException",
+                &["Value '12ab' at 'sequenceNumberForOrdering' failed to satisfy constraint: \
+                   Member must satisfy regular expression pattern: 0|([1-9]\\d{0,128})"];
+    }
     // PutRecords entries are named by their position, counted from 1.
-    check_failure(
-        failure(
-            client
-                .put_records()
-                .stream_name("orders")
-                .records(
-                    PutRecordsRequestEntry::builder()
-                        .partition_key("k")
-                        .data(Blob::new("d"))
-                        .build()
-                        .unwrap(),
-                )
-                .records(
-                    PutRecordsRequestEntry::builder()
-                        .partition_key("k")
-                        .explicit_hash_key("-1")
-                        .data(Blob::new("d"))
-                        .build()
-                        .unwrap(),
-                )
-                .send()
-                .await,
-        ),
-        "ValidationException",
-        &["Value '-1' at 'records.2.member.explicitHashKey'"],
-    );
+    expect_errors! {
+        client.put_records().stream_name("orders")
+            .records(PutRecordsRequestEntry::builder()
+                .partition_key("k").data(Blob::new("d")).build().unwrap())
+            .records(PutRecordsRequestEntry::builder()
+                .partition_key("k").explicit_hash_key("-1").data(Blob::new("d")).build().unwrap())
+            => "ValidationException", &["Value '-1' at 'records.2.member.explicitHashKey'"];
+    }
     // GetRecords' Limit outside 1..10000 is a validation error, checked with the iterator.
     for (limit, constraint) in [
         (0, "greater than or equal to 1"),
         (10_001, "less than or equal to 10000"),
     ] {
-        check_failure(
-            failure(
-                client
-                    .get_records()
-                    .shard_iterator("AAAA")
-                    .limit(limit)
-                    .send()
-                    .await,
-            ),
-            "ValidationException",
-            &[&format!(
-                "Value '{limit}' at 'limit' failed to satisfy constraint: Member must have value {constraint}"
-            )],
-        );
+        expect_errors! {
+            client.get_records().shard_iterator("AAAA").limit(limit)
+                => "ValidationException",
+                    &[&format!("Value '{limit}' at 'limit' failed to satisfy constraint: Member \
+                                must have value {constraint}")];
+        }
     }
     // A well-formed request for a missing stream is still ResourceNotFound.
-    check_failure(
-        failure(
-            client
-                .describe_stream_summary()
-                .stream_name("missing")
-                .send()
-                .await,
-        ),
-        "ResourceNotFoundException",
-        &["missing"],
-    );
+    expect_errors! {
+        client.describe_stream_summary().stream_name("missing")
+            => "ResourceNotFoundException", &["missing"];
+    }
 }
 
 #[tokio::test]
 async fn resource_policies_are_kept_replaced_and_deleted() {
-    let kinesis = EmbeddedKinesis::new();
-    let (_server, client) = listen(&kinesis).await;
-    create(&client, "orders", 1).await;
+    let (kinesis, _server, client) = listen_with_stream("orders", 1).await;
     let arn = kinesis.stream_arn("orders");
 
     let policy = |client: &aws_sdk_kinesis::Client| {
@@ -170,67 +120,22 @@ async fn resource_policies_are_kept_replaced_and_deleted() {
         .await
         .unwrap();
     assert_eq!(policy(&client).await, "{}");
-    check_failure(
-        failure(
-            client
-                .delete_resource_policy()
-                .resource_arn(&arn)
-                .send()
-                .await,
-        ),
-        "ResourceNotFoundException",
-        &["No resource policy found"],
-    );
-    check_failure(
-        failure(
-            client
-                .put_resource_policy()
-                .resource_arn(kinesis.stream_arn("missing"))
-                .policy(first)
-                .send()
-                .await,
-        ),
-        "ResourceNotFoundException",
-        &["missing"],
-    );
-    check_failure(
-        failure(
-            client
-                .put_resource_policy()
-                .resource_arn(&arn)
-                .policy("not json")
-                .send()
-                .await,
-        ),
-        "InvalidArgumentException",
-        &["not a JSON policy document"],
-    );
-    check_failure(
-        failure(
-            client
-                .get_resource_policy()
-                .resource_arn("orders")
-                .send()
-                .await,
-        ),
-        "ValidationException",
-        &["at 'resourceARN'"],
-    );
+    expect_errors! {
+        client.delete_resource_policy().resource_arn(&arn)
+            => "ResourceNotFoundException", &["No resource policy found"];
+        client.put_resource_policy().resource_arn(kinesis.stream_arn("missing")).policy(first)
+            => "ResourceNotFoundException", &["missing"];
+        client.put_resource_policy().resource_arn(&arn).policy("not json")
+            => "InvalidArgumentException", &["not a JSON policy document"];
+        client.get_resource_policy().resource_arn("orders")
+            => "ValidationException", &["at 'resourceARN'"];
+    }
 }
 
 #[tokio::test]
 async fn a_quoted_shard_iterator_reads_and_a_bad_one_is_not_echoed() {
-    let kinesis = EmbeddedKinesis::new();
-    let (_server, client) = listen(&kinesis).await;
-    create(&client, "orders", 1).await;
-    client
-        .put_record()
-        .stream_name("orders")
-        .partition_key("k")
-        .data(Blob::new("hello"))
-        .send()
-        .await
-        .unwrap();
+    let (_kinesis, _server, client) = listen_with_stream("orders", 1).await;
+    put_record(&client, "orders", "k", "hello").await;
     let iterator = trim_horizon_iterator(&client, "orders").await;
     let read = client
         .get_records()
@@ -250,9 +155,7 @@ async fn a_quoted_shard_iterator_reads_and_a_bad_one_is_not_echoed() {
 
 #[tokio::test]
 async fn shard_ids_are_read_by_their_number() {
-    let kinesis = EmbeddedKinesis::new();
-    let (_server, client) = listen(&kinesis).await;
-    create(&client, "orders", 2).await;
+    let (_kinesis, _server, client) = listen_with_stream("orders", 2).await;
     for given in [
         "shardId-000000000001",
         "shardId-1",
@@ -270,12 +173,7 @@ async fn shard_ids_are_read_by_their_number() {
             .unwrap_or_else(|error| panic!("{given}: {error:?}"))
             .shard_iterator
             .unwrap();
-        let read = client
-            .get_records()
-            .shard_iterator(iterator)
-            .send()
-            .await
-            .unwrap();
+        let read = get_records(&client, iterator).await;
         assert!(read.next_shard_iterator.is_some(), "{given}");
     }
     // A split names its shard the same way; the children are numbered after it.
@@ -300,26 +198,16 @@ async fn shard_ids_are_read_by_their_number() {
         shards[2].parent_shard_id.as_deref(),
         Some("shardId-000000000000")
     );
-    check_failure(
-        failure(
-            client
-                .get_shard_iterator()
-                .stream_name("orders")
-                .shard_id("shardId-7")
-                .shard_iterator_type(ShardIteratorType::TrimHorizon)
-                .send()
-                .await,
-        ),
-        "ResourceNotFoundException",
-        &["shardId-000000000007"],
-    );
+    expect_errors! {
+        client.get_shard_iterator().stream_name("orders").shard_id("shardId-7")
+            .shard_iterator_type(ShardIteratorType::TrimHorizon)
+            => "ResourceNotFoundException", &["shardId-000000000007"];
+    }
 }
 
 #[tokio::test]
 async fn tags_hold_only_the_characters_and_counts_kinesis_allows() {
-    let kinesis = EmbeddedKinesis::new();
-    let (_server, client) = listen(&kinesis).await;
-    create(&client, "orders", 1).await;
+    let (_kinesis, _server, client) = listen_with_stream("orders", 1).await;
     for (key, value) in [
         ("a;b", "v"),
         ("a,b", "v"),
@@ -327,18 +215,11 @@ async fn tags_hold_only_the_characters_and_counts_kinesis_allows() {
         ("k", "line\nbreak"),
         ("k", "100%"),
     ] {
-        check_failure(
-            failure(
-                client
-                    .add_tags_to_stream()
-                    .stream_name("orders")
-                    .tags(key, value)
-                    .send()
-                    .await,
-            ),
-            "InvalidArgumentException",
-            &["may hold only letters, digits, spaces and _ . / = + - @"],
-        );
+        expect_errors! {
+            client.add_tags_to_stream().stream_name("orders").tags(key, value)
+                => "InvalidArgumentException",
+                    &["may hold only letters, digits, spaces and _ . / = + - @"];
+        }
     }
     client
         .add_tags_to_stream()
@@ -352,11 +233,9 @@ async fn tags_hold_only_the_characters_and_counts_kinesis_allows() {
     for n in 0..11 {
         eleven = eleven.tags(format!("k{n}"), "v");
     }
-    check_failure(
-        failure(eleven.send().await),
-        "InvalidArgumentException",
-        &["one call adds at most 10"],
-    );
+    expect_errors! {
+        eleven => "InvalidArgumentException", &["one call adds at most 10"];
+    }
     // 1 + 4 calls of 10 = 41 tags, then 10 more would make 51.
     for call in 0..4 {
         let mut ten = client.add_tags_to_stream().stream_name("orders");
@@ -369,11 +248,9 @@ async fn tags_hold_only_the_characters_and_counts_kinesis_allows() {
     for n in 0..10 {
         ten = ten.tags(format!("last-{n}"), "v");
     }
-    check_failure(
-        failure(ten.send().await),
-        "LimitExceededException",
-        &["would have 51 tags"],
-    );
+    expect_errors! {
+        ten => "LimitExceededException", &["would have 51 tags"];
+    }
 }
 
 #[tokio::test]
@@ -390,14 +267,7 @@ async fn a_stream_without_a_shard_count_is_on_demand_and_can_switch_modes() {
     let mode = |stream: &'static str| {
         let client = client.clone();
         async move {
-            let summary = client
-                .describe_stream_summary()
-                .stream_name(stream)
-                .send()
-                .await
-                .unwrap()
-                .stream_description_summary
-                .unwrap();
+            let summary = summary(&client, stream).await;
             let described = client
                 .describe_stream()
                 .stream_name(stream)
@@ -444,48 +314,29 @@ async fn a_stream_without_a_shard_count_is_on_demand_and_can_switch_modes() {
             .build()
             .unwrap()
     };
-    client
-        .update_stream_mode()
-        .stream_arn(kinesis.stream_arn("elastic"))
-        .stream_mode_details(details(StreamMode::Provisioned))
-        .send()
-        .await
-        .unwrap();
-    client
-        .update_stream_mode()
-        .stream_arn(kinesis.stream_arn("fixed"))
-        .stream_mode_details(details(StreamMode::OnDemand))
-        .send()
-        .await
-        .unwrap();
+    for (stream, switched_to) in [
+        ("elastic", StreamMode::Provisioned),
+        ("fixed", StreamMode::OnDemand),
+    ] {
+        client
+            .update_stream_mode()
+            .stream_arn(kinesis.stream_arn(stream))
+            .stream_mode_details(details(switched_to))
+            .send()
+            .await
+            .unwrap();
+    }
     assert_eq!(mode("elastic").await, (StreamMode::Provisioned, 4));
     assert_eq!(mode("fixed").await, (StreamMode::OnDemand, 2));
 
-    check_failure(
-        failure(
-            client
-                .create_stream()
-                .stream_name("both")
-                .shard_count(1)
-                .stream_mode_details(details(StreamMode::OnDemand))
-                .send()
-                .await,
-        ),
-        "InvalidArgumentException",
-        &["takes no ShardCount"],
-    );
-    check_failure(
-        failure(
-            client
-                .update_stream_mode()
-                .stream_arn(kinesis.stream_arn("missing"))
-                .stream_mode_details(details(StreamMode::OnDemand))
-                .send()
-                .await,
-        ),
-        "ResourceNotFoundException",
-        &["missing"],
-    );
+    expect_errors! {
+        client.create_stream().stream_name("both").shard_count(1)
+            .stream_mode_details(details(StreamMode::OnDemand))
+            => "InvalidArgumentException", &["takes no ShardCount"];
+        client.update_stream_mode().stream_arn(kinesis.stream_arn("missing"))
+            .stream_mode_details(details(StreamMode::OnDemand))
+            => "ResourceNotFoundException", &["missing"];
+    }
 }
 
 #[tokio::test]
@@ -528,35 +379,14 @@ async fn a_body_declared_over_the_limit_is_answered_413_before_it_is_sent() {
 
 #[tokio::test]
 async fn boto3_sees_the_same_answers() {
-    let server = http::serve(EmbeddedKinesis::new(), "127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
+    let server = serve_loopback(EmbeddedKinesis::new()).await;
     check_python_suite(&server.endpoint_url(), "test_boto3_fidelity.py", &[], 6).await;
-}
-
-/// A TRIM_HORIZON iterator of the only shard of `stream`.
-async fn trim_horizon_iterator(client: &aws_sdk_kinesis::Client, stream: &str) -> String {
-    client
-        .get_shard_iterator()
-        .stream_name(stream)
-        .shard_id("shardId-000000000000")
-        .shard_iterator_type(ShardIteratorType::TrimHorizon)
-        .send()
-        .await
-        .unwrap()
-        .shard_iterator
-        .unwrap()
 }
 
 /// The records TRIM_HORIZON reads from the only shard of `stream`, as text.
 async fn from_trim_horizon(client: &aws_sdk_kinesis::Client, stream: &str) -> Vec<String> {
     let iterator = trim_horizon_iterator(client, stream).await;
-    let read = client
-        .get_records()
-        .shard_iterator(iterator)
-        .send()
-        .await
-        .unwrap();
+    let read = get_records(client, iterator).await;
     read.records
         .iter()
         .map(|record| String::from_utf8_lossy(record.data.as_ref()).into_owned())
@@ -564,14 +394,7 @@ async fn from_trim_horizon(client: &aws_sdk_kinesis::Client, stream: &str) -> Ve
 }
 
 async fn put_text(client: &aws_sdk_kinesis::Client, stream: &str, text: &str) {
-    client
-        .put_record()
-        .stream_name(stream)
-        .partition_key("k")
-        .data(Blob::new(text))
-        .send()
-        .await
-        .unwrap();
+    put_record(client, stream, "k", text).await;
 }
 
 #[tokio::test]
@@ -590,15 +413,13 @@ async fn iterators_expire_after_five_minutes_and_records_after_the_retention_per
     let read = client.get_records().shard_iterator(&iterator).send().await;
     assert_eq!(read.unwrap().records.len(), 1);
     clock.advance(Duration::from_secs(1));
-    check_failure(
-        failure(client.get_records().shard_iterator(&iterator).send().await),
-        "ExpiredIteratorException",
-        &[
-            "Iterator expired. The iterator was created at time Wed Dec 02 05:38:15 UTC 2026 while \
-         right now it is Wed Dec 02 05:43:16 UTC 2026 which is further in the future than the \
-         tolerated delay of 300000 milliseconds.",
-        ],
-    );
+    expect_errors! {
+        client.get_records().shard_iterator(&iterator)
+            => "ExpiredIteratorException",
+                &["Iterator expired. The iterator was created at time Wed Dec 02 05:38:15 UTC 2026 \
+                   while right now it is Wed Dec 02 05:43:16 UTC 2026 which is further in the \
+                   future than the tolerated delay of 300000 milliseconds."];
+    }
 
     // A longer retention keeps the old record past a day; shortening it trims at once.
     client
@@ -626,15 +447,7 @@ async fn iterators_expire_after_five_minutes_and_records_after_the_retention_per
 }
 
 async fn status_of(client: &aws_sdk_kinesis::Client, stream: &str) -> StreamStatus {
-    client
-        .describe_stream_summary()
-        .stream_name(stream)
-        .send()
-        .await
-        .unwrap()
-        .stream_description_summary
-        .unwrap()
-        .stream_status
+    summary(client, stream).await.stream_status
 }
 
 #[tokio::test]
@@ -665,13 +478,13 @@ async fn streams_pass_through_creating_updating_and_deleting_for_the_status_dela
 
     create(&client, "orders", 2).await;
     assert_eq!(status_of(&client, "orders").await, StreamStatus::Creating);
-    check_failure(
-        failure(put().await),
+    expect_error(
+        put().await,
         "ResourceNotFoundException",
         &["Stream orders under account 000000000000 not found."],
     );
-    check_failure(
-        failure(split().await),
+    expect_error(
+        split().await,
         "ResourceInUseException",
         &["Stream orders under account 000000000000 not ACTIVE, instead in state CREATING"],
     );
@@ -685,18 +498,11 @@ async fn streams_pass_through_creating_updating_and_deleting_for_the_status_dela
         .unwrap();
 
     // A reshard leaves the stream writable, but no second change is accepted until it is over.
-    client
-        .update_shard_count()
-        .stream_name("orders")
-        .target_shard_count(4)
-        .scaling_type(ScalingType::UniformScaling)
-        .send()
-        .await
-        .unwrap();
+    update_shard_count(&client, "orders", 4).await;
     assert_eq!(status_of(&client, "orders").await, StreamStatus::Updating);
     put().await.unwrap();
-    check_failure(
-        failure(split().await),
+    expect_error(
+        split().await,
         "ResourceInUseException",
         &["not ACTIVE, instead in state UPDATING"],
     );
@@ -705,12 +511,7 @@ async fn streams_pass_through_creating_updating_and_deleting_for_the_status_dela
     client
         .update_stream_mode()
         .stream_arn(&arn)
-        .stream_mode_details(
-            StreamModeDetails::builder()
-                .stream_mode(StreamMode::OnDemand)
-                .build()
-                .unwrap(),
-        )
+        .stream_mode_details(on_demand())
         .send()
         .await
         .unwrap();
@@ -726,25 +527,15 @@ async fn streams_pass_through_creating_updating_and_deleting_for_the_status_dela
         .await
         .unwrap();
     assert_eq!(status_of(&client, "orders").await, StreamStatus::Deleting);
-    check_failure(
-        failure(put().await),
-        "ResourceNotFoundException",
-        &["not found"],
-    );
+    expect_error(put().await, "ResourceNotFoundException", &["not found"]);
     let listed = client.list_streams().send().await.unwrap();
     assert_eq!(listed.stream_names, ["orders"]);
     clock.advance(delay);
-    check_failure(
-        failure(
-            client
-                .describe_stream_summary()
-                .stream_name("orders")
-                .send()
-                .await,
-        ),
-        "ResourceNotFoundException",
-        &["Stream orders under account 000000000000 not found."],
-    );
+    expect_errors! {
+        client.describe_stream_summary().stream_name("orders")
+            => "ResourceNotFoundException",
+                &["Stream orders under account 000000000000 not found."];
+    }
     assert!(
         client
             .list_streams()

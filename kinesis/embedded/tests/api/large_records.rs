@@ -1,12 +1,13 @@
 //! Records up to 10 MiB: `MaxRecordSizeInKiB` on `CreateStream`, `UpdateMaxRecordSize`, the
 //! limits that follow for `PutRecord` and `PutRecords`, and the setting kept across a restart.
 
-use std::sync::Arc;
-
 use aws_sdk_kinesis::primitives::Blob;
-use aws_sdk_kinesis::types::{PutRecordsRequestEntry, ShardIteratorType};
+use aws_sdk_kinesis::types::PutRecordsRequestEntry;
 
-use crate::support::{Endpoint, MemoryJournal, check_failure, endpoint, failure, serve};
+use crate::support::{
+    Endpoint, MemoryJournal, check_failure, create, endpoint, expect_errors, failure, get_records,
+    serve, trim_horizon_iterator,
+};
 
 const KIB: usize = 1024;
 const MIB: usize = 1024 * 1024;
@@ -18,14 +19,10 @@ fn data_for(key: &str, size: usize) -> Blob {
 
 impl Endpoint {
     async fn create_sized(&self, stream: &str, max_kib: i32) {
-        self.client
-            .create_stream()
-            .stream_name(stream)
-            .shard_count(1)
-            .max_record_size_in_kib(max_kib)
-            .send()
-            .await
-            .unwrap();
+        self.create_with(stream, |create| {
+            create.shard_count(1).max_record_size_in_kib(max_kib)
+        })
+        .await;
     }
 
     async fn max_record_size_kib(&self, stream: &str) -> Option<i32> {
@@ -41,10 +38,7 @@ impl Endpoint {
             .data(data_for("k", size))
             .send()
             .await;
-        match put {
-            Ok(_) => Ok(()),
-            Err(error) => Err(failure::<(), _>(Err(error))),
-        }
+        put.map(drop).map_err(|error| failure::<(), _>(Err(error)))
     }
 
     async fn put_records_sized(
@@ -60,17 +54,7 @@ impl Endpoint {
                 .build()
                 .unwrap()
         });
-        let put = self
-            .client
-            .put_records()
-            .stream_name(stream)
-            .set_records(Some(records.collect()))
-            .send()
-            .await;
-        match put {
-            Ok(_) => Ok(()),
-            Err(error) => Err(failure::<(), _>(Err(error))),
-        }
+        self.put_entries(stream, records).await
     }
 }
 
@@ -94,20 +78,7 @@ async fn a_stream_takes_records_up_to_its_max_record_size() {
 
     // The record reads back whole.
     let client = &endpoint.client;
-    let iterator = client
-        .get_shard_iterator()
-        .stream_name("large")
-        .shard_id("shardId-000000000000")
-        .shard_iterator_type(ShardIteratorType::TrimHorizon)
-        .send()
-        .await
-        .unwrap();
-    let read = client
-        .get_records()
-        .shard_iterator(iterator.shard_iterator().unwrap())
-        .send()
-        .await
-        .unwrap();
+    let read = get_records(client, trim_horizon_iterator(client, "large").await).await;
     assert_eq!(read.records().len(), 1);
     assert_eq!(read.records()[0].data().as_ref().len(), 2 * MIB - 1);
 }
@@ -115,14 +86,7 @@ async fn a_stream_takes_records_up_to_its_max_record_size() {
 #[tokio::test]
 async fn a_new_stream_takes_records_of_1_mib_until_updated() {
     let endpoint = endpoint().await;
-    endpoint
-        .client
-        .create_stream()
-        .stream_name("plain")
-        .shard_count(1)
-        .send()
-        .await
-        .unwrap();
+    create(&endpoint.client, "plain", 1).await;
     assert_eq!(endpoint.max_record_size_kib("plain").await, Some(1024));
     endpoint.put_sized("plain", MIB).await.unwrap();
     check_failure(
@@ -154,50 +118,21 @@ async fn max_record_sizes_out_of_range_are_validation_errors() {
     let endpoint = endpoint().await;
     let client = &endpoint.client;
     for kib in [1023, 10241] {
-        let created = client
-            .create_stream()
-            .stream_name("s")
-            .shard_count(1)
-            .max_record_size_in_kib(kib)
-            .send()
-            .await;
-        check_failure(
-            failure(created),
-            "ValidationException",
-            &[&format!("Value '{kib}' at 'maxRecordSizeInKiB'")],
-        );
+        expect_errors! {
+            client.create_stream().stream_name("s").shard_count(1).max_record_size_in_kib(kib)
+                => "ValidationException", &[&format!("Value '{kib}' at 'maxRecordSizeInKiB'")];
+        }
     }
     endpoint.create_sized("s", 1024).await;
     let arn = endpoint.kinesis.stream_arn("s");
-    let too_small = client
-        .update_max_record_size()
-        .stream_arn(&arn)
-        .max_record_size_in_kib(1023)
-        .send()
-        .await;
-    check_failure(
-        failure(too_small),
-        "ValidationException",
-        &["Member must have value greater than or equal to 1024"],
-    );
-    let too_large = client
-        .update_max_record_size()
-        .stream_arn(&arn)
-        .max_record_size_in_kib(10241)
-        .send()
-        .await;
-    check_failure(
-        failure(too_large),
-        "ValidationException",
-        &["Member must have value less than or equal to 10240"],
-    );
-    let missing = client
-        .update_max_record_size()
-        .stream_arn(endpoint.kinesis.stream_arn("missing"))
-        .max_record_size_in_kib(2048)
-        .send()
-        .await;
-    check_failure(failure(missing), "ResourceNotFoundException", &["missing"]);
+    expect_errors! {
+        client.update_max_record_size().stream_arn(&arn).max_record_size_in_kib(1023)
+            => "ValidationException", &["Member must have value greater than or equal to 1024"];
+        client.update_max_record_size().stream_arn(&arn).max_record_size_in_kib(10241)
+            => "ValidationException", &["Member must have value less than or equal to 10240"];
+        client.update_max_record_size().stream_arn(endpoint.kinesis.stream_arn("missing"))
+            .max_record_size_in_kib(2048) => "ResourceNotFoundException", &["missing"];
+    }
 }
 
 #[tokio::test]
@@ -235,8 +170,7 @@ async fn put_records_carries_5_mib_or_10_mib_to_a_stream_of_large_records() {
 
 #[tokio::test]
 async fn the_max_record_size_is_kept_across_a_restart() {
-    let journal = Arc::new(MemoryJournal::default());
-    let endpoint = serve(journal.kinesis()).await;
+    let (journal, endpoint) = MemoryJournal::serve().await;
     endpoint.create_sized("born-large", 3072).await;
     endpoint.create_sized("grown", 1024).await;
     endpoint

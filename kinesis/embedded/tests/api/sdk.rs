@@ -15,7 +15,10 @@ use embedded_kinesis::{EmbeddedKinesis, ManualClock};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-use crate::support::{check_failure, create, failure, listen, within_timeout};
+use crate::support::{
+    create, expect_errors, get_records, listen, listen_with_stream, put_record, summary,
+    update_shard_count, within_timeout,
+};
 
 /// The first hash key of the upper half of the hash key space: where a two-shard stream's
 /// second shard starts.
@@ -104,13 +107,7 @@ async fn sdk_creates_describes_lists_and_deletes_streams() {
     create(&client, "orders", 3).await;
     create(&client, "audit", 1).await;
 
-    let summary = client
-        .describe_stream_summary()
-        .stream_name("orders")
-        .send()
-        .await
-        .unwrap();
-    let summary = summary.stream_description_summary().unwrap();
+    let summary = summary(&client, "orders").await;
     assert_eq!(summary.stream_name(), "orders");
     assert_eq!(
         summary.stream_arn(),
@@ -191,17 +188,10 @@ async fn sdk_creates_describes_lists_and_deletes_streams() {
         .send()
         .await
         .unwrap();
-    check_failure(
-        failure(
-            client
-                .describe_stream_summary()
-                .stream_name("orders")
-                .send()
-                .await,
-        ),
-        "ResourceNotFoundException",
-        &["Stream orders under account 000000000000 not found"],
-    );
+    expect_errors! {
+        client.describe_stream_summary().stream_name("orders")
+            => "ResourceNotFoundException", &["Stream orders under account 000000000000 not found"];
+    }
     assert_eq!(kinesis.list_streams(), ["audit"]);
 }
 
@@ -212,14 +202,7 @@ async fn sdk_puts_and_reads_back_with_every_iterator_type() {
     create(&client, "events", 1).await;
     let shard = "shardId-000000000000";
 
-    let first = client
-        .put_record()
-        .stream_name("events")
-        .partition_key("key-0")
-        .data(Blob::new("zero"))
-        .send()
-        .await
-        .unwrap();
+    let first = put_record(&client, "events", "key-0", "zero").await;
     assert_eq!(first.shard_id(), shard);
     clock.advance(Duration::from_millis(10_250));
     let batch_time = clock_now(&kinesis);
@@ -262,12 +245,7 @@ async fn sdk_puts_and_reads_back_with_every_iterator_type() {
         None,
     )
     .await;
-    let all = client
-        .get_records()
-        .shard_iterator(&trim_horizon)
-        .send()
-        .await
-        .unwrap();
+    let all = get_records(&client, &trim_horizon).await;
     assert_eq!(
         contents(&all),
         [
@@ -357,21 +335,9 @@ async fn sdk_puts_and_reads_back_with_every_iterator_type() {
         None,
     )
     .await;
-    let nothing_yet = client
-        .get_records()
-        .shard_iterator(&latest)
-        .send()
-        .await
-        .unwrap();
+    let nothing_yet = get_records(&client, &latest).await;
     assert!(nothing_yet.records().is_empty());
-    client
-        .put_record()
-        .stream_name("events")
-        .partition_key("key-4")
-        .data(Blob::new("four"))
-        .send()
-        .await
-        .unwrap();
+    put_record(&client, "events", "key-4", "four").await;
     let (data, _) = read_to_end(
         &client,
         nothing_yet.next_shard_iterator().unwrap().to_owned(),
@@ -392,9 +358,7 @@ fn clock_now(kinesis: &EmbeddedKinesis) -> SystemTime {
 
 #[tokio::test]
 async fn sdk_reads_a_split_and_a_merged_parent_to_its_end() {
-    let kinesis = EmbeddedKinesis::new();
-    let (_server, client) = listen(&kinesis).await;
-    create(&client, "reshard", 2).await;
+    let (_kinesis, _server, client) = listen_with_stream("reshard", 2).await;
     let put = |hash_key: u128, data: &'static str| {
         let client = client.clone();
         async move {
@@ -561,17 +525,8 @@ async fn sdk_reads_a_split_and_a_merged_parent_to_its_end() {
 
 #[tokio::test]
 async fn sdk_update_shard_count_scales_and_reports_both_counts() {
-    let kinesis = EmbeddedKinesis::new();
-    let (_server, client) = listen(&kinesis).await;
-    create(&client, "scaling", 2).await;
-    let output = client
-        .update_shard_count()
-        .stream_name("scaling")
-        .target_shard_count(4)
-        .scaling_type(ScalingType::UniformScaling)
-        .send()
-        .await
-        .unwrap();
+    let (_kinesis, _server, client) = listen_with_stream("scaling", 2).await;
+    let output = update_shard_count(&client, "scaling", 4).await;
     assert_eq!(
         (
             output.stream_name(),
@@ -593,19 +548,11 @@ async fn sdk_update_shard_count_scales_and_reports_both_counts() {
         .await
         .unwrap();
     assert_eq!(open.shards().len(), 4);
-    check_failure(
-        failure(
-            client
-                .update_shard_count()
-                .stream_name("scaling")
-                .target_shard_count(9)
-                .scaling_type(ScalingType::UniformScaling)
-                .send()
-                .await,
-        ),
-        "LimitExceededException",
-        &["more than double"],
-    );
+    expect_errors! {
+        client.update_shard_count().stream_name("scaling").target_shard_count(9)
+            .scaling_type(ScalingType::UniformScaling)
+            => "LimitExceededException", &["more than double"];
+    }
 }
 
 fn shard_ids(output: &aws_sdk_kinesis::operation::list_shards::ListShardsOutput) -> Vec<String> {
@@ -646,18 +593,11 @@ async fn sdk_list_shards_pages_filters_and_refuses_a_stream_with_a_token() {
         let Some(token) = page.next_token().map(str::to_owned) else {
             break;
         };
-        check_failure(
-            failure(
-                client
-                    .list_shards()
-                    .stream_name("many")
-                    .next_token(&token)
-                    .send()
-                    .await,
-            ),
-            "InvalidArgumentException",
-            &["NextToken and StreamName cannot be provided together"],
-        );
+        expect_errors! {
+            client.list_shards().stream_name("many").next_token(&token)
+                => "InvalidArgumentException",
+                    &["NextToken and StreamName cannot be provided together"];
+        }
         page = client
             .list_shards()
             .next_token(token)
@@ -775,24 +715,15 @@ async fn sdk_list_shards_pages_filters_and_refuses_a_stream_with_a_token() {
 
     // Tokens last 300 seconds.
     clock.advance(Duration::from_secs(301));
-    check_failure(
-        failure(client.list_shards().next_token(token).send().await),
-        "ExpiredNextTokenException",
-        &["expired"],
-    );
+    expect_errors! {
+        client.list_shards().next_token(token) => "ExpiredNextTokenException", &["expired"];
+    }
 
-    check_failure(
-        failure(
-            client
-                .list_shards()
-                .stream_name("many")
-                .shard_filter(filter(ShardFilterType::AtTimestamp).build().unwrap())
-                .send()
-                .await,
-        ),
-        "InvalidArgumentException",
-        &["needs a Timestamp"],
-    );
+    expect_errors! {
+        client.list_shards().stream_name("many")
+            .shard_filter(filter(ShardFilterType::AtTimestamp).build().unwrap())
+            => "InvalidArgumentException", &["needs a Timestamp"];
+    }
 }
 
 #[tokio::test]
@@ -801,62 +732,19 @@ async fn sdk_errors_carry_kinesis_exception_names() {
     let (_server, client) = listen(&kinesis).await;
     create(&client, "present", 1).await;
 
-    check_failure(
-        failure(
-            client
-                .put_record()
-                .stream_name("absent")
-                .partition_key("k")
-                .data(Blob::new("x"))
-                .send()
-                .await,
-        ),
-        "ResourceNotFoundException",
-        &["Stream absent under account 000000000000 not found"],
-    );
-    check_failure(
-        failure(client.list_shards().stream_name("absent").send().await),
-        "ResourceNotFoundException",
-        &["absent"],
-    );
-    check_failure(
-        failure(
-            client
-                .get_shard_iterator()
-                .stream_name("present")
-                .shard_id("shardId-000000000009")
-                .shard_iterator_type(ShardIteratorType::TrimHorizon)
-                .send()
-                .await,
-        ),
-        "ResourceNotFoundException",
-        &["Shard shardId-000000000009"],
-    );
-    check_failure(
-        failure(
-            client
-                .create_stream()
-                .stream_name("present")
-                .shard_count(1)
-                .send()
-                .await,
-        ),
-        "ResourceInUseException",
-        &["already exists"],
-    );
-    check_failure(
-        failure(
-            client
-                .get_shard_iterator()
-                .stream_name("present")
-                .shard_id("shardId-000000000000")
-                .shard_iterator_type(ShardIteratorType::AtSequenceNumber)
-                .send()
-                .await,
-        ),
-        "InvalidArgumentException",
-        &["needs a StartingSequenceNumber"],
-    );
+    expect_errors! {
+        client.put_record().stream_name("absent").partition_key("k").data(Blob::new("x"))
+            => "ResourceNotFoundException", &["Stream absent under account 000000000000 not found"];
+        client.list_shards().stream_name("absent") => "ResourceNotFoundException", &["absent"];
+        client.get_shard_iterator().stream_name("present").shard_id("shardId-000000000009")
+            .shard_iterator_type(ShardIteratorType::TrimHorizon)
+            => "ResourceNotFoundException", &["Shard shardId-000000000009"];
+        client.create_stream().stream_name("present").shard_count(1)
+            => "ResourceInUseException", &["already exists"];
+        client.get_shard_iterator().stream_name("present").shard_id("shardId-000000000000")
+            .shard_iterator_type(ShardIteratorType::AtSequenceNumber)
+            => "InvalidArgumentException", &["needs a StartingSequenceNumber"];
+    }
     let iterator = iterator(
         &client,
         "present",
@@ -866,84 +754,35 @@ async fn sdk_errors_carry_kinesis_exception_names() {
         None,
     )
     .await;
-    check_failure(
-        failure(
-            client
-                .get_records()
-                .shard_iterator(&iterator)
-                .limit(10_001)
-                .send()
-                .await,
-        ),
-        "ValidationException",
-        &["Member must have value less than or equal to 10000"],
-    );
-    check_failure(
-        failure(
-            client
-                .get_records()
-                .shard_iterator("bm90IGFuIGl0ZXJhdG9y")
-                .send()
-                .await,
-        ),
-        "InvalidArgumentException",
-        &["Invalid ShardIterator"],
-    );
+    expect_errors! {
+        client.get_records().shard_iterator(&iterator).limit(10_001)
+            => "ValidationException", &["Member must have value less than or equal to 10000"];
+        client.get_records().shard_iterator("bm90IGFuIGl0ZXJhdG9y")
+            => "InvalidArgumentException", &["Invalid ShardIterator"];
+    }
     clock.advance(Duration::from_secs(301));
-    check_failure(
-        failure(client.get_records().shard_iterator(&iterator).send().await),
-        "ExpiredIteratorException",
-        &["Iterator expired"],
-    );
+    expect_errors! {
+        client.get_records().shard_iterator(&iterator)
+            => "ExpiredIteratorException", &["Iterator expired"];
+    }
 
     kinesis
         .split_shard("present", "shardId-000000000000", "1")
         .unwrap();
-    check_failure(
-        failure(
-            client
-                .split_shard()
-                .stream_name("present")
-                .shard_to_split("shardId-000000000000")
-                .new_starting_hash_key("5")
-                .send()
-                .await,
-        ),
-        "ResourceInUseException",
-        &["closed"],
-    );
-    check_failure(
-        failure(
-            client
-                .merge_shards()
-                .stream_name("present")
-                .shard_to_merge("shardId-000000000001")
-                .adjacent_shard_to_merge("shardId-000000000001")
-                .send()
-                .await,
-        ),
-        "InvalidArgumentException",
-        &["not an adjacent pair"],
-    );
-    check_failure(
-        failure(
-            client
-                .create_stream()
-                .stream_name("bad name")
-                .shard_count(1)
-                .send()
-                .await,
-        ),
-        "ValidationException",
-        &["Value 'bad name' at 'streamName'"],
-    );
+    expect_errors! {
+        client.split_shard().stream_name("present").shard_to_split("shardId-000000000000")
+            .new_starting_hash_key("5") => "ResourceInUseException", &["closed"];
+        client.merge_shards().stream_name("present").shard_to_merge("shardId-000000000001")
+            .adjacent_shard_to_merge("shardId-000000000001")
+            => "InvalidArgumentException", &["not an adjacent pair"];
+        client.create_stream().stream_name("bad name").shard_count(1)
+            => "ValidationException", &["Value 'bad name' at 'streamName'"];
+    }
 }
 
 #[tokio::test]
 async fn sdk_stream_arn_works_wherever_a_stream_name_does() {
-    let kinesis = EmbeddedKinesis::new();
-    let (_server, client) = listen(&kinesis).await;
-    create(&client, "by-arn", 2).await;
+    let (kinesis, _server, client) = listen_with_stream("by-arn", 2).await;
     let arn = kinesis.stream_arn("by-arn");
 
     let put = client
@@ -994,17 +833,10 @@ async fn sdk_stream_arn_works_wherever_a_stream_name_does() {
             .open_shard_count(),
         1
     );
-    check_failure(
-        failure(
-            client
-                .describe_stream_summary()
-                .stream_arn(kinesis.stream_arn("missing"))
-                .send()
-                .await,
-        ),
-        "ResourceNotFoundException",
-        &["missing"],
-    );
+    expect_errors! {
+        client.describe_stream_summary().stream_arn(kinesis.stream_arn("missing"))
+            => "ResourceNotFoundException", &["missing"];
+    }
     client
         .delete_stream()
         .stream_arn(&arn)
@@ -1016,9 +848,7 @@ async fn sdk_stream_arn_works_wherever_a_stream_name_does() {
 
 #[tokio::test]
 async fn sdk_changes_retention_and_tags() {
-    let kinesis = EmbeddedKinesis::new();
-    let (_server, client) = listen(&kinesis).await;
-    create(&client, "kept", 1).await;
+    let (_kinesis, _server, client) = listen_with_stream("kept", 1).await;
     client
         .increase_stream_retention_period()
         .stream_name("kept")
@@ -1026,18 +856,10 @@ async fn sdk_changes_retention_and_tags() {
         .send()
         .await
         .unwrap();
-    check_failure(
-        failure(
-            client
-                .increase_stream_retention_period()
-                .stream_name("kept")
-                .retention_period_hours(30)
-                .send()
-                .await,
-        ),
-        "InvalidArgumentException",
-        &["can not be shorter"],
-    );
+    expect_errors! {
+        client.increase_stream_retention_period().stream_name("kept").retention_period_hours(30)
+            => "InvalidArgumentException", &["can not be shorter"];
+    }
     client
         .decrease_stream_retention_period()
         .stream_name("kept")
@@ -1045,19 +867,7 @@ async fn sdk_changes_retention_and_tags() {
         .send()
         .await
         .unwrap();
-    let summary = client
-        .describe_stream_summary()
-        .stream_name("kept")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(
-        summary
-            .stream_description_summary()
-            .unwrap()
-            .retention_period_hours(),
-        36
-    );
+    assert_eq!(summary(&client, "kept").await.retention_period_hours(), 36);
 
     client
         .add_tags_to_stream()
@@ -1407,23 +1217,13 @@ async fn a_list_shards_token_does_not_outlive_its_stream() {
     kinesis.delete_stream("reborn").unwrap();
     clock.advance(Duration::from_secs(1));
     kinesis.create_stream("reborn", 3).unwrap();
-    check_failure(
-        failure(client.list_shards().next_token(token).send().await),
-        "ResourceNotFoundException",
-        &["created at another time"],
-    );
-    check_failure(
-        failure(
-            client
-                .list_shards()
-                .stream_name("reborn")
-                .stream_creation_timestamp(DateTime::from(start_time()))
-                .send()
-                .await,
-        ),
-        "ResourceNotFoundException",
-        &["created at another time"],
-    );
+    expect_errors! {
+        client.list_shards().next_token(token)
+            => "ResourceNotFoundException", &["created at another time"];
+        client.list_shards().stream_name("reborn")
+            .stream_creation_timestamp(DateTime::from(start_time()))
+            => "ResourceNotFoundException", &["created at another time"];
+    }
     let current = client
         .list_shards()
         .stream_name("reborn")

@@ -2,21 +2,21 @@
 //! server-side encryption and warm throughput, each shown by `DescribeStream(Summary)` and kept
 //! across a restart.
 
-use std::sync::Arc;
+use aws_sdk_kinesis::types::{EncryptionType, MetricsName};
 
-use aws_sdk_kinesis::types::{EncryptionType, MetricsName, StreamMode, StreamModeDetails};
-
-use crate::support::{Endpoint, MemoryJournal, check_failure, endpoint, failure, serve};
+use crate::support::{
+    Endpoint, MemoryJournal, create, endpoint, expect_errors, on_demand, put_record, serve,
+};
 
 impl Endpoint {
+    /// The encryption type and key of `stream`, as `DescribeStreamSummary` shows them.
+    async fn encryption(&self, stream: &str) -> (Option<EncryptionType>, Option<String>) {
+        let summary = self.summary(stream).await;
+        (summary.encryption_type, summary.key_id)
+    }
+
     async fn create(&self, stream: &str) {
-        self.client
-            .create_stream()
-            .stream_name(stream)
-            .shard_count(1)
-            .send()
-            .await
-            .unwrap();
+        create(&self.client, stream, 1).await;
     }
 
     async fn enabled_metrics(&self, stream: &str) -> Vec<MetricsName> {
@@ -79,35 +79,24 @@ async fn enhanced_monitoring_names_metrics_and_shows_them() {
 #[tokio::test]
 async fn enhanced_monitoring_refuses_unknown_metrics_and_missing_streams() {
     let endpoint = endpoint().await;
-    let unknown = endpoint
-        .client
-        .enable_enhanced_monitoring()
-        .stream_name("any")
-        .shard_level_metrics(MetricsName::from("IncomingFrogs"))
-        .send()
-        .await;
-    check_failure(
-        failure(unknown),
-        "ValidationException",
-        &["'IncomingFrogs' at 'shardLevelMetrics.1.member'"],
-    );
-    let missing = endpoint
-        .client
-        .disable_enhanced_monitoring()
-        .stream_name("missing")
-        .shard_level_metrics(MetricsName::IncomingBytes)
-        .send()
-        .await;
-    check_failure(failure(missing), "ResourceNotFoundException", &["missing"]);
+    expect_errors! {
+        endpoint.client.enable_enhanced_monitoring().stream_name("any")
+            .shard_level_metrics(MetricsName::from("IncomingFrogs"))
+            => "ValidationException", &["'IncomingFrogs' at 'shardLevelMetrics.1.member'"];
+        endpoint.client.disable_enhanced_monitoring().stream_name("missing")
+            .shard_level_metrics(MetricsName::IncomingBytes)
+            => "ResourceNotFoundException", &["missing"];
+    }
 }
 
 #[tokio::test]
 async fn encryption_names_its_key_until_stopped() {
     let endpoint = endpoint().await;
     endpoint.create("secret").await;
-    let summary = endpoint.summary("secret").await;
-    assert_eq!(summary.encryption_type(), Some(&EncryptionType::None));
-    assert_eq!(summary.key_id(), None);
+    assert_eq!(
+        endpoint.encryption("secret").await,
+        (Some(EncryptionType::None), None)
+    );
 
     endpoint
         .client
@@ -118,19 +107,13 @@ async fn encryption_names_its_key_until_stopped() {
         .send()
         .await
         .unwrap();
-    let summary = endpoint.summary("secret").await;
-    assert_eq!(summary.encryption_type(), Some(&EncryptionType::Kms));
-    assert_eq!(summary.key_id(), Some("alias/aws/kinesis"));
+    let kms = (
+        Some(EncryptionType::Kms),
+        Some("alias/aws/kinesis".to_owned()),
+    );
+    assert_eq!(endpoint.encryption("secret").await, kms);
     // Writes answer the stream's encryption, where AWS says to check it.
-    let put = endpoint
-        .client
-        .put_record()
-        .stream_name("secret")
-        .partition_key("k")
-        .data(aws_sdk_kinesis::primitives::Blob::new("d"))
-        .send()
-        .await
-        .unwrap();
+    let put = put_record(&endpoint.client, "secret", "k", "d").await;
     assert_eq!(put.encryption_type(), Some(&EncryptionType::Kms));
     let described = endpoint
         .client
@@ -143,19 +126,11 @@ async fn encryption_names_its_key_until_stopped() {
     assert_eq!(description.encryption_type(), Some(&EncryptionType::Kms));
     assert_eq!(description.key_id(), Some("alias/aws/kinesis"));
 
-    let not_kms = endpoint
-        .client
-        .stop_stream_encryption()
-        .stream_name("secret")
-        .encryption_type(EncryptionType::None)
-        .key_id("alias/aws/kinesis")
-        .send()
-        .await;
-    check_failure(
-        failure(not_kms),
-        "InvalidArgumentException",
-        &["stream secret", "KMS"],
-    );
+    expect_errors! {
+        endpoint.client.stop_stream_encryption().stream_name("secret")
+            .encryption_type(EncryptionType::None).key_id("alias/aws/kinesis")
+            => "InvalidArgumentException", &["stream secret", "KMS"];
+    }
     endpoint
         .client
         .stop_stream_encryption()
@@ -165,28 +140,22 @@ async fn encryption_names_its_key_until_stopped() {
         .send()
         .await
         .unwrap();
-    let summary = endpoint.summary("secret").await;
-    assert_eq!(summary.encryption_type(), Some(&EncryptionType::None));
-    assert_eq!(summary.key_id(), None);
+    assert_eq!(
+        endpoint.encryption("secret").await,
+        (Some(EncryptionType::None), None)
+    );
 }
 
 #[tokio::test]
 async fn warm_throughput_is_kept_for_on_demand_streams_only() {
     let endpoint = endpoint().await;
     endpoint
-        .client
-        .create_stream()
-        .stream_name("warm")
-        .stream_mode_details(
-            StreamModeDetails::builder()
-                .stream_mode(StreamMode::OnDemand)
-                .build()
-                .unwrap(),
-        )
-        .warm_throughput_mibps(50)
-        .send()
-        .await
-        .unwrap();
+        .create_with("warm", |create| {
+            create
+                .stream_mode_details(on_demand())
+                .warm_throughput_mibps(50)
+        })
+        .await;
     let warm = endpoint.summary("warm").await.warm_throughput.unwrap();
     assert_eq!(warm.target_mibps(), Some(50));
 
@@ -204,24 +173,16 @@ async fn warm_throughput_is_kept_for_on_demand_streams_only() {
     assert_eq!(warm.current_mibps(), Some(200));
 
     endpoint.create("provisioned").await;
-    let refused = endpoint
-        .client
-        .update_stream_warm_throughput()
-        .stream_name("provisioned")
-        .warm_throughput_mibps(200)
-        .send()
-        .await;
-    check_failure(
-        failure(refused),
-        "InvalidArgumentException",
-        &["stream provisioned", "ON_DEMAND"],
-    );
+    expect_errors! {
+        endpoint.client.update_stream_warm_throughput().stream_name("provisioned")
+            .warm_throughput_mibps(200)
+            => "InvalidArgumentException", &["stream provisioned", "ON_DEMAND"];
+    }
 }
 
 #[tokio::test]
 async fn settings_are_kept_across_a_restart() {
-    let journal = Arc::new(MemoryJournal::default());
-    let endpoint = serve(journal.kinesis()).await;
+    let (journal, endpoint) = MemoryJournal::serve().await;
     endpoint.create("kept").await;
     endpoint
         .client

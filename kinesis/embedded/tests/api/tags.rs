@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::support::{Endpoint, check_failure, endpoint, failure};
+use crate::support::{Endpoint, endpoint, expect_errors};
 
 impl Endpoint {
     async fn tag(&self, arn: &str, tags: &[(&str, &str)]) {
@@ -105,13 +105,10 @@ async fn a_consumer_is_tagged_by_its_arn_until_deregistered() {
         .send()
         .await
         .unwrap();
-    let gone = endpoint
-        .client
-        .list_tags_for_resource()
-        .resource_arn(&consumer_arn)
-        .send()
-        .await;
-    check_failure(failure(gone), "ResourceNotFoundException", &["audit"]);
+    expect_errors! {
+        endpoint.client.list_tags_for_resource().resource_arn(&consumer_arn)
+            => "ResourceNotFoundException", &["audit"];
+    }
 }
 
 #[tokio::test]
@@ -120,50 +117,29 @@ async fn tagging_refuses_what_aws_refuses() {
     endpoint.kinesis.create_stream("orders", 1).unwrap();
     let arn = endpoint.kinesis.stream_arn("orders");
 
-    let missing = endpoint
-        .client
-        .tag_resource()
-        .resource_arn(endpoint.kinesis.stream_arn("missing"))
-        .tags("k", "v")
-        .send()
-        .await;
-    check_failure(failure(missing), "ResourceNotFoundException", &["missing"]);
+    expect_errors! {
+        endpoint.client.tag_resource().resource_arn(endpoint.kinesis.stream_arn("missing"))
+            .tags("k", "v") => "ResourceNotFoundException", &["missing"];
+    }
 
-    let malformed = endpoint
-        .client
-        .list_tags_for_resource()
-        .resource_arn("orders")
-        .send()
-        .await;
-    check_failure(
-        failure(malformed),
-        "ValidationException",
-        &["'resourceARN'"],
-    );
+    expect_errors! {
+        endpoint.client.list_tags_for_resource().resource_arn("orders")
+            => "ValidationException", &["'resourceARN'"];
+    }
 
     let many: Vec<(String, String)> = (0..51).map(|n| (format!("k{n}"), String::new())).collect();
     let mut call = endpoint.client.tag_resource().resource_arn(&arn);
     for (key, value) in &many {
         call = call.tags(key, value);
     }
-    check_failure(
-        failure(call.send().await),
-        "LimitExceededException",
-        &["Stream orders would have 51 tags"],
-    );
+    expect_errors! {
+        call => "LimitExceededException", &["Stream orders would have 51 tags"];
+    }
 
-    let percent = endpoint
-        .client
-        .tag_resource()
-        .resource_arn(&arn)
-        .tags("100%", "")
-        .send()
-        .await;
-    check_failure(
-        failure(percent),
-        "InvalidArgumentException",
-        &["stream orders", "'%'"],
-    );
+    expect_errors! {
+        endpoint.client.tag_resource().resource_arn(&arn).tags("100%", "")
+            => "InvalidArgumentException", &["stream orders", "'%'"];
+    }
 }
 
 #[tokio::test]
@@ -171,14 +147,10 @@ async fn a_streams_tags_are_kept_across_a_restart() {
     let journal = std::sync::Arc::new(crate::support::MemoryJournal::default());
     let endpoint = crate::support::serve(journal.kinesis()).await;
     endpoint
-        .client
-        .create_stream()
-        .stream_name("kept")
-        .shard_count(1)
-        .tags("born", "with-it")
-        .send()
-        .await
-        .unwrap();
+        .create_with("kept", |create| {
+            create.shard_count(1).tags("born", "with-it")
+        })
+        .await;
     let arn = endpoint.kinesis.stream_arn("kept");
     endpoint
         .tag(&arn, &[("added", "later"), ("gone", "soon")])

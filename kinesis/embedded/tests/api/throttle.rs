@@ -19,7 +19,9 @@ use embedded_kinesis::http;
 use embedded_kinesis::{EmbeddedKinesis, ManualClock};
 
 use crate::clients::check_python_suite;
-use crate::support::{check_failure, create, failure, sdk_config};
+use crate::support::{
+    create, expect_errors, get_records, sdk_config, serve_loopback, trim_horizon_iterator,
+};
 
 /// A throttling endpoint on `clock`, and a client that does not retry, so that each answer
 /// reaches the test as the endpoint gave it.
@@ -29,9 +31,7 @@ async fn serve_throttled(clock: Option<ManualClock>) -> (http::ServerHandle, Cli
         Some(clock) => builder.clock(clock).build(),
         None => builder.build(),
     };
-    let server = http::serve(kinesis, "127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
+    let server = serve_loopback(kinesis).await;
     let config = sdk_config(&server.endpoint_url());
     let once = config
         .to_builder()
@@ -64,41 +64,19 @@ fn entries(count: usize) -> Vec<PutRecordsRequestEntry> {
         .collect()
 }
 
-async fn trim_horizon(client: &Client, stream: &str) -> String {
-    client
-        .get_shard_iterator()
-        .stream_name(stream)
-        .shard_id("shardId-000000000000")
-        .shard_iterator_type(ShardIteratorType::TrimHorizon)
-        .send()
-        .await
-        .unwrap()
-        .shard_iterator
-        .unwrap()
-}
-
 #[tokio::test]
 async fn put_records_past_a_shards_limit_fails_those_entries_only() {
     let clock = stopped_clock();
     let (_server, client, _) = serve_throttled(Some(clock.clone())).await;
     create(&client, "orders", 1).await;
+    let put_400 = || async {
+        let put = client.put_records().stream_name("orders");
+        put.set_records(Some(entries(400))).send().await.unwrap()
+    };
     for _ in 0..2 {
-        let output = client
-            .put_records()
-            .stream_name("orders")
-            .set_records(Some(entries(400)))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(output.failed_record_count, Some(0));
+        assert_eq!(put_400().await.failed_record_count, Some(0));
     }
-    let output = client
-        .put_records()
-        .stream_name("orders")
-        .set_records(Some(entries(400)))
-        .send()
-        .await
-        .unwrap();
+    let output = put_400().await;
     assert_eq!(output.failed_record_count, Some(200));
     let records = output.records();
     assert!(records[..200].iter().all(|entry| {
@@ -119,19 +97,11 @@ async fn put_records_past_a_shards_limit_fails_those_entries_only() {
         assert_eq!((entry.sequence_number(), entry.shard_id()), (None, None));
     }
     // PutRecord past the limit is refused whole.
-    check_failure(
-        failure(
-            client
-                .put_record()
-                .stream_name("orders")
-                .partition_key("k")
-                .data(Blob::new("{}"))
-                .send()
-                .await,
-        ),
-        "ProvisionedThroughputExceededException",
-        &["Rate exceeded for shard shardId-000000000000 in stream orders"],
-    );
+    expect_errors! {
+        client.put_record().stream_name("orders").partition_key("k").data(Blob::new("{}"))
+            => "ProvisionedThroughputExceededException",
+                &["Rate exceeded for shard shardId-000000000000 in stream orders"];
+    }
     // A tenth of a second later, a hundred records more fit.
     clock.advance(Duration::from_millis(100));
     let output = client
@@ -149,14 +119,9 @@ async fn a_get_records_loop_faster_than_five_a_second_is_throttled() {
     let clock = stopped_clock();
     let (_server, client, _) = serve_throttled(Some(clock.clone())).await;
     create(&client, "orders", 1).await;
-    let mut iterator = trim_horizon(&client, "orders").await;
+    let mut iterator = trim_horizon_iterator(&client, "orders").await;
     for _ in 0..5 {
-        let output = client
-            .get_records()
-            .shard_iterator(&iterator)
-            .send()
-            .await
-            .unwrap();
+        let output = get_records(&client, &iterator).await;
         iterator = output.next_shard_iterator.unwrap();
     }
     let error = client
@@ -175,12 +140,7 @@ async fn a_get_records_loop_faster_than_five_a_second_is_throttled() {
         Some("Rate exceeded for Shard - 000000000000/orders/shardId-000000000000")
     );
     clock.advance(Duration::from_millis(200));
-    client
-        .get_records()
-        .shard_iterator(&iterator)
-        .send()
-        .await
-        .unwrap();
+    get_records(&client, &iterator).await;
 }
 
 #[tokio::test]
@@ -189,7 +149,7 @@ async fn the_sdks_own_retry_takes_the_throttle_for_what_it_is() {
     // throttling errors only; without retries the same loop fails.
     let (_server, once, retrying) = serve_throttled(None).await;
     create(&once, "orders", 1).await;
-    let iterator = trim_horizon(&once, "orders").await;
+    let iterator = trim_horizon_iterator(&once, "orders").await;
     let started = Instant::now();
     for _ in 0..8 {
         retrying
@@ -231,27 +191,20 @@ async fn control_calls_past_their_rate_are_limit_exceeded() {
             .await
             .unwrap();
     }
-    check_failure(
-        failure(client.describe_stream().stream_name("orders").send().await),
-        "LimitExceededException",
-        &["Rate exceeded for stream orders under account 000000000000."],
-    );
-    for _ in 0..5 {
-        trim_horizon(&client, "orders").await;
+    expect_errors! {
+        client.describe_stream().stream_name("orders")
+            => "LimitExceededException",
+                &["Rate exceeded for stream orders under account 000000000000."];
     }
-    check_failure(
-        failure(
-            client
-                .get_shard_iterator()
-                .stream_name("orders")
-                .shard_id("shardId-000000000000")
-                .shard_iterator_type(ShardIteratorType::Latest)
-                .send()
-                .await,
-        ),
-        "ProvisionedThroughputExceededException",
-        &["Rate exceeded for shard shardId-000000000000 in stream orders"],
-    );
+    for _ in 0..5 {
+        trim_horizon_iterator(&client, "orders").await;
+    }
+    expect_errors! {
+        client.get_shard_iterator().stream_name("orders").shard_id("shardId-000000000000")
+            .shard_iterator_type(ShardIteratorType::Latest)
+            => "ProvisionedThroughputExceededException",
+                &["Rate exceeded for shard shardId-000000000000 in stream orders"];
+    }
 }
 
 #[tokio::test]
@@ -260,8 +213,6 @@ async fn boto3_sees_the_same_throttles() {
         .throttle(true)
         .clock(stopped_clock())
         .build();
-    let server = http::serve(kinesis, "127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
+    let server = serve_loopback(kinesis).await;
     check_python_suite(&server.endpoint_url(), "test_boto3_throttle.py", &[], 2).await;
 }

@@ -1,7 +1,9 @@
 """What the boto3 suites here share: a client of the endpoint the Rust test started
 (KINESIS_ENDPOINT_URL), a stream of its own for each test, and the reading of a failed call."""
 
+import contextlib
 import os
+import types
 import unittest
 import uuid
 
@@ -40,13 +42,15 @@ class StreamTestCase(unittest.TestCase):
             "StreamDescriptionSummary"
         ]["StreamARN"]
 
-    def fails(self, code, part, call, **arguments):
-        """Calls `call`, which must fail with the exception `code` (as a 400) and a message
-        holding `part`; returns the message."""
+    @contextlib.contextmanager
+    def fails(self, code, part):
+        """The call in the `with` block must fail with the exception `code` (as a 400) and a
+        message holding `part`; the `as` target's `message` is then that message."""
+        failure = types.SimpleNamespace(message=None)
         with self.assertRaises(ClientError) as raised:
-            call(**arguments)
+            yield failure
         error = raised.exception.response["Error"]
         self.assertEqual(error["Code"], code, error)
         self.assertIn(part, error["Message"])
         self.assertEqual(raised.exception.response["ResponseMetadata"]["HTTPStatusCode"], 400)
-        return error["Message"]
+        failure.message = error["Message"]

@@ -36,14 +36,8 @@ def read_all(kinesis, stream):
 
 class LargeRecords(StreamTestCase):
     def test_a_stream_raised_to_10_mib_takes_a_9_mib_record_and_reads_it_back(self):
-        self.fails(
-            "InvalidArgumentException",
-            "MaxRecordSizeInKiB is 1024",
-            self.kinesis.put_record,
-            StreamName=self.stream,
-            PartitionKey="k",
-            Data=b"x" * (2 * MIB),
-        )
+        with self.fails("InvalidArgumentException", "MaxRecordSizeInKiB is 1024"):
+            self.kinesis.put_record(StreamName=self.stream, PartitionKey="k", Data=b"x" * (2 * MIB))
         self.kinesis.update_max_record_size(StreamARN=self.arn, MaxRecordSizeInKiB=10240)
         self.kinesis.get_waiter("stream_exists").wait(StreamName=self.stream)
         summary = self.kinesis.describe_stream_summary(StreamName=self.stream)
@@ -60,13 +54,8 @@ class LargeRecords(StreamTestCase):
         summary = self.kinesis.describe_stream_summary(StreamName=stream)
         self.assertEqual(summary["StreamDescriptionSummary"]["MaxRecordSizeInKiB"], 4096)
         unchecked = kinesis_client(validate=False)
-        self.fails(
-            "ValidationException",
-            "Member must have value less than or equal to 10240",
-            unchecked.update_max_record_size,
-            StreamARN=self.arn,
-            MaxRecordSizeInKiB=20480,
-        )
+        with self.fails("ValidationException", "Member must have value less than or equal to 10240"):
+            unchecked.update_max_record_size(StreamARN=self.arn, MaxRecordSizeInKiB=20480)
 
 
 class KeylessRecords(unittest.TestCase):
@@ -131,13 +120,10 @@ class StoredSettings(StreamTestCase):
         self.assertGreater(limits["ShardLimit"], 0)
         settings = self.kinesis.describe_account_settings()
         self.assertIn("ResponseMetadata", settings)
-        self.fails(
-            "InvalidArgumentException",
-            "ON_DEMAND",
-            self.kinesis.update_stream_warm_throughput,
-            StreamName=self.stream,
-            WarmThroughputMiBps=10,
-        )
+        with self.fails("InvalidArgumentException", "ON_DEMAND"):
+            self.kinesis.update_stream_warm_throughput(
+                StreamName=self.stream, WarmThroughputMiBps=10
+            )
 
 
 if __name__ == "__main__":

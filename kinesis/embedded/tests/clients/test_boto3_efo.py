@@ -30,27 +30,13 @@ class EnhancedFanOut(StreamTestCase):
         )
         listed = self.kinesis.list_stream_consumers(StreamARN=self.arn)["Consumers"]
         self.assertEqual([c["ConsumerName"] for c in listed], ["fan"])
-        self.fails(
-            "ResourceInUseException",
-            "already exists",
-            self.kinesis.register_stream_consumer,
-            StreamARN=self.arn,
-            ConsumerName="fan",
-        )
-        self.fails(
-            "ValidationException",
-            "consumerName",
-            self.kinesis.register_stream_consumer,
-            StreamARN=self.arn,
-            ConsumerName="no spaces",
-        )
+        with self.fails("ResourceInUseException", "already exists"):
+            self.kinesis.register_stream_consumer(StreamARN=self.arn, ConsumerName="fan")
+        with self.fails("ValidationException", "consumerName"):
+            self.kinesis.register_stream_consumer(StreamARN=self.arn, ConsumerName="no spaces")
         self.kinesis.deregister_stream_consumer(ConsumerARN=consumer["ConsumerARN"])
-        self.fails(
-            "ResourceNotFoundException",
-            "not found",
-            self.kinesis.describe_stream_consumer,
-            ConsumerARN=consumer["ConsumerARN"],
-        )
+        with self.fails("ResourceNotFoundException", "not found"):
+            self.kinesis.describe_stream_consumer(ConsumerARN=consumer["ConsumerARN"])
         self.assertEqual(
             self.kinesis.list_stream_consumers(StreamARN=self.arn)["Consumers"], []
         )
@@ -73,14 +59,12 @@ class EnhancedFanOut(StreamTestCase):
         self.assertEqual(event["ContinuationSequenceNumber"], put["SequenceNumber"])
         self.assertEqual(event["MillisBehindLatest"], 0)
         answer["EventStream"].close()
-        self.fails(
-            "ResourceInUseException",
-            "less than 5 seconds ago",
-            self.kinesis.subscribe_to_shard,
-            ConsumerARN=consumer_arn,
-            ShardId="shardId-000000000000",
-            StartingPosition={"Type": "LATEST"},
-        )
+        with self.fails("ResourceInUseException", "less than 5 seconds ago"):
+            self.kinesis.subscribe_to_shard(
+                ConsumerARN=consumer_arn,
+                ShardId="shardId-000000000000",
+                StartingPosition={"Type": "LATEST"},
+            )
 
 
 if __name__ == "__main__":

@@ -14,38 +14,21 @@ class Fidelity(StreamTestCase):
     validate = False
 
     def test_validation_lists_every_violation_before_lookup(self):
-        message = self.fails(
-            "ValidationException",
-            "2 validation errors detected: ",
-            self.kinesis.put_record,
-            StreamName="x y",
-            PartitionKey="",
-            Data=b"d",
-        )
-        self.assertIn("at 'streamName'", message)
-        self.assertIn("at 'partitionKey'", message)
-        self.fails(
-            "ValidationException",
-            "at 'limit' failed to satisfy constraint",
-            self.kinesis.get_records,
-            ShardIterator="AAAA",
-            Limit=0,
-        )
-        self.fails(
-            "ValidationException",
-            "at 'sequenceNumberForOrdering'",
-            self.kinesis.put_record,
-            StreamName=self.stream,
-            PartitionKey="k",
-            Data=b"d",
-            SequenceNumberForOrdering="12ab",
-        )
-        self.fails(
-            "ResourceNotFoundException",
-            "missing-" + self.stream,
-            self.kinesis.describe_stream_summary,
-            StreamName="missing-" + self.stream,
-        )
+        with self.fails("ValidationException", "2 validation errors detected: ") as failure:
+            self.kinesis.put_record(StreamName="x y", PartitionKey="", Data=b"d")
+        self.assertIn("at 'streamName'", failure.message)
+        self.assertIn("at 'partitionKey'", failure.message)
+        with self.fails("ValidationException", "at 'limit' failed to satisfy constraint"):
+            self.kinesis.get_records(ShardIterator="AAAA", Limit=0)
+        with self.fails("ValidationException", "at 'sequenceNumberForOrdering'"):
+            self.kinesis.put_record(
+                StreamName=self.stream,
+                PartitionKey="k",
+                Data=b"d",
+                SequenceNumberForOrdering="12ab",
+            )
+        with self.fails("ResourceNotFoundException", "missing-" + self.stream):
+            self.kinesis.describe_stream_summary(StreamName="missing-" + self.stream)
 
     def test_on_demand_streams(self):
         stream = self.stream + "-elastic"
@@ -71,19 +54,12 @@ class Fidelity(StreamTestCase):
             self.assertEqual(get(), policy)
         self.kinesis.delete_resource_policy(ResourceARN=self.arn)
         self.assertEqual(get(), "{}")
-        self.fails(
-            "ResourceNotFoundException",
-            "No resource policy found",
-            self.kinesis.delete_resource_policy,
-            ResourceARN=self.arn,
-        )
-        self.fails(
-            "ResourceNotFoundException",
-            "missing",
-            self.kinesis.put_resource_policy,
-            ResourceARN=self.arn.replace(self.stream, "missing"),
-            Policy="{}",
-        )
+        with self.fails("ResourceNotFoundException", "No resource policy found"):
+            self.kinesis.delete_resource_policy(ResourceARN=self.arn)
+        with self.fails("ResourceNotFoundException", "missing"):
+            self.kinesis.put_resource_policy(
+                ResourceARN=self.arn.replace(self.stream, "missing"), Policy="{}"
+            )
 
     def test_a_quoted_iterator_reads(self):
         self.kinesis.put_record(StreamName=self.stream, PartitionKey="k", Data=b"hello")
@@ -94,13 +70,9 @@ class Fidelity(StreamTestCase):
         )["ShardIterator"]
         records = self.kinesis.get_records(ShardIterator='"%s"' % iterator)["Records"]
         self.assertEqual([record["Data"] for record in records], [b"hello"])
-        message = self.fails(
-            "InvalidArgumentException",
-            "(400 characters)",
-            self.kinesis.get_records,
-            ShardIterator="Z" * 400,
-        )
-        self.assertNotIn("Z" * 400, message)
+        with self.fails("InvalidArgumentException", "(400 characters)") as failure:
+            self.kinesis.get_records(ShardIterator="Z" * 400)
+        self.assertNotIn("Z" * 400, failure.message)
 
     def test_shard_ids_are_read_by_their_number(self):
         for given in ["shardId-000000000000", "shardId-0", "shard-0", "x-0", "0"]:
@@ -108,31 +80,19 @@ class Fidelity(StreamTestCase):
                 StreamName=self.stream, ShardId=given, ShardIteratorType="TRIM_HORIZON"
             )["ShardIterator"]
             self.assertIn("NextShardIterator", self.kinesis.get_records(ShardIterator=iterator))
-        self.fails(
-            "ResourceNotFoundException",
-            "shardId-000000000007",
-            self.kinesis.get_shard_iterator,
-            StreamName=self.stream,
-            ShardId="shardId-7",
-            ShardIteratorType="TRIM_HORIZON",
-        )
+        with self.fails("ResourceNotFoundException", "shardId-000000000007"):
+            self.kinesis.get_shard_iterator(
+                StreamName=self.stream, ShardId="shardId-7", ShardIteratorType="TRIM_HORIZON"
+            )
 
     def test_tag_rules(self):
         for key, value in [("a;b", "v"), ("k", "tab\there"), ("k", "100%")]:
-            self.fails(
-                "InvalidArgumentException",
-                "may hold only letters, digits, spaces",
-                self.kinesis.add_tags_to_stream,
-                StreamName=self.stream,
-                Tags={key: value},
+            with self.fails("InvalidArgumentException", "may hold only letters, digits, spaces"):
+                self.kinesis.add_tags_to_stream(StreamName=self.stream, Tags={key: value})
+        with self.fails("InvalidArgumentException", "one call adds at most 10"):
+            self.kinesis.add_tags_to_stream(
+                StreamName=self.stream, Tags={"k%d" % n: "v" for n in range(11)}
             )
-        self.fails(
-            "InvalidArgumentException",
-            "one call adds at most 10",
-            self.kinesis.add_tags_to_stream,
-            StreamName=self.stream,
-            Tags={"k%d" % n: "v" for n in range(11)},
-        )
         self.kinesis.add_tags_to_stream(
             StreamName=self.stream, Tags={"team name": "ops/x=+-@_."}
         )
