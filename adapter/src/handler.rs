@@ -30,10 +30,9 @@ use std::any::Any;
 use std::fmt;
 use std::future::Future;
 
-use crate::batch::{KinesisBatch, RecordMeta};
-use crate::guard::DynGuard;
+use crate::batch::RecordMeta;
 use crate::outcome::HandlerOutcome;
-use crate::settle::{self, CallBatch, CallRecord, Deadline, Options};
+use crate::settle::{self, CallBatch, CallRecord, Job};
 use crate::settlement::RecordOutcome;
 
 pub use crate::data::{FromRecordData, RawData};
@@ -285,14 +284,11 @@ impl<S: Send + Sync + 'static> SharedState for S {}
     note = "a handler is an `async fn(&T) -> HandlerOutcome`, `async fn(&T, &RecordMeta<'_>) -> HandlerOutcome` or `async fn(&[T]) -> HandlerOutcome` (or `Vec<HandlerOutcome>`), where `T: serde::de::DeserializeOwned + Send + Sync`; with `KinesisAdapter::with_state`, the same with `&S` as the first argument"
 )]
 pub trait Handler<T, Kind>: sealed::Runnable<(Kind, T)> + Send + Sync + Sized + 'static {
-    /// Settles every record of `batch`, in shard order, by the rules in `options`.
+    /// Settles every record of the job's batch, in shard order, by the job's rules.
     #[doc(hidden)]
     fn settle<'a>(
         &'a self,
-        batch: &'a KinesisBatch,
-        options: &'a Options,
-        guard: Option<&'a dyn DynGuard<T>>,
-        deadline: Deadline,
+        job: Job<'a, T>,
     ) -> impl Future<Output = Vec<RecordOutcome>> + Send + 'a;
 
     /// The state the handler borrows, if it has one.
@@ -314,12 +310,9 @@ macro_rules! settle_as {
     ($view:ident, $engine:ident) => {
         fn settle<'a>(
             &'a self,
-            batch: &'a KinesisBatch,
-            options: &'a Options,
-            guard: Option<&'a dyn DynGuard<T>>,
-            deadline: Deadline,
+            job: Job<'a, T>,
         ) -> impl Future<Output = Vec<RecordOutcome>> + Send + 'a {
-            settle::$engine($view(self), batch, options, guard, deadline)
+            settle::$engine($view(self), job)
         }
     };
     (stateful $view:ident, $engine:ident) => {

@@ -15,6 +15,6 @@ mod span;
 mod whole_batch;
 
 pub(crate) use call::{CallBatch, CallRecord};
-pub(crate) use options::{Deadline, Options};
+pub(crate) use options::{Deadline, Job, Options};
 pub(crate) use records::records;
 pub(crate) use whole_batch::whole_batch;

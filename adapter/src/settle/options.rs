@@ -2,11 +2,13 @@
 
 use std::time::{Duration, SystemTime};
 
+use crate::batch::KinesisBatch;
+use crate::guard::DynGuard;
 use crate::retry::route::RetryRoute;
 
 /// How the adapter settles a batch; set through [`KinesisAdapter`](crate::KinesisAdapter).
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     pub(crate) lanes: Option<usize>,
     pub(crate) hold_undecodable: bool,
     pub(crate) deadline_margin: Duration,
@@ -31,7 +33,7 @@ impl Default for Options {
 /// monotonic clock once, when the invocation starts. A wall clock can jump while records are
 /// handled (an NTP step), and tokio's clock is the one a test can pause and advance.
 #[derive(Debug, Clone, Copy)]
-pub struct Deadline(Option<tokio::time::Instant>);
+pub(crate) struct Deadline(Option<tokio::time::Instant>);
 
 impl Deadline {
     /// Reads the deadline of a Lambda context. A deadline of 0 (as in `Context::default()`) means
@@ -61,3 +63,21 @@ impl Deadline {
         }
     }
 }
+
+/// One batch to settle, with the rules, the guard and the deadline it is settled by: what every
+/// layer between the adapter and the engine hands on as it is.
+pub struct Job<'a, T> {
+    pub(crate) batch: &'a KinesisBatch,
+    pub(crate) options: &'a Options,
+    pub(crate) guard: Option<&'a dyn DynGuard<T>>,
+    pub(crate) deadline: Deadline,
+}
+
+// By hand: a derive would ask `T: Clone`, and a job only borrows its `T`s' guard.
+impl<T> Clone for Job<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Job<'_, T> {}

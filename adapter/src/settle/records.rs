@@ -10,12 +10,12 @@ use tracing::Instrument as _;
 
 use super::call::CallRecord;
 use super::decode::{decode, record_bytes, rejection, undecodable};
-use super::options::{Deadline, Options};
+use super::options::{Deadline, Job, Options};
 use super::outcomes::{
     GuardFailure, behind_held, guard_failed, handler_outcome, panicked, record_outcome,
 };
 use super::span::record_span;
-use crate::batch::{KinesisBatch, RecordData, RecordMeta};
+use crate::batch::{RecordData, RecordMeta};
 use crate::data::FromRecordData;
 use crate::guard::{DynGuard, Entry};
 use crate::outcome::HandlerOutcome;
@@ -28,17 +28,17 @@ use crate::settlement::{
 };
 
 /// Settles a batch with a record handler: in one lane by default, or in one lane per partition key.
-pub(crate) async fn records<T, C>(
-    handler: C,
-    batch: &KinesisBatch,
-    options: &Options,
-    guard: Option<&dyn DynGuard<T>>,
-    deadline: Deadline,
-) -> Vec<RecordOutcome>
+pub(crate) async fn records<T, C>(handler: C, job: Job<'_, T>) -> Vec<RecordOutcome>
 where
     T: FromRecordData + Send + Sync,
     C: CallRecord<T>,
 {
+    let Job {
+        batch,
+        options,
+        guard,
+        deadline,
+    } = job;
     let handler = Guarded { handler, guard };
     let Some(max_concurrent) = options.lanes else {
         return lane(&handler, batch.records(), options, deadline).await;

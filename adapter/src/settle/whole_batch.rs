@@ -5,7 +5,7 @@ use tracing::Instrument as _;
 
 use super::call::CallBatch;
 use super::decode::{decode, undecodable};
-use super::options::{Deadline, Options};
+use super::options::Job;
 use super::outcomes::{
     GuardFailure, behind_held, guard_failed, handler_outcome, panicked, record_outcome,
 };
@@ -22,17 +22,17 @@ const BEHIND: &str = "the record is held, with the records behind it";
 
 /// Settles a batch with a batch handler: one call with every decoded record (every record the
 /// guard let through, when the adapter has one).
-pub(crate) async fn whole_batch<T, C>(
-    handler: C,
-    batch: &KinesisBatch,
-    options: &Options,
-    guard: Option<&dyn DynGuard<T>>,
-    deadline: Deadline,
-) -> Vec<RecordOutcome>
+pub(crate) async fn whole_batch<T, C>(handler: C, job: Job<'_, T>) -> Vec<RecordOutcome>
 where
     T: FromRecordData + Send + Sync,
     C: CallBatch<T>,
 {
+    let Job {
+        batch,
+        options,
+        guard,
+        deadline,
+    } = job;
     let mut outcomes: Vec<Option<RecordOutcome>> = vec![None; batch.len()];
     let mut values = Vec::with_capacity(batch.len());
     let mut positions = Vec::with_capacity(batch.len());
