@@ -110,11 +110,20 @@ pub(crate) fn outcome_word(outcome: &RecordOutcome) -> &'static str {
     }
 }
 
+/// Every record's outcome, in shard order, as a line of words.
+pub(crate) fn outcome_words(settlement: &Settlement) -> String {
+    let words: Vec<&str> = settlement.outcomes().iter().map(outcome_word).collect();
+    words.join(" ")
+}
+
 /// Checks every record's outcome, in shard order, against a line of words.
 #[track_caller]
 pub(crate) fn check_outcomes(settlement: &Settlement, expected: &str) {
-    let actual: Vec<&str> = settlement.outcomes().iter().map(outcome_word).collect();
-    assert_eq!(actual.join(" "), expected, "outcomes, in shard order");
+    assert_eq!(
+        outcome_words(settlement),
+        expected,
+        "outcomes, in shard order"
+    );
 }
 
 /// The response exactly as the runtime sends it to Lambda.
