@@ -33,13 +33,11 @@ where
     T: FromRecordData + Send + Sync,
     C: CallRecord<T>,
 {
-    let Job {
-        batch,
-        options,
-        guard,
-        deadline,
-    } = job;
-    let handler = Guarded { handler, guard };
+    let handler = Guarded {
+        handler,
+        guard: job.guard,
+    };
+    let (batch, options, deadline) = (job.batch, job.options, job.deadline);
     let Some(max_concurrent) = options.lanes else {
         return lane(&handler, batch.records(), options, deadline).await;
     };
