@@ -23,4 +23,4 @@ pub use meta::RecordMeta;
 pub use pre_read::{ReadBatch, ReadBatchLayer};
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -30,10 +30,9 @@ use std::any::Any;
 use std::fmt;
 use std::future::Future;
 
-use crate::batch::{KinesisBatch, RecordMeta};
-use crate::guard::DynGuard;
+use crate::batch::RecordMeta;
 use crate::outcome::HandlerOutcome;
-use crate::settle::{self, CallBatch, CallRecord, Deadline, Options};
+use crate::settle::{self, CallBatch, CallRecord, Job};
 use crate::settlement::RecordOutcome;
 
 pub use crate::data::{FromRecordData, RawData};
@@ -285,14 +284,11 @@ impl<S: Send + Sync + 'static> SharedState for S {}
     note = "a handler is an `async fn(&T) -> HandlerOutcome`, `async fn(&T, &RecordMeta<'_>) -> HandlerOutcome` or `async fn(&[T]) -> HandlerOutcome` (or `Vec<HandlerOutcome>`), where `T: serde::de::DeserializeOwned + Send + Sync`; with `KinesisAdapter::with_state`, the same with `&S` as the first argument"
 )]
 pub trait Handler<T, Kind>: sealed::Runnable<(Kind, T)> + Send + Sync + Sized + 'static {
-    /// Settles every record of `batch`, in shard order, by the rules in `options`.
+    /// Settles every record of the job's batch, in shard order, by the job's rules.
     #[doc(hidden)]
     fn settle<'a>(
         &'a self,
-        batch: &'a KinesisBatch,
-        options: &'a Options,
-        guard: Option<&'a dyn DynGuard<T>>,
-        deadline: Deadline,
+        job: Job<'a, T>,
     ) -> impl Future<Output = Vec<RecordOutcome>> + Send + 'a;
 
     /// The state the handler borrows, if it has one.
@@ -303,29 +299,61 @@ pub trait Handler<T, Kind>: sealed::Runnable<(Kind, T)> + Send + Sync + Sized + 
 }
 
 // One `Handler` implementation per shape. Each turns the handler into the engine's view of it
-// (`CallRecord` or `CallBatch`) and hands it to the engine that settles that shape.
+// (`CallRecord` or `CallBatch`) and hands it to the engine that settles that shape. The headers
+// are written out, not generated, because the compiler quotes them when a function is not a
+// handler (see tests/ui); `settle_as!` writes the bodies, which are the same but for the view and
+// the engine.
 
-impl<T, H> sealed::Runnable<(kind::Record, T)> for H where H: for<'a> RecordHandler<'a, T> {}
+/// The body of a [`Handler`] implementation: settle through `settle::$engine` with the handler
+/// seen as `$view`; with `stateful`, the state is also lent out through [`Handler::state`].
+macro_rules! settle_as {
+    ($view:ident, $engine:ident) => {
+        fn settle<'a>(
+            &'a self,
+            job: Job<'a, T>,
+        ) -> impl Future<Output = Vec<RecordOutcome>> + Send + 'a {
+            settle::$engine($view(self), job)
+        }
+    };
+    (stateful $view:ident, $engine:ident) => {
+        settle_as!($view, $engine);
+
+        fn state(&self) -> Option<&(dyn Any + Send + Sync)> {
+            Some(&self.state)
+        }
+    };
+}
+
+/// Seals each shape: [`Handler`] is implemented only for the handlers of this module.
+macro_rules! seal {
+    ($($kind:ty => $shape:ident),+) => {$(
+        impl<T, H> sealed::Runnable<($kind, T)> for H where H: for<'a> $shape<'a, T> {}
+    )+};
+    (stateful $($kind:ty => $shape:ident),+) => {$(
+        impl<S, T, H> sealed::Runnable<(kind::Stateful<$kind>, T)> for WithState<S, H> where
+            H: for<'a> $shape<'a, S, T>
+        {
+        }
+    )+};
+}
+
+seal!(
+    kind::Record => RecordHandler,
+    kind::RecordWithMeta => RecordMetaHandler,
+    kind::Batch => BatchHandler
+);
+seal!(stateful
+    kind::Record => StatefulRecordHandler,
+    kind::RecordWithMeta => StatefulRecordMetaHandler,
+    kind::Batch => StatefulBatchHandler
+);
 
 impl<T, H> Handler<T, kind::Record> for H
 where
     H: for<'a> RecordHandler<'a, T> + 'static,
     T: FromRecordData + Send + Sync + 'static,
 {
-    fn settle<'a>(
-        &'a self,
-        batch: &'a KinesisBatch,
-        options: &'a Options,
-        guard: Option<&'a dyn DynGuard<T>>,
-        deadline: Deadline,
-    ) -> impl Future<Output = Vec<RecordOutcome>> + Send + 'a {
-        settle::records(Plain(self), batch, options, guard, deadline)
-    }
-}
-
-impl<T, H> sealed::Runnable<(kind::RecordWithMeta, T)> for H where
-    H: for<'a> RecordMetaHandler<'a, T>
-{
+    settle_as!(Plain, records);
 }
 
 impl<T, H> Handler<T, kind::RecordWithMeta> for H
@@ -333,38 +361,15 @@ where
     H: for<'a> RecordMetaHandler<'a, T> + 'static,
     T: FromRecordData + Send + Sync + 'static,
 {
-    fn settle<'a>(
-        &'a self,
-        batch: &'a KinesisBatch,
-        options: &'a Options,
-        guard: Option<&'a dyn DynGuard<T>>,
-        deadline: Deadline,
-    ) -> impl Future<Output = Vec<RecordOutcome>> + Send + 'a {
-        settle::records(WithMeta(self), batch, options, guard, deadline)
-    }
+    settle_as!(WithMeta, records);
 }
-
-impl<T, H> sealed::Runnable<(kind::Batch, T)> for H where H: for<'a> BatchHandler<'a, T> {}
 
 impl<T, H> Handler<T, kind::Batch> for H
 where
     H: for<'a> BatchHandler<'a, T> + 'static,
     T: FromRecordData + Send + Sync + 'static,
 {
-    fn settle<'a>(
-        &'a self,
-        batch: &'a KinesisBatch,
-        options: &'a Options,
-        guard: Option<&'a dyn DynGuard<T>>,
-        deadline: Deadline,
-    ) -> impl Future<Output = Vec<RecordOutcome>> + Send + 'a {
-        settle::whole_batch(WholeBatch(self), batch, options, guard, deadline)
-    }
-}
-
-impl<S, T, H> sealed::Runnable<(kind::Stateful<kind::Record>, T)> for WithState<S, H> where
-    H: for<'a> StatefulRecordHandler<'a, S, T>
-{
+    settle_as!(WholeBatch, whole_batch);
 }
 
 impl<S, T, H> Handler<T, kind::Stateful<kind::Record>> for WithState<S, H>
@@ -373,24 +378,7 @@ where
     H: for<'a> StatefulRecordHandler<'a, S, T> + 'static,
     T: FromRecordData + Send + Sync + 'static,
 {
-    fn settle<'a>(
-        &'a self,
-        batch: &'a KinesisBatch,
-        options: &'a Options,
-        guard: Option<&'a dyn DynGuard<T>>,
-        deadline: Deadline,
-    ) -> impl Future<Output = Vec<RecordOutcome>> + Send + 'a {
-        settle::records(StatefulPlain(self), batch, options, guard, deadline)
-    }
-
-    fn state(&self) -> Option<&(dyn Any + Send + Sync)> {
-        Some(&self.state)
-    }
-}
-
-impl<S, T, H> sealed::Runnable<(kind::Stateful<kind::RecordWithMeta>, T)> for WithState<S, H> where
-    H: for<'a> StatefulRecordMetaHandler<'a, S, T>
-{
+    settle_as!(stateful StatefulPlain, records);
 }
 
 impl<S, T, H> Handler<T, kind::Stateful<kind::RecordWithMeta>> for WithState<S, H>
@@ -399,24 +387,7 @@ where
     H: for<'a> StatefulRecordMetaHandler<'a, S, T> + 'static,
     T: FromRecordData + Send + Sync + 'static,
 {
-    fn settle<'a>(
-        &'a self,
-        batch: &'a KinesisBatch,
-        options: &'a Options,
-        guard: Option<&'a dyn DynGuard<T>>,
-        deadline: Deadline,
-    ) -> impl Future<Output = Vec<RecordOutcome>> + Send + 'a {
-        settle::records(StatefulWithMeta(self), batch, options, guard, deadline)
-    }
-
-    fn state(&self) -> Option<&(dyn Any + Send + Sync)> {
-        Some(&self.state)
-    }
-}
-
-impl<S, T, H> sealed::Runnable<(kind::Stateful<kind::Batch>, T)> for WithState<S, H> where
-    H: for<'a> StatefulBatchHandler<'a, S, T>
-{
+    settle_as!(stateful StatefulWithMeta, records);
 }
 
 impl<S, T, H> Handler<T, kind::Stateful<kind::Batch>> for WithState<S, H>
@@ -425,117 +396,72 @@ where
     H: for<'a> StatefulBatchHandler<'a, S, T> + 'static,
     T: FromRecordData + Send + Sync + 'static,
 {
-    fn settle<'a>(
-        &'a self,
-        batch: &'a KinesisBatch,
-        options: &'a Options,
-        guard: Option<&'a dyn DynGuard<T>>,
-        deadline: Deadline,
-    ) -> impl Future<Output = Vec<RecordOutcome>> + Send + 'a {
-        settle::whole_batch(StatefulWholeBatch(self), batch, options, guard, deadline)
-    }
-
-    fn state(&self) -> Option<&(dyn Any + Send + Sync)> {
-        Some(&self.state)
-    }
+    settle_as!(stateful StatefulWholeBatch, whole_batch);
 }
 
-/// A [`RecordHandler`] seen as the engine calls record handlers.
-struct Plain<'h, H>(&'h H);
+/// Defines the engine's view of one handler shape: `$view` borrows the handler (`H`, or with
+/// `<S>` a [`WithState`]) and implements `$engine::$method` by calling it as `$call` (with the
+/// borrowed handler named `$this`) and turning what it returns into an outcome with `$into`.
+macro_rules! engine_view {
+    (
+        $(#[$doc:meta])*
+        $view:ident<$($state:ident)?>: $shape:ident => $engine:ident::$method:ident(
+            $($arg:ident: $ty:ty),+
+        ) -> $outcome:ty, |$this:ident| $call:expr, $into:ident
+    ) => {
+        $(#[$doc])*
+        struct $view<'h, $($state,)? H>(&'h engine_view!(@target $($state)?));
 
-impl<T: Sync, H> CallRecord<T> for Plain<'_, H>
-where
-    H: for<'a> RecordHandler<'a, T>,
-{
-    fn call_record<'r>(
-        &'r self,
-        record: &'r T,
-        _meta: &'r RecordMeta<'r>,
-    ) -> impl Future<Output = Result<HandlerOutcome, HandlerError>> + Send + 'r {
-        let future = self.0.call(record);
-        async move { future.await.into_outcome() }
-    }
+        impl<$($state: Sync,)? T: Sync, H> $engine<T> for $view<'_, $($state,)? H>
+        where
+            H: for<'a> $shape<'a, $($state,)? T>,
+        {
+            fn $method<'r>(
+                &'r self,
+                $($arg: $ty),+
+            ) -> impl Future<Output = Result<$outcome, HandlerError>> + Send + 'r {
+                let $this = self.0;
+                let future = $call;
+                async move { future.await.$into() }
+            }
+        }
+    };
+    (@target) => { H };
+    (@target $state:ident) => { WithState<$state, H> };
 }
 
-/// A [`RecordMetaHandler`] seen as the engine calls record handlers.
-struct WithMeta<'h, H>(&'h H);
-
-impl<T: Sync, H> CallRecord<T> for WithMeta<'_, H>
-where
-    H: for<'a> RecordMetaHandler<'a, T>,
-{
-    fn call_record<'r>(
-        &'r self,
-        record: &'r T,
-        meta: &'r RecordMeta<'r>,
-    ) -> impl Future<Output = Result<HandlerOutcome, HandlerError>> + Send + 'r {
-        let future = self.0.call(record, meta);
-        async move { future.await.into_outcome() }
-    }
+engine_view! {
+    /// A [`RecordHandler`] seen as the engine calls record handlers.
+    Plain<>: RecordHandler => CallRecord::call_record(record: &'r T, _meta: &'r RecordMeta<'r>)
+        -> HandlerOutcome, |handler| handler.call(record), into_outcome
 }
 
-/// A [`StatefulRecordHandler`] and its state, seen as the engine calls record handlers.
-struct StatefulPlain<'h, S, H>(&'h WithState<S, H>);
-
-impl<S: Sync, T: Sync, H> CallRecord<T> for StatefulPlain<'_, S, H>
-where
-    H: for<'a> StatefulRecordHandler<'a, S, T>,
-{
-    fn call_record<'r>(
-        &'r self,
-        record: &'r T,
-        _meta: &'r RecordMeta<'r>,
-    ) -> impl Future<Output = Result<HandlerOutcome, HandlerError>> + Send + 'r {
-        let future = self.0.handler.call(&self.0.state, record);
-        async move { future.await.into_outcome() }
-    }
+engine_view! {
+    /// A [`RecordMetaHandler`] seen as the engine calls record handlers.
+    WithMeta<>: RecordMetaHandler => CallRecord::call_record(record: &'r T, meta: &'r RecordMeta<'r>)
+        -> HandlerOutcome, |handler| handler.call(record, meta), into_outcome
 }
 
-/// A [`StatefulRecordMetaHandler`] and its state, seen as the engine calls record handlers.
-struct StatefulWithMeta<'h, S, H>(&'h WithState<S, H>);
-
-impl<S: Sync, T: Sync, H> CallRecord<T> for StatefulWithMeta<'_, S, H>
-where
-    H: for<'a> StatefulRecordMetaHandler<'a, S, T>,
-{
-    fn call_record<'r>(
-        &'r self,
-        record: &'r T,
-        meta: &'r RecordMeta<'r>,
-    ) -> impl Future<Output = Result<HandlerOutcome, HandlerError>> + Send + 'r {
-        let future = self.0.handler.call(&self.0.state, record, meta);
-        async move { future.await.into_outcome() }
-    }
+engine_view! {
+    /// A [`StatefulRecordHandler`] and its state, seen as the engine calls record handlers.
+    StatefulPlain<S>: StatefulRecordHandler => CallRecord::call_record(record: &'r T, _meta: &'r RecordMeta<'r>)
+        -> HandlerOutcome, |pair| pair.handler.call(&pair.state, record), into_outcome
 }
 
-/// A [`BatchHandler`] seen as the engine calls batch handlers.
-struct WholeBatch<'h, H>(&'h H);
-
-impl<T: Sync, H> CallBatch<T> for WholeBatch<'_, H>
-where
-    H: for<'a> BatchHandler<'a, T>,
-{
-    fn call_batch<'r>(
-        &'r self,
-        records: &'r [T],
-    ) -> impl Future<Output = Result<BatchOutcome, HandlerError>> + Send + 'r {
-        let future = self.0.call(records);
-        async move { future.await.into_batch_outcome() }
-    }
+engine_view! {
+    /// A [`StatefulRecordMetaHandler`] and its state, seen as the engine calls record handlers.
+    StatefulWithMeta<S>: StatefulRecordMetaHandler => CallRecord::call_record(record: &'r T, meta: &'r RecordMeta<'r>)
+        -> HandlerOutcome, |pair| pair.handler.call(&pair.state, record, meta), into_outcome
 }
 
-/// A [`StatefulBatchHandler`] and its state, seen as the engine calls batch handlers.
-struct StatefulWholeBatch<'h, S, H>(&'h WithState<S, H>);
+engine_view! {
+    /// A [`BatchHandler`] seen as the engine calls batch handlers.
+    WholeBatch<>: BatchHandler => CallBatch::call_batch(records: &'r [T])
+        -> BatchOutcome, |handler| handler.call(records), into_batch_outcome
+}
 
-impl<S: Sync, T: Sync, H> CallBatch<T> for StatefulWholeBatch<'_, S, H>
-where
-    H: for<'a> StatefulBatchHandler<'a, S, T>,
-{
-    fn call_batch<'r>(
-        &'r self,
-        records: &'r [T],
-    ) -> impl Future<Output = Result<BatchOutcome, HandlerError>> + Send + 'r {
-        let future = self.0.handler.call(&self.0.state, records);
-        async move { future.await.into_batch_outcome() }
-    }
+engine_view! {
+    /// A [`StatefulBatchHandler`] and its state, seen as the engine calls batch handlers.
+    StatefulWholeBatch<S>: StatefulBatchHandler => CallBatch::call_batch(records: &'r [T])
+        -> BatchOutcome, |pair| pair.handler.call(&pair.state, records), into_batch_outcome
 }

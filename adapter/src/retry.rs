@@ -72,6 +72,20 @@ mod tests {
         }
     }
 
+    /// The envelope of a first retry, with no data and no reason, written at `now`.
+    fn first_retry(now: SystemTime) -> Envelope {
+        plan(Some(1), false).envelope(
+            Hop::Retry {
+                stream: "r",
+                attempt: 1,
+            },
+            origin(),
+            vec![],
+            String::new(),
+            now,
+        )
+    }
+
     #[test]
     fn a_held_record_goes_to_the_retry_stream_until_the_cap_then_to_the_dead_letter_stream() {
         let plan = plan(Some(3), true);
@@ -171,16 +185,7 @@ mod tests {
             Envelope::from_slice(br#"{"id":7}"#),
             Err(EnvelopeError::Malformed(_))
         ));
-        let mut envelope = plan(Some(1), false).envelope(
-            Hop::Retry {
-                stream: "r",
-                attempt: 1,
-            },
-            origin(),
-            vec![],
-            String::new(),
-            SystemTime::now(),
-        );
+        let mut envelope = first_retry(SystemTime::now());
         envelope.lambda_kinesis_envelope = 2;
         let error = Envelope::from_slice(&envelope.to_vec()).expect_err("version 2");
         assert_eq!(
@@ -193,16 +198,7 @@ mod tests {
     fn a_retry_waits_until_its_time_and_not_after() {
         let envelope = Envelope {
             retry_at_millis: Some(10_000),
-            ..plan(Some(1), false).envelope(
-                Hop::Retry {
-                    stream: "r",
-                    attempt: 1,
-                },
-                origin(),
-                vec![],
-                String::new(),
-                SystemTime::UNIX_EPOCH,
-            )
+            ..first_retry(SystemTime::UNIX_EPOCH)
         };
         let at = |millis| SystemTime::UNIX_EPOCH + Duration::from_millis(millis);
         assert_eq!(

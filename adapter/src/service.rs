@@ -14,7 +14,7 @@ use lambda_runtime::{Context, LambdaEvent};
 use crate::batch::{KinesisBatch, ReadBatchLayer};
 use crate::guard::{DynGuard, RecordGuard};
 use crate::handler::{Handler, SharedState, WithState};
-use crate::settle::{Deadline, Options};
+use crate::settle::{Deadline, Job, Options};
 use crate::settlement::{RecordOutcome, Settlement};
 use crate::wire::{AdapterError, BatchResponse};
 
@@ -49,10 +49,7 @@ pub struct KinesisAdapter<T> {
 trait Settle<T>: Send + Sync {
     fn settle<'a>(
         &'a self,
-        batch: &'a KinesisBatch,
-        options: &'a Options,
-        guard: Option<&'a dyn DynGuard<T>>,
-        deadline: Deadline,
+        job: Job<'a, T>,
     ) -> Pin<Box<dyn Future<Output = Vec<RecordOutcome>> + Send + 'a>>;
 
     fn state(&self) -> Option<&(dyn Any + Send + Sync)>;
@@ -71,12 +68,9 @@ where
 {
     fn settle<'a>(
         &'a self,
-        batch: &'a KinesisBatch,
-        options: &'a Options,
-        guard: Option<&'a dyn DynGuard<T>>,
-        deadline: Deadline,
+        job: Job<'a, T>,
     ) -> Pin<Box<dyn Future<Output = Vec<RecordOutcome>> + Send + 'a>> {
-        Box::pin(self.0.settle(batch, options, guard, deadline))
+        Box::pin(self.0.settle(job))
     }
 
     fn state(&self) -> Option<&(dyn Any + Send + Sync)> {
@@ -266,12 +260,12 @@ impl<T: 'static> KinesisAdapter<T> {
     /// Settles a batch as one invocation with `context` would, without Lambda.
     pub async fn settle(&self, batch: impl Into<KinesisBatch>, context: &Context) -> Settlement {
         let batch = batch.into();
-        let settle = self.handler.settle(
-            &batch,
-            &self.options,
-            self.guard.as_deref(),
-            Deadline::of(context),
-        );
+        let settle = self.handler.settle(Job {
+            batch: &batch,
+            options: &self.options,
+            guard: self.guard.as_deref(),
+            deadline: Deadline::of(context),
+        });
         let outcomes = crate::invocation::scope(context, settle).await;
         Settlement::new(batch, outcomes)
     }

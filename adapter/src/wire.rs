@@ -322,19 +322,7 @@ mod tests {
             }],
         );
         let written: serde_json::Value = serde_json::from_slice(&out).unwrap();
-        let lambda: serde_json::Value = serde_json::from_str(
-            r#"{"Records":[{
-            "kinesis":{"kinesisSchemaVersion":"1.0","partitionKey":"1",
-                "sequenceNumber":"49590338271490256608559692538361571095921575989136588898",
-                "data":"SGVsbG8sIHRoaXMgaXMgYSB0ZXN0Lg==","approximateArrivalTimestamp":1545084650.987},
-            "eventSource":"aws:kinesis","eventVersion":"1.0",
-            "eventID":"shardId-000000000006:49590338271490256608559692538361571095921575989136588898",
-            "eventName":"aws:kinesis:record",
-            "invokeIdentityArn":"arn:aws:iam::123456789012:role/lambda-role",
-            "awsRegion":"us-east-2",
-            "eventSourceARN":"arn:aws:kinesis:us-east-2:123456789012:stream/lambda-stream"}]}"#,
-        )
-        .unwrap();
+        let lambda: serde_json::Value = serde_json::from_str(crate::batch::tests::EVENT).unwrap();
         assert_eq!(written, lambda);
         assert!(
             String::from_utf8(out)

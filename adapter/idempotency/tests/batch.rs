@@ -8,7 +8,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{Clock, Failing, Shipment, event, in_progress_elsewhere, shipment};
+use common::{Clock, Failing, Run, Shipment, event, in_progress_elsewhere, shipment};
 use lambda_kinesis::HandlerOutcome;
 use lambda_kinesis::lambda_runtime::Context;
 use lambda_kinesis::settlement::Settlement;
@@ -68,22 +68,7 @@ async fn settle<St: Store>(
         .await
 }
 
-/// One store, ledger and clock across deliveries.
-struct Run {
-    store: Arc<MemoryStore>,
-    ledger: Arc<Ledger>,
-    clock: Clock,
-}
-
-impl Run {
-    fn new() -> Self {
-        Self {
-            store: Arc::new(MemoryStore::new()),
-            ledger: Arc::default(),
-            clock: Clock::at(1_000_000),
-        }
-    }
-
+impl Run<Ledger> {
     async fn settle(&self, shipments: &[Shipment]) -> String {
         settle(self.store.clone(), &self.ledger, &self.clock, shipments)
             .await
@@ -186,28 +171,30 @@ async fn a_miscount_is_named_with_the_records_the_handler_was_given() {
     );
 }
 
-#[tokio::test]
-async fn a_store_that_cannot_take_a_key_holds_the_batch_unrun() {
+/// Settles `shipments` once over a [`Failing`] store (taking fails when `take_fails`, else
+/// only storing the outcome): the summary, and the batches the handler booked.
+async fn settle_failing(take_fails: bool, shipments: &[Shipment]) -> (String, Vec<Vec<u64>>) {
     let ledger = Arc::default();
     let store = Failing {
-        take_fails: true,
+        take_fails,
         inner: MemoryStore::new(),
     };
+    let settlement = settle(store, &ledger, &Clock::at(1_000_000), shipments).await;
+    (settlement.summary(), ledger.batches())
+}
+
+#[tokio::test]
+async fn a_store_that_cannot_take_a_key_holds_the_batch_unrun() {
     let shipments = [shipment(1, "dhl"), shipment(2, "dhl")];
-    let settlement = settle(store, &ledger, &Clock::at(1_000_000), &shipments).await;
-    assert_eq!(settlement.summary(), "hold hold");
-    assert_eq!(ledger.batches(), Vec::<Vec<u64>>::new());
+    let (summary, booked) = settle_failing(true, &shipments).await;
+    assert_eq!(summary, "hold hold");
+    assert_eq!(booked, Vec::<Vec<u64>>::new());
 }
 
 #[tokio::test]
 async fn an_outcome_that_cannot_be_stored_still_settles_the_batch() {
-    let ledger = Arc::default();
-    let store = Failing {
-        take_fails: false,
-        inner: MemoryStore::new(),
-    };
     let shipments = [shipment(1, "dhl"), shipment(2, "never")];
-    let settlement = settle(store, &ledger, &Clock::at(1_000_000), &shipments).await;
-    assert_eq!(settlement.summary(), "ack drop");
-    assert_eq!(ledger.batches(), [vec![1, 2]]);
+    let (summary, booked) = settle_failing(false, &shipments).await;
+    assert_eq!(summary, "ack drop");
+    assert_eq!(booked, [vec![1, 2]]);
 }

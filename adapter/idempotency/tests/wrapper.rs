@@ -7,7 +7,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use common::{Clock, Shipment, event, in_progress_elsewhere, shipment};
+use common::{Clock, Run, Shipment, event, in_progress_elsewhere, shipment};
 use lambda_kinesis::testing::{TestEvent, context_with_deadline};
 use lambda_kinesis::{HandlerOutcome, RecordMeta};
 use lambda_kinesis_idempotency::{
@@ -58,21 +58,7 @@ fn adapter(
         .into_adapter()
 }
 
-struct Run {
-    store: Arc<MemoryStore>,
-    ledger: Arc<Ledger>,
-    clock: Clock,
-}
-
-impl Run {
-    fn new() -> Self {
-        Self {
-            store: Arc::new(MemoryStore::new()),
-            ledger: Arc::new(Ledger::default()),
-            clock: Clock::at(1_000_000),
-        }
-    }
-
+impl Run<Ledger> {
     async fn settle(&self, shipments: &[Shipment]) -> String {
         adapter(self.store.clone(), self.ledger.clone(), &self.clock)
             .settle(

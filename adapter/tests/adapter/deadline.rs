@@ -66,13 +66,7 @@ async fn the_default_margin_is_half_a_second() {
 #[tokio::test(start_paused = true)]
 async fn a_deadline_already_too_close_starts_nothing() {
     let calls = Calls::default();
-    let handler = {
-        let calls = calls.clone();
-        move |n: &u32| {
-            calls.push(*n);
-            std::future::ready(HandlerOutcome::ack())
-        }
-    };
+    let handler = calls.noting_handler(|_: &u32| HandlerOutcome::ack());
     let event = five_records();
     let settlement = KinesisAdapter::new(handler)
         .settle(

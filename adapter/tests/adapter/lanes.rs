@@ -137,9 +137,13 @@ async fn each_key_keeps_its_shard_order() {
     );
 }
 
-#[tokio::test(start_paused = true)]
-async fn lanes_really_run_concurrently() {
-    // Both records wait for each other: handled one after the other, they would wait forever.
+/// Settles two records, of partition keys `first` and `second`, in two lanes with a handler in
+/// which each waits for the other; with time paused, a deadlock makes the runtime idle, which
+/// gives up at once (`Err`).
+async fn two_records_that_wait_for_each_other(
+    first: &str,
+    second: &str,
+) -> Result<Settlement, tokio::time::error::Elapsed> {
     let barrier = Arc::new(Barrier::new(2));
     let handler = move |_: &u32| {
         let barrier = Arc::clone(&barrier);
@@ -148,35 +152,29 @@ async fn lanes_really_run_concurrently() {
             HandlerOutcome::ack()
         }
     };
-    let event = TestEvent::new().json_keyed("a", &1).json_keyed("b", &2);
+    let event = TestEvent::new()
+        .json_keyed(first, &1)
+        .json_keyed(second, &2);
     let adapter = KinesisAdapter::new(handler).per_key_lanes(2);
-    // With time paused, a deadlock makes the runtime idle, which fires the timeout at once.
-    let settlement = tokio::time::timeout(
+    tokio::time::timeout(
         Duration::from_secs(60),
         adapter.settle(KinesisBatch::from(&event), &Context::default()),
     )
     .await
-    .expect("the two keys were handled at the same time");
+}
+
+#[tokio::test(start_paused = true)]
+async fn lanes_really_run_concurrently() {
+    // Handled one after the other, the two records would wait forever.
+    let settlement = two_records_that_wait_for_each_other("a", "b")
+        .await
+        .expect("the two keys were handled at the same time");
     check_outcomes(&settlement, "ack ack");
 }
 
 #[tokio::test(start_paused = true)]
 async fn the_same_key_is_never_handled_concurrently() {
-    let barrier = Arc::new(Barrier::new(2));
-    let handler = move |_: &u32| {
-        let barrier = Arc::clone(&barrier);
-        async move {
-            barrier.wait().await;
-            HandlerOutcome::ack()
-        }
-    };
-    let event = TestEvent::new().json_keyed("a", &1).json_keyed("a", &2);
-    let adapter = KinesisAdapter::new(handler).per_key_lanes(2);
-    let waited = tokio::time::timeout(
-        Duration::from_secs(60),
-        adapter.settle(KinesisBatch::from(&event), &Context::default()),
-    )
-    .await;
+    let waited = two_records_that_wait_for_each_other("a", "a").await;
     assert!(waited.is_err(), "two records of one key met at the barrier");
 }
 

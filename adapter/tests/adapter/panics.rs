@@ -56,16 +56,12 @@ async fn a_panic_inside_the_future_holds_that_record_only() {
 #[tokio::test]
 async fn a_panic_before_the_future_exists_holds_that_record_only() {
     let calls = Calls::default();
-    let handler = {
-        let calls = calls.clone();
-        move |n: &u32| {
-            calls.push(*n);
-            if *n == 13 {
-                panic!("{n} refused at the door");
-            }
-            std::future::ready(HandlerOutcome::ack())
+    let handler = calls.noting_handler(|n: &u32| {
+        if *n == 13 {
+            panic!("{n} refused at the door");
         }
-    };
+        HandlerOutcome::ack()
+    });
     let settlement = settle(handler, TestEvent::new().json(&1).json(&13).json(&2)).await;
     check_outcomes(&settlement, "ack panic skip");
     assert_eq!(

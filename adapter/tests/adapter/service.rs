@@ -81,13 +81,7 @@ impl<S: Service<R>, R> Service<R> for Counted<S> {
 #[tokio::test]
 async fn an_event_that_mixes_shards_is_a_function_error() {
     let calls = Calls::default();
-    let handler = {
-        let calls = calls.clone();
-        move |decision: &Decision| {
-            calls.push(*decision);
-            std::future::ready(decision.outcome())
-        }
-    };
+    let handler = calls.noting_handler(|decision: &Decision| decision.outcome());
     // Two one-shard events spliced into one.
     let json = |event: TestEvent| -> serde_json::Value {
         serde_json::from_slice(&event.to_json()).unwrap()
@@ -144,13 +138,7 @@ async fn an_empty_event_is_answered_with_an_empty_response() {
 #[tokio::test]
 async fn the_adapter_is_a_cloneable_service_that_shares_its_handler() {
     let calls = Calls::default();
-    let handler = {
-        let calls = calls.clone();
-        move |decision: &Decision| {
-            calls.push(*decision);
-            std::future::ready(decision.outcome())
-        }
-    };
+    let handler = calls.noting_handler(|decision: &Decision| decision.outcome());
     let adapter = KinesisAdapter::new(handler);
     let (first, second) = (adapter.clone(), adapter);
     first

@@ -7,7 +7,7 @@ use lambda_kinesis::testing::{TestEvent, settle};
 use lambda_kinesis::{HandlerOutcome, RawData, RecordMeta};
 use serde::{Deserialize, Serialize};
 
-use crate::support::{Calls, check_outcomes};
+use crate::support::{Calls, check_outcomes, outcome_words};
 
 /// An event of three numbers, 1, 2 and 3: the handlers below hold the record of 2.
 fn one_two_three() -> TestEvent {
@@ -216,30 +216,38 @@ async fn batch_handlers_settle_one_outcome_for_all_or_one_per_record() {
     check_outcomes(&each, "ack hold drop");
     assert_eq!(each.cut().map(|cut| cut.index), Some(1));
     // The same inside a `Result`; an `Err` holds the batch from its first record.
-    check_outcomes(
-        &settle(batch_result_each, &with_two).await,
-        "error skip skip",
-    );
-    check_outcomes(
-        &settle(batch_result_each, &without_two).await,
-        "ack ack ack",
-    );
-    check_outcomes(
-        &settle(batch_result_all, &with_two).await,
-        "error skip skip",
-    );
-    check_outcomes(
-        &settle(batch_result_all, &without_two).await,
-        "drop drop drop",
-    );
-    check_outcomes(
-        &settle(batch_result_unit, &with_two).await,
-        "error skip skip",
-    );
-    check_outcomes(
-        &settle(batch_result_unit, &without_two).await,
-        "ack ack ack",
-    );
+    let results = [
+        (
+            "Result<Vec<_>, _>",
+            settle(batch_result_each, &with_two).await,
+            settle(batch_result_each, &without_two).await,
+            "ack ack ack",
+        ),
+        (
+            "Result<HandlerOutcome, _>",
+            settle(batch_result_all, &with_two).await,
+            settle(batch_result_all, &without_two).await,
+            "drop drop drop",
+        ),
+        (
+            "Result<(), _>",
+            settle(batch_result_unit, &with_two).await,
+            settle(batch_result_unit, &without_two).await,
+            "ack ack ack",
+        ),
+    ];
+    for (returns, failed, succeeded, expected) in results {
+        assert_eq!(
+            outcome_words(&failed),
+            "error skip skip",
+            "a batch handler returning {returns}, with a two"
+        );
+        assert_eq!(
+            outcome_words(&succeeded),
+            expected,
+            "a batch handler returning {returns}, without a two"
+        );
+    }
 }
 
 #[tokio::test]

@@ -4,6 +4,7 @@
 
 use std::sync::Mutex;
 
+use lambda_kinesis::handler::{Handler, WithState};
 use lambda_kinesis::lambda_runtime::Context;
 use lambda_kinesis::testing::{TestEvent, settle_with_state};
 use lambda_kinesis::{HandlerOutcome, KinesisAdapter, RecordMeta};
@@ -82,43 +83,49 @@ fn dhl_ups() -> Vec<(String, u64)> {
     vec![("dhl".to_owned(), 1), ("ups".to_owned(), 2)]
 }
 
+/// Settles [`parcels`] with `handler` and new carriers as its state: the settlement's summary,
+/// and what the carriers booked.
+async fn ship_parcels<H, K>(handler: H) -> (String, Vec<(String, u64)>)
+where
+    WithState<Carriers, H>: Handler<Parcel, K>,
+    K: 'static,
+{
+    let adapter = KinesisAdapter::with_state(Carriers::default(), handler);
+    let settlement = adapter.settle(&parcels(), &Context::default()).await;
+    (settlement.summary(), booked_by(&adapter))
+}
+
 #[tokio::test]
 async fn a_record_handler_borrows_its_state_and_the_record() {
-    let adapter = KinesisAdapter::with_state(Carriers::default(), ship);
-    let settlement = adapter.settle(&parcels(), &Context::default()).await;
-    assert_eq!(settlement.summary(), "ack ack hold skip");
-    assert_eq!(booked_by(&adapter), dhl_ups());
+    let (summary, booked) = ship_parcels(ship).await;
+    assert_eq!(summary, "ack ack hold skip");
+    assert_eq!(booked, dhl_ups());
 }
 
 #[tokio::test]
 async fn a_record_handler_with_metadata_borrows_its_state_the_record_and_the_metadata() {
-    let adapter = KinesisAdapter::with_state(Carriers::default(), ship_with_meta);
-    let settlement = adapter.settle(&parcels(), &Context::default()).await;
-    assert_eq!(settlement.summary(), "ack ack hold skip");
-    assert_eq!(booked_by(&adapter), dhl_ups());
+    let (summary, booked) = ship_parcels(ship_with_meta).await;
+    assert_eq!(summary, "ack ack hold skip");
+    assert_eq!(booked, dhl_ups());
 }
 
 #[tokio::test]
 async fn a_batch_handler_borrows_its_state_and_the_records() {
-    let adapter = KinesisAdapter::with_state(Carriers::default(), ship_all);
-    let settlement = adapter.settle(&parcels(), &Context::default()).await;
-    assert_eq!(settlement.summary(), "ack ack hold ack");
-    let mut booked = dhl_ups();
-    booked.push(("dhl".to_owned(), 4));
-    assert_eq!(booked_by(&adapter), booked);
+    let (summary, booked) = ship_parcels(ship_all).await;
+    assert_eq!(summary, "ack ack hold ack");
+    let mut expected = dhl_ups();
+    expected.push(("dhl".to_owned(), 4));
+    assert_eq!(booked, expected);
 }
 
 #[tokio::test]
 async fn an_async_closure_borrows_its_state_and_the_record() {
-    let adapter = KinesisAdapter::with_state(
-        Carriers::default(),
-        async |carriers: &Carriers, parcel: &Parcel| {
-            carriers.book(&parcel.carrier, parcel.id).await
-        },
-    );
-    let settlement = adapter.settle(&parcels(), &Context::default()).await;
-    assert_eq!(settlement.summary(), "ack ack hold skip");
-    assert_eq!(booked_by(&adapter), dhl_ups());
+    let (summary, booked) = ship_parcels(async |carriers: &Carriers, parcel: &Parcel| {
+        carriers.book(&parcel.carrier, parcel.id).await
+    })
+    .await;
+    assert_eq!(summary, "ack ack hold skip");
+    assert_eq!(booked, dhl_ups());
 }
 
 #[tokio::test]

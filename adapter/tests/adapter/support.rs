@@ -78,6 +78,21 @@ impl<T: Clone> Calls<T> {
     }
 }
 
+impl<T: Clone + Send + 'static> Calls<T> {
+    /// A record handler that notes each record it is handed here, then answers at once with
+    /// what `decide` says (a panic in `decide` comes before the handler's future exists).
+    pub(crate) fn noting_handler(
+        &self,
+        decide: impl Fn(&T) -> HandlerOutcome + Send + Sync + 'static,
+    ) -> impl Fn(&T) -> std::future::Ready<HandlerOutcome> + Send + Sync + 'static {
+        let calls = self.clone();
+        move |record: &T| {
+            calls.push(record.clone());
+            std::future::ready(decide(record))
+        }
+    }
+}
+
 /// One word per record outcome, so a whole settlement reads as a line: `"ack drop hold skip"`.
 pub(crate) fn outcome_word(outcome: &RecordOutcome) -> &'static str {
     match outcome {
@@ -95,11 +110,20 @@ pub(crate) fn outcome_word(outcome: &RecordOutcome) -> &'static str {
     }
 }
 
+/// Every record's outcome, in shard order, as a line of words.
+pub(crate) fn outcome_words(settlement: &Settlement) -> String {
+    let words: Vec<&str> = settlement.outcomes().iter().map(outcome_word).collect();
+    words.join(" ")
+}
+
 /// Checks every record's outcome, in shard order, against a line of words.
 #[track_caller]
 pub(crate) fn check_outcomes(settlement: &Settlement, expected: &str) {
-    let actual: Vec<&str> = settlement.outcomes().iter().map(outcome_word).collect();
-    assert_eq!(actual.join(" "), expected, "outcomes, in shard order");
+    assert_eq!(
+        outcome_words(settlement),
+        expected,
+        "outcomes, in shard order"
+    );
 }
 
 /// The response exactly as the runtime sends it to Lambda.

@@ -44,6 +44,23 @@ impl Clock {
     }
 }
 
+/// One store, ledger and clock across deliveries; the clock starts at 1,000,000 s.
+pub(crate) struct Run<Ledger> {
+    pub(crate) store: Arc<MemoryStore>,
+    pub(crate) ledger: Arc<Ledger>,
+    pub(crate) clock: Clock,
+}
+
+impl<Ledger: Default> Run<Ledger> {
+    pub(crate) fn new() -> Self {
+        Self {
+            store: Arc::new(MemoryStore::new()),
+            ledger: Arc::default(),
+            clock: Clock::at(1_000_000),
+        }
+    }
+}
+
 /// An event of `shipments`, in order.
 pub(crate) fn event(shipments: &[Shipment]) -> TestEvent {
     shipments

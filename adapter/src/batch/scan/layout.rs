@@ -30,13 +30,7 @@ impl Scanner<'_> {
     /// before it; `None` when it does not, with the scanner somewhere inside the record.
     fn lambda_record_like(&mut self, layout: &LambdaLayout) -> Option<Spans> {
         self.repeated(layout.head)?;
-        let partition_key = self.plain_string()?;
-        self.literal(br#","sequenceNumber":"#)?;
-        let sequence_number = self.plain_string()?;
-        self.literal(br#","data":"#)?;
-        let data_base64 = self.plain_string()?;
-        self.literal(br#","approximateArrivalTimestamp":"#)?;
-        let arrival_millis = self.arrival_number()?;
+        let mut spans = self.lambda_kinesis_values()?;
         let middle_start = self.at;
         self.repeated(layout.middle)?;
         // The rest of `eventID`: with no `:` of its own, the shard id is the one of `middle`.
@@ -52,12 +46,30 @@ impl Scanner<'_> {
             start: span.start - from + to,
             end: span.end - from + to,
         };
+        spans.shard_id = moved(layout.shard_id, layout.middle.start, middle_start);
+        spans.event_source_arn = moved(layout.event_source_arn, layout.tail.start, tail_start);
+        Some(spans)
+    }
+
+    /// The values Lambda writes from a Kinesis record's partition key (which comes next) to its
+    /// arrival time, as the spans of a record whose shard id and event source ARN are left to
+    /// the caller.
+    #[inline(always)]
+    fn lambda_kinesis_values(&mut self) -> Option<Spans> {
+        let partition_key = self.plain_string()?;
+        self.literal(br#","sequenceNumber":"#)?;
+        let sequence_number = self.plain_string()?;
+        self.literal(br#","data":"#)?;
+        let data_base64 = self.plain_string()?;
+        self.literal(br#","approximateArrivalTimestamp":"#)?;
+        let arrival_millis = self.arrival_number()?;
+        let left_to_the_caller = Span { start: 0, end: 0 };
         Some(Spans {
-            shard_id: moved(layout.shard_id, layout.middle.start, middle_start),
+            shard_id: left_to_the_caller,
             partition_key,
             sequence_number,
             data_base64,
-            event_source_arn: moved(layout.event_source_arn, layout.tail.start, tail_start),
+            event_source_arn: left_to_the_caller,
             arrival_millis,
             aggregated: Aggregated::Plain,
         })
@@ -90,13 +102,7 @@ impl Scanner<'_> {
         self.literal(br#"{"kinesis":{"kinesisSchemaVersion":"#)?;
         self.plain_string()?;
         self.literal(br#","partitionKey":"#)?;
-        let partition_key = self.plain_string()?;
-        self.literal(br#","sequenceNumber":"#)?;
-        let sequence_number = self.plain_string()?;
-        self.literal(br#","data":"#)?;
-        let data_base64 = self.plain_string()?;
-        self.literal(br#","approximateArrivalTimestamp":"#)?;
-        let arrival_millis = self.arrival_number()?;
+        let mut spans = self.lambda_kinesis_values()?;
         let middle_start = self.at;
         self.literal(br#"},"eventSource":"#)?;
         self.plain_string()?;
@@ -122,7 +128,7 @@ impl Scanner<'_> {
         self.layout = Some(LambdaLayout {
             head: Span {
                 start: record_start,
-                end: partition_key.start - 1,
+                end: spans.partition_key.start - 1,
             },
             middle: Span {
                 start: middle_start,
@@ -135,15 +141,9 @@ impl Scanner<'_> {
             },
             event_source_arn,
         });
-        Some(Spans {
-            shard_id,
-            partition_key,
-            sequence_number,
-            data_base64,
-            event_source_arn,
-            arrival_millis,
-            aggregated: Aggregated::Plain,
-        })
+        spans.shard_id = shard_id;
+        spans.event_source_arn = event_source_arn;
+        Some(spans)
     }
 
     /// Reads `text` if it comes next, exactly.

@@ -504,31 +504,26 @@ impl<'t> Scanner<'t> {
             "awsRegion",
             "eventSourceARN",
         ];
-        self.expect(b'{', "a Kinesis event record")?;
         let mut kinesis = None;
         let mut event_id = None;
         let mut event_source_arn = None;
-        let mut expected = 0;
-        if !self.eat(b'}') {
-            loop {
-                let key = self.key(FIELDS, expected)?;
-                expected = key.map_or(0, |index| index + 1);
-                match key {
-                    Some(0) => set(&mut kinesis, self.kinesis()?, FIELDS[0])?,
-                    Some(3) => set(&mut event_id, self.optional_string(FIELDS[3])?, FIELDS[3])?,
-                    Some(7) => {
-                        let arn = self.optional_string(FIELDS[7])?;
-                        set(&mut event_source_arn, arn, FIELDS[7])?;
-                    }
-                    _ => self.skip_value()?,
+        self.object(
+            "a Kinesis event record",
+            FIELDS,
+            |scanner, index| match index {
+                0 => set(&mut kinesis, scanner.kinesis()?, FIELDS[0]),
+                3 => set(
+                    &mut event_id,
+                    scanner.optional_string(FIELDS[3])?,
+                    FIELDS[3],
+                ),
+                7 => {
+                    let arn = scanner.optional_string(FIELDS[7])?;
+                    set(&mut event_source_arn, arn, FIELDS[7])
                 }
-                if self.eat(b',') {
-                    continue;
-                }
-                self.expect(b'}', "`,` or `}` after a field")?;
-                break;
-            }
-        }
+                _ => scanner.skip_value(),
+            },
+        )?;
         let mut spans = kinesis.ok_or_else(|| missing(FIELDS[0]))?;
         // The shard id is what precedes the last `:` of `eventID` (`<shard id>:<sequence
         // number>`); without an `eventID`, it is empty.
@@ -545,6 +540,33 @@ impl<'t> Scanner<'t> {
         Ok(spans)
     }
 
+    /// Reads an object of `what`, whose `known` fields are listed in the order Lambda writes
+    /// them (the order [`Self::key`] tries first): `field` reads the value of the known field
+    /// at its index, or skips it.
+    fn object(
+        &mut self,
+        what: &str,
+        known: &[&str],
+        mut field: impl FnMut(&mut Self, usize) -> Result<(), String>,
+    ) -> Result<(), String> {
+        self.expect(b'{', what)?;
+        if self.eat(b'}') {
+            return Ok(());
+        }
+        let mut expected = 0;
+        loop {
+            let key = self.key(known, expected)?;
+            expected = key.map_or(0, |index| index + 1);
+            match key {
+                Some(index) => field(self, index)?,
+                None => self.skip_value()?,
+            }
+            if !self.eat(b',') {
+                return self.expect(b'}', "`,` or `}` after a field");
+            }
+        }
+    }
+
     /// A record's `kinesis` object: the fields of the Kinesis record itself.
     fn kinesis(&mut self) -> Result<Spans, String> {
         // Every field Lambda writes, in the order it writes them, and `encryptionType`, which
@@ -557,35 +579,23 @@ impl<'t> Scanner<'t> {
             "approximateArrivalTimestamp",
             "encryptionType",
         ];
-        self.expect(b'{', "the `kinesis` object of a Kinesis event record")?;
         let mut partition_key = None;
         let mut sequence_number = None;
         let mut data = None;
         let mut arrival_millis = None;
-        let mut expected = 0;
-        if !self.eat(b'}') {
-            loop {
-                let key = self.key(FIELDS, expected)?;
-                expected = key.map_or(0, |index| index + 1);
-                match key {
-                    // `null` as absent: a keyless record (below).
-                    Some(1) => set(
-                        &mut partition_key,
-                        self.optional_string(FIELDS[1])?,
-                        FIELDS[1],
-                    )?,
-                    Some(2) => set(&mut sequence_number, self.string(FIELDS[2])?, FIELDS[2])?,
-                    Some(3) => set(&mut data, self.string(FIELDS[3])?, FIELDS[3])?,
-                    Some(4) => set(&mut arrival_millis, self.arrival_millis()?, FIELDS[4])?,
-                    _ => self.skip_value()?,
-                }
-                if self.eat(b',') {
-                    continue;
-                }
-                self.expect(b'}', "`,` or `}` after a field")?;
-                break;
-            }
-        }
+        let what = "the `kinesis` object of a Kinesis event record";
+        self.object(what, FIELDS, |scanner, index| match index {
+            // `null` as absent: a keyless record (below).
+            1 => set(
+                &mut partition_key,
+                scanner.optional_string(FIELDS[1])?,
+                FIELDS[1],
+            ),
+            2 => set(&mut sequence_number, scanner.string(FIELDS[2])?, FIELDS[2]),
+            3 => set(&mut data, scanner.string(FIELDS[3])?, FIELDS[3]),
+            4 => set(&mut arrival_millis, scanner.arrival_millis()?, FIELDS[4]),
+            _ => scanner.skip_value(),
+        })?;
         let empty = Span { start: 0, end: 0 };
         Ok(Spans {
             shard_id: empty,
