@@ -9,9 +9,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aws_sdk_kinesis::config::{BehaviorVersion, Credentials, Region};
-use end_to_end::aws::REGION;
 use end_to_end::aws::fault_proxy::{Fault, FaultProxy};
+use end_to_end::run::sdk_client;
 use end_to_end::{Observed, TestStream, config, kinesis_esm_binary, shard, shipment, within};
 use kinesis_esm::config::StartingPosition;
 use kinesis_esm::invoke::{InProcess, Invoker};
@@ -21,16 +20,6 @@ use kinesis_esm::source::{IteratorPosition, Record, ShardSource};
 use lambda_kinesis::retry::{Envelope, RetryPlan};
 
 const PUT_RECORDS: &str = "Kinesis_20131202.PutRecords";
-
-fn client(endpoint: &str) -> aws_sdk_kinesis::Client {
-    let config = aws_sdk_kinesis::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .endpoint_url(endpoint)
-        .region(Region::new(REGION))
-        .credentials_provider(Credentials::new("local", "local", None, None, "tests"))
-        .build();
-    aws_sdk_kinesis::Client::from_conf(config)
-}
 
 /// The shipping service's three streams in one embedded Kinesis, served on a free port.
 struct Streams {
@@ -75,7 +64,7 @@ fn function(endpoint: &str) -> Arc<dyn Invoker> {
     let plan = RetryPlan::from_lookup(template).expect("the template's values");
     let adapter = shipping::function()
         .retry_plan(plan)
-        .retry_client(client(endpoint));
+        .retry_client(sdk_client(endpoint));
     Arc::new(InProcess::service(adapter))
 }
 

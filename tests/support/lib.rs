@@ -6,6 +6,7 @@
 pub mod aws;
 pub mod cargo_lambda;
 pub mod chaos;
+pub mod run;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
