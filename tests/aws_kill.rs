@@ -39,21 +39,9 @@ async fn a_killed_emulator_loses_nothing_and_repeats_only_what_followed_its_chec
     let scratch = ScratchDir::new("kill");
     let kinesis = kinesis_endpoint();
     let dynamodb = dynamodb_endpoint();
-    let template = |run: &str| {
-        let template = scratch.join(&format!("{run}.yaml"));
-        let ledger = scratch.join(&format!("{run}.ledger"));
-        LedgerTemplate {
-            stream: stream.clone(),
-            shards: SHARDS,
-            batch_size: BATCH_SIZE,
-            ledger: ledger.clone(),
-            delay_ms: DELAY_MS,
-        }
-        .write(&template);
-        (template.to_string_lossy().into_owned(), ledger)
-    };
-    let (first_template, first_ledger) = template("first");
-    let (second_template, second_ledger) = template("second");
+    let template = LedgerTemplate::new(&stream, SHARDS, BATCH_SIZE, DELAY_MS);
+    let (first_template, first_ledger) = template.write_as(&scratch, "first");
+    let (second_template, second_ledger) = template.write_as(&scratch, "second");
     let args = |template: &str, worker: &str| -> Vec<String> {
         [
             "--template",

@@ -213,17 +213,8 @@ async fn restart_through_the_binary(
     let dynamodb = dynamodb_endpoint();
     let mut runs = Vec::new();
     for run in ["first", "second"] {
-        let template = scratch.join(&format!("{run}.yaml"));
-        let ledger = scratch.join(&format!("{run}.ledger"));
-        LedgerTemplate {
-            stream: stream.clone(),
-            shards: 1,
-            batch_size: BATCH_SIZE as u32,
-            ledger: ledger.clone(),
-            delay_ms: 0,
-        }
-        .write(&template);
-        let template = template.to_string_lossy().into_owned();
+        let (template, ledger) =
+            LedgerTemplate::new(&stream, 1, BATCH_SIZE as u32, 0).write_as(&scratch, run);
         let mut args = vec![
             "--template",
             &template,

@@ -3,10 +3,10 @@
 //! URL, the stream, the shard) and against what must never reach them (SDK `Debug` dumps, OS
 //! errors said twice, "the stream does not exist" for an endpoint where nothing answers).
 
-use std::process::Stdio;
 use std::time::Duration;
 
-use end_to_end::{kinesis_esm_binary, workspace_dir};
+use end_to_end::run::{KinesisEsm, Run};
+use end_to_end::workspace_dir;
 use kinesis_esm::kinesis::EmbeddedKinesis;
 use kinesis_esm::kinesis::http::serve;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -24,29 +24,25 @@ const NEVER: &[&str] = &[
     "os error",
 ];
 
-/// Runs `kinesis-esm <args>` from the workspace's root; returns its exit code and stderr.
-async fn kinesis_esm(args: &[&str]) -> (Option<i32>, String) {
-    let output = tokio::process::Command::new(kinesis_esm_binary().await)
-        .args(args)
-        .current_dir(workspace_dir())
-        .env("KINESIS_ESM_LOG", "warn")
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(COMMAND_TIMEOUT, output)
-        .await
-        .unwrap_or_else(|_| panic!("kinesis-esm {args:?} took longer than {COMMAND_TIMEOUT:?}"))
-        .expect("kinesis-esm starts");
-    (
-        output.status.code(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+/// `kinesis-esm run` of `template.yaml` reading the Kinesis at `endpoint`, serving nothing.
+fn run_on_kinesis(endpoint: &str) -> [&str; 5] {
+    [
+        "run",
+        "--kinesis-endpoint",
+        endpoint,
+        "--no-listen",
+        "--until-idle",
+    ]
 }
 
 /// Runs `args`, which must fail with exit 2 and a message holding every one of `fragments` and
 /// none of [`NEVER`] nor `absent`.
 async fn check_message(args: &[&str], fragments: &[&str], absent: &[&str]) {
-    let (code, stderr) = kinesis_esm(args).await;
+    let Run { code, stderr, .. } = KinesisEsm::new(args)
+        .log("warn")
+        .timeout(COMMAND_TIMEOUT)
+        .output()
+        .await;
     assert_eq!(code, Some(2), "kinesis-esm {args:?}: {stderr}");
     for fragment in fragments {
         assert!(
@@ -103,13 +99,7 @@ async fn nothing_answering_is_said_with_the_url_and_never_as_a_missing_stream() 
     )
     .await;
     check_message(
-        &[
-            "run",
-            "--kinesis-endpoint",
-            &endpoint,
-            "--no-listen",
-            "--until-idle",
-        ],
+        &run_on_kinesis(&endpoint),
         &[&nothing_answers, "stream shipments"],
         &["does not exist", "--create-streams"],
     )
@@ -141,13 +131,7 @@ async fn a_server_that_is_not_kinesis_is_said_to_be_one() {
     )
     .await;
     check_message(
-        &[
-            "run",
-            "--kinesis-endpoint",
-            &endpoint,
-            "--no-listen",
-            "--until-idle",
-        ],
+        &run_on_kinesis(&endpoint),
         &[&not_kinesis],
         &["does not exist"],
     )
@@ -163,13 +147,7 @@ async fn a_missing_stream_and_a_missing_shard_are_named() {
         .unwrap();
     let endpoint = server.endpoint_url();
     check_message(
-        &[
-            "run",
-            "--kinesis-endpoint",
-            &endpoint,
-            "--no-listen",
-            "--until-idle",
-        ],
+        &run_on_kinesis(&endpoint),
         &["stream shipments does not exist on that Kinesis (pass --create-streams to create it)"],
         &[],
     )

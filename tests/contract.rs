@@ -216,32 +216,17 @@ fn on_failure_summary(record: &Value) -> Value {
     })
 }
 
-#[tokio::test]
-async fn a_dropped_shipment_is_delivered_once_in_process() {
-    a_dropped_shipment_is_delivered_once(Via::InProcess).await;
-}
-
-#[tokio::test]
-async fn a_dropped_shipment_is_delivered_once_through_the_runtime_api() {
-    a_dropped_shipment_is_delivered_once(Via::RuntimeApi).await;
-}
-
-#[tokio::test]
-async fn a_held_shipment_blocks_only_its_shard_in_process() {
-    a_held_shipment_blocks_only_its_shard(Via::InProcess).await;
-}
-
-#[tokio::test]
-async fn a_held_shipment_blocks_only_its_shard_through_the_runtime_api() {
-    a_held_shipment_blocks_only_its_shard(Via::RuntimeApi).await;
-}
-
-#[tokio::test]
-async fn a_retry_cap_discards_the_held_batch_in_process() {
-    a_retry_cap_discards_the_held_batch(Via::InProcess).await;
-}
-
-#[tokio::test]
-async fn a_retry_cap_discards_the_held_batch_through_the_runtime_api() {
-    a_retry_cap_discards_the_held_batch(Via::RuntimeApi).await;
+end_to_end::scenario_tests! {
+    a_dropped_shipment_is_delivered_once {
+        a_dropped_shipment_is_delivered_once_in_process(Via::InProcess),
+        a_dropped_shipment_is_delivered_once_through_the_runtime_api(Via::RuntimeApi),
+    }
+    a_held_shipment_blocks_only_its_shard {
+        a_held_shipment_blocks_only_its_shard_in_process(Via::InProcess),
+        a_held_shipment_blocks_only_its_shard_through_the_runtime_api(Via::RuntimeApi),
+    }
+    a_retry_cap_discards_the_held_batch {
+        a_retry_cap_discards_the_held_batch_in_process(Via::InProcess),
+        a_retry_cap_discards_the_held_batch_through_the_runtime_api(Via::RuntimeApi),
+    }
 }

@@ -657,6 +657,33 @@ pub struct LedgerTemplate {
 }
 
 impl LedgerTemplate {
+    /// The template of `stream` with `shards` shards, read `batch_size` records at a time by a
+    /// function that takes `delay_ms` per batch; its ledger is set where it is written
+    /// ([`LedgerTemplate::write_as`]).
+    pub fn new(stream: &str, shards: u32, batch_size: u32, delay_ms: u64) -> Self {
+        Self {
+            stream: stream.to_owned(),
+            shards,
+            batch_size,
+            ledger: PathBuf::new(),
+            delay_ms,
+        }
+    }
+
+    /// Writes the template of a run named `name` to `<name>.yaml` in `scratch`, its function
+    /// writing down to `<name>.ledger` there; returns the template's path (as text, for an
+    /// argument) and the ledger's.
+    pub fn write_as(&self, scratch: &ScratchDir, name: &str) -> (String, PathBuf) {
+        let template = scratch.join(&format!("{name}.yaml"));
+        let ledger = scratch.join(&format!("{name}.ledger"));
+        Self {
+            ledger: ledger.clone(),
+            ..self.clone()
+        }
+        .write(&template);
+        (template.to_string_lossy().into_owned(), ledger)
+    }
+
     /// Writes the template to `path`.
     pub fn write(&self, path: &Path) {
         self.write_with_event_stream(path, "", "!GetAtt Shipments.Arn");

@@ -492,3 +492,19 @@ pub fn shard<'a>(status: &'a MappingStatus, shard_id: &str) -> &'a ShardStatus {
 pub fn at(sequence_number: &SequenceNumber) -> Checkpoint {
     Checkpoint::SequenceNumber(sequence_number.clone())
 }
+
+/// Tests that each run one scenario with their own arguments: `scenario_tests! { check {
+/// a_case(1, "a"), another_case(2, "b") } }` makes `#[tokio::test] async fn a_case() {
+/// check(1, "a").await }` and so on, so that a failure names its case and the cases still run
+/// side by side.
+#[macro_export]
+macro_rules! scenario_tests {
+    ($($scenario:ident { $($name:ident ( $($arg:expr),* $(,)? )),+ $(,)? })+) => {
+        $($(
+            #[tokio::test]
+            async fn $name() {
+                $scenario($($arg),*).await;
+            }
+        )+)+
+    };
+}
