@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use end_to_end::aws::{
-    LocalAws, ScratchDir, dynamodb_endpoint, kinesis_endpoint, kinesis_esm_run, shipments_held_at,
-    within, workspace_dir,
+    LocalAws, ScratchDir, dynamodb_endpoint, esm_run, kinesis_endpoint, shipments_held_at, within,
+    workspace_dir,
 };
 use lambda_kinesis::HandlerOutcome;
 use lambda_kinesis::lambda_runtime::Context;
@@ -172,30 +172,22 @@ async fn run_shipping(template: &str, run: &str) -> String {
         "--no-listen",
         "--until-idle",
     ];
-    let mut command = kinesis_esm_run(&args).await;
-    command
-        .env("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_endpoint())
+    let command = esm_run(&args)
+        .env("AWS_ENDPOINT_URL_DYNAMODB", &dynamodb_endpoint())
         .env("AWS_ACCESS_KEY_ID", "local")
         .env("AWS_SECRET_ACCESS_KEY", "local")
         .env("RUST_LOG", "info");
     // Each shipment costs DynamoDB round trips to dynalite, slow when the whole suite runs at
     // once on two cores: a watchdog longer than the usual one.
+    let limit = Duration::from_secs(300);
     let output = end_to_end::within_time(
-        Duration::from_secs(300),
+        limit,
         &format!("the {run} run"),
-        command
-            .spawn()
-            .expect("kinesis-esm starts")
-            .wait_with_output(),
+        command.timeout(2 * limit).output(),
     )
-    .await
-    .expect("its output");
-    let log = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert_eq!(
-        output.status.code(),
-        Some(1),
-        "the {run} run ends held:\n{log}"
-    );
+    .await;
+    let log = output.stderr;
+    assert_eq!(output.code, Some(1), "the {run} run ends held:\n{log}");
     log
 }
 

@@ -12,6 +12,7 @@ pub use test_support::fault_proxy;
 pub use test_support::intercept::LeaseChange;
 pub use test_support::{dynamodb_endpoint, kinesis_endpoint, unique_name};
 
+pub use crate::run::Run;
 pub use crate::{kinesis_esm_binary, workspace_dir};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -29,6 +30,8 @@ use kinesis_esm::mapping::MappingEvent;
 use kinesis_esm::sequence::SequenceNumber;
 use shipping::Shipment;
 use test_support::intercept::{Intercepted, LeaseHooks};
+
+use crate::run::KinesisEsm;
 use tokio::sync::{mpsc, watch};
 
 /// How long any one step of a test may take before the test fails. kinesis-local answers about
@@ -797,16 +800,20 @@ pub fn read_ledger_by_process(path: &Path) -> Vec<(Delivery, String)> {
         .collect()
 }
 
-/// `kinesis-esm run` with these arguments after `run`, its output piped, killed if dropped.
-pub async fn kinesis_esm_run(args: &[&str]) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(kinesis_esm_binary().await);
-    command
-        .arg("run")
+/// `kinesis-esm run` with these arguments after `run`, as the tests here run it: from the tests'
+/// folder, its logs as `kinesis-esm` chooses them, given [`TIMEOUT`] to end.
+pub fn esm_run(args: &[&str]) -> KinesisEsm {
+    KinesisEsm::new(["run"])
         .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .default_log()
+        .timeout(TIMEOUT)
+}
+
+/// [`esm_run`]'s command, its output piped, killed if dropped.
+pub async fn kinesis_esm_run(args: &[&str]) -> tokio::process::Command {
+    let mut command = esm_run(args).command().await;
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
     command
 }
 
@@ -835,31 +842,9 @@ pub async fn kill_after_ledger_batches(
     assert_eq!(status.code(), None, "ended by a signal: {status}");
 }
 
-/// What a finished `kinesis-esm` run printed, and how it exited.
-#[derive(Debug)]
-pub struct RunOutput {
-    /// Its exit code (`None` if a signal ended it).
-    pub code: Option<i32>,
-    /// Its standard output (the summary).
-    pub stdout: String,
-    /// Its standard error (the log).
-    pub stderr: String,
-}
-
-/// Runs `kinesis-esm run` with these arguments to its end.
-pub async fn run_kinesis_esm(what: &str, args: &[&str]) -> RunOutput {
-    let child = kinesis_esm_run(args)
-        .await
-        .spawn()
-        .expect("kinesis-esm starts");
-    let output = within(what, child.wait_with_output())
-        .await
-        .expect("kinesis-esm's output can be read");
-    RunOutput {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+/// Runs `kinesis-esm run` with these arguments to its end ([`esm_run`]); `what` names it.
+pub async fn run_kinesis_esm(what: &str, args: &[&str]) -> Run {
+    within(what, esm_run(args).timeout(2 * TIMEOUT).output()).await
 }
 
 /// A gate a handler waits at, for a test to hold one invocation in flight as long as it needs.

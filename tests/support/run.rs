@@ -37,6 +37,7 @@ pub const MAIN_COMMAND_SETTLED: &[(&str, &str)] = &[
 pub struct KinesisEsm {
     args: Vec<OsString>,
     env: Vec<(String, Option<String>)>,
+    dir: PathBuf,
     limit: Duration,
 }
 
@@ -47,6 +48,7 @@ impl KinesisEsm {
         Self {
             args: args.into_iter().map(Into::into).collect(),
             env: vec![("KINESIS_ESM_LOG".to_owned(), Some(log_filter))],
+            dir: workspace_dir().to_owned(),
             limit: RUN_TIMEOUT,
         }
     }
@@ -91,17 +93,30 @@ impl KinesisEsm {
         self.env("KINESIS_ESM_LOG", filter)
     }
 
+    /// Its logs as `kinesis-esm` itself chooses them (`KINESIS_ESM_LOG` inherited, if set).
+    pub fn default_log(mut self) -> Self {
+        self.env.retain(|(key, _)| key != "KINESIS_ESM_LOG");
+        self
+    }
+
+    /// Runs it from `dir` instead of the workspace's root.
+    pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.dir = dir.into();
+        self
+    }
+
     /// How long [`KinesisEsm::output`] waits for it to end ([`RUN_TIMEOUT`] unless set).
     pub fn timeout(mut self, limit: Duration) -> Self {
         self.limit = limit;
         self
     }
 
-    async fn command(&self) -> tokio::process::Command {
+    /// The command, its standard input closed, killed when dropped.
+    pub async fn command(&self) -> tokio::process::Command {
         let mut command = tokio::process::Command::new(kinesis_esm_binary().await);
         command
             .args(&self.args)
-            .current_dir(workspace_dir())
+            .current_dir(&self.dir)
             .stdin(Stdio::null())
             .kill_on_drop(true);
         for (key, value) in &self.env {
