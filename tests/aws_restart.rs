@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use end_to_end::aws::{
     Delivery, LedgerTemplate, LocalAws, Observed, Published, ScratchDir, UNKNOWN_CARRIER,
-    build_ledger_function, dynamodb_endpoint, kinesis_endpoint, read_ledger, run_kinesis_esm,
-    shipment_id, shipments_held_at, within,
+    build_ledger_function, dynamodb_endpoint, idle_at, kinesis_endpoint, read_ledger,
+    run_kinesis_esm, shipment_id, shipments_held_at, within,
 };
 use kinesis_esm::aws::ReadPacing;
 use kinesis_esm::config::{MappingConfig, StartingPosition};
@@ -153,13 +153,7 @@ async fn restart_in_process(store: Store) -> (Vec<Delivery>, Vec<Delivery>) {
     let last = Checkpoint::SequenceNumber(published.last().unwrap().sequence_number.clone());
     within(
         "the second run to settle every shipment",
-        second.wait_for(|status| {
-            status.is_idle()
-                && status
-                    .shards
-                    .values()
-                    .all(|shard| shard.checkpoint.as_ref() == Some(&last))
-        }),
+        second.wait_for(|status| idle_at(status, &last)),
     )
     .await;
     within("stopping the second run", second.stop()).await;

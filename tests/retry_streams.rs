@@ -123,22 +123,8 @@ async fn a_fedex_shipment_is_retried_three_times_then_dead_lettered_listed_and_r
     let source_shard = streams.shipments.open_shards()[0].shard_id.clone();
     let retry_shard = streams.retry.open_shards()[0].shard_id.clone();
 
-    let status = source
-        .wait_for("the source shard to settle its 6 shipments", |status| {
-            status
-                .shards
-                .get(&source_shard)
-                .is_some_and(|shard| shard.acked == 6 && shard.unsettled == 0)
-        })
-        .await;
-    retries
-        .wait_for("the retry shard to settle 3 retries", |status| {
-            status
-                .shards
-                .get(&retry_shard)
-                .is_some_and(|shard| shard.acked == 3 && shard.unsettled == 0)
-        })
-        .await;
+    let status = source.wait_for_settled(&source_shard, 6).await;
+    retries.wait_for_settled(&retry_shard, 3).await;
     within("the dead-letter record", async {
         while records(&streams.dead_letter).await.is_empty() {
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -259,14 +245,7 @@ async fn a_publish_that_fails_holds_the_shipment_and_loses_nothing() {
     );
     let source_shard = streams.shipments.open_shards()[0].shard_id.clone();
 
-    let status = source
-        .wait_for("the source shard to settle its 6 shipments", |status| {
-            status
-                .shards
-                .get(&source_shard)
-                .is_some_and(|shard| shard.acked == 6 && shard.unsettled == 0)
-        })
-        .await;
+    let status = source.wait_for_settled(&source_shard, 6).await;
 
     assert_eq!(proxy.pending_faults(), 0, "every fault was met");
     let source_status = shard(&status, &source_shard);

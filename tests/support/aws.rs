@@ -25,8 +25,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::AttributeValue;
 use kinesis_esm::aws::{AwsConnection, DynamoLeaseStore, ReadPacing, SdkKinesis};
-use kinesis_esm::lease::{LeaseError, LeaseStore};
-use kinesis_esm::mapping::MappingEvent;
+use kinesis_esm::lease::{Checkpoint, LeaseError, LeaseStore};
+use kinesis_esm::mapping::{MappingEvent, MappingStatus};
 use kinesis_esm::sequence::SequenceNumber;
 use shipping::Shipment;
 use test_support::intercept::{Intercepted, LeaseHooks};
@@ -597,6 +597,16 @@ pub fn deliveries(events: &[MappingEvent]) -> Vec<Delivery> {
         })
         .flatten()
         .collect()
+}
+
+/// Whether a mapping is idle with every shard checkpointed at `last`: it settled every record
+/// up to the stream's last one.
+pub fn idle_at(status: &MappingStatus, last: &Checkpoint) -> bool {
+    status.is_idle()
+        && status
+            .shards
+            .values()
+            .all(|shard| shard.checkpoint.as_ref() == Some(last))
 }
 
 /// The ledger fixture function's crate (`tests/fixtures/functions/shipping-ledger`).

@@ -405,6 +405,20 @@ impl Observed {
         .await
     }
 
+    /// Waits until shard `shard_id` has acked `acked` records and holds none unsettled.
+    pub async fn wait_for_settled(&self, shard_id: &str, acked: u64) -> MappingStatus {
+        self.wait_for(
+            &format!("{shard_id} to settle with {acked} records acked"),
+            |status| {
+                status
+                    .shards
+                    .get(shard_id)
+                    .is_some_and(|shard| shard.acked == acked && shard.unsettled == 0)
+            },
+        )
+        .await
+    }
+
     /// Every event sent so far, in order.
     pub fn events(&mut self) -> &[MappingEvent] {
         while let Ok(event) = self.receiver.try_recv() {
