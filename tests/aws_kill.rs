@@ -99,13 +99,7 @@ async fn a_killed_emulator_loses_nothing_and_repeats_only_what_followed_its_chec
     let mut second_args: Vec<&str> = second_args.iter().map(String::as_str).collect();
     second_args.push("--until-idle");
     let second = run_kinesis_esm("the restarted run", &second_args).await;
-    assert_eq!(
-        second.code,
-        Some(0),
-        "the restarted run settles everything:\n{}\n{}",
-        second.stdout,
-        second.stderr
-    );
+    second.check_code(0, "the restarted run settles everything");
 
     let before = read_ledger(&first_ledger);
     let after = read_ledger(&second_ledger);

@@ -222,13 +222,7 @@ async fn restart_through_the_binary(
             args.extend(["--lease-table", table, "--dynamodb-endpoint", &dynamodb]);
         }
         let output = run_kinesis_esm(&format!("the {run} run"), &args).await;
-        assert_eq!(
-            output.code,
-            Some(1),
-            "the {run} run ends held on shipment {HELD}:\n{}\n{}",
-            output.stdout,
-            output.stderr
-        );
+        output.check_code(1, &format!("the {run} run ends held on shipment {HELD}"));
         assert!(
             output.stdout.contains(&format!(
                 "held at {}",

@@ -9,13 +9,11 @@ use std::time::Duration;
 
 use end_to_end::cargo_lambda::{FIRST_INVOCATION_TIMEOUT, Watch};
 use end_to_end::run::{
-    KinesisEsm, MAIN_COMMAND_SETTLED, RUN_TIMEOUT, Run, Running, check_row, cli_template,
-    kinesis_esm_with, main_command, main_events, main_template, read_every_shard, records,
-    sdk_client, temp_file,
+    KinesisEsm, MAIN_COMMAND_SETTLED, RUN_TIMEOUT, Run, Running, check_each_booked_once, check_row,
+    cli_template, kinesis_esm_with, main_command, main_events, main_template, read_every_shard,
+    records, run_large_shipments, sdk_client, temp_file,
 };
-use end_to_end::{
-    canned_answer_bootstrap, shipping_bootstrap, workspace_dir, write_large_shipments,
-};
+use end_to_end::{canned_answer_bootstrap, shipping_bootstrap, workspace_dir};
 use kinesis_esm::invoke::invoke_api::{InvokeApi, InvokeApiOptions};
 use kinesis_esm::invoke::{Invocation, InvokeOutcome, Invoker as _};
 use lambda_kinesis::testing::TestEvent;
@@ -194,28 +192,9 @@ async fn the_main_command_runs_the_shipping_service() {
 /// requests as Kinesis' limits need (500 records, 5 MiB), and every one is delivered and booked.
 #[tokio::test]
 async fn run_put_publishes_a_file_larger_than_one_request() {
-    shipping_bootstrap().await;
-    let records = std::env::temp_dir().join(format!(
-        "kinesis-esm-large-run-put-{}.jsonl",
-        std::process::id()
-    ));
-    write_large_shipments(&records, 100);
-    let size = std::fs::metadata(&records).unwrap().len();
-    assert!(size > 10 * 1024 * 1024, "a 10 MiB file: {size} bytes");
-    let run = kinesis_esm_with(&main_template(), &records, &[]).await;
-    let _ = std::fs::remove_file(&records);
-    assert_eq!(run.code, Some(0), "{run:#?}");
-    check_row(
-        &run,
-        &[
-            ("state", "caught up"),
-            ("records", "100"),
-            ("deliveries", "100"),
-            ("acked", "100"),
-            ("held", "0"),
-            ("retries", "0"),
-        ],
-    );
+    // 100 shipments of about 104 KiB: over 10 MiB.
+    let run = run_large_shipments("large-run-put", 100, &[]).await;
+    check_each_booked_once(&run, 100);
 }
 
 /// `cargo lambda watch` as the invoke target (`--invoke-endpoint`): the emulator drives the

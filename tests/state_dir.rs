@@ -146,13 +146,7 @@ async fn a_killed_run_over_a_state_dir_loses_no_acknowledged_record_and_resumes_
         ],
     )
     .await;
-    assert_eq!(
-        second.code,
-        Some(0),
-        "the restarted run settles everything:\n{}\n{}",
-        second.stdout,
-        second.stderr
-    );
+    second.check_code(0, "the restarted run settles everything");
     let before = read_ledger(&first_ledger);
     let after = read_ledger(&second_ledger);
 

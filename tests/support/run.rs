@@ -215,11 +215,36 @@ pub fn cli_template(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// A path of this test process's own in the temporary folder, named after `name`.
+pub fn temp_path(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("kinesis-esm-{}-{name}", std::process::id()))
+}
+
 /// A file of this test's own in the temporary folder, holding `text`.
 pub fn temp_file(name: &str, text: &str) -> PathBuf {
-    let path = std::env::temp_dir().join(format!("kinesis-esm-{}-{name}", std::process::id()));
+    let path = temp_path(name);
     std::fs::write(&path, text).expect("the temporary folder is writable");
     path
+}
+
+/// Runs `template.yaml` over `count` shipments of about 104 KiB each
+/// ([`crate::write_large_shipments`]), with `more` arguments for `run`; the shipments' file is
+/// named after `name` and removed after the run.
+pub async fn run_large_shipments(name: &str, count: u64, more: &[&str]) -> Run {
+    shipping_bootstrap().await;
+    let records = temp_path(&format!("{name}.jsonl"));
+    crate::write_large_shipments(&records, count);
+    let size = std::fs::metadata(&records)
+        .expect("the shipments' file")
+        .len();
+    let run = kinesis_esm_with(&main_template(), &records, more).await;
+    let _ = std::fs::remove_file(&records);
+    // Each shipment holds at least its 106,400-byte address: 100 of them make over 10 MiB.
+    assert!(
+        size >= count * 106_400,
+        "{count} shipments of 104 KiB or more: {size} bytes"
+    );
+    run
 }
 
 /// How a run ended.
@@ -234,6 +259,19 @@ pub struct Run {
 }
 
 impl Run {
+    /// Fails unless the run exited with `code`, showing its summary and log; `what` says what
+    /// the code means.
+    #[track_caller]
+    pub fn check_code(&self, code: i32, what: &str) {
+        assert_eq!(
+            self.code,
+            Some(code),
+            "{what}:\n{}\n{}",
+            self.stdout,
+            self.stderr
+        );
+    }
+
     /// The summary's row for each shard, by column name.
     pub fn shard_rows(&self) -> Vec<BTreeMap<String, String>> {
         // Cells are separated by at least two spaces; single spaces only occur inside a cell
@@ -302,6 +340,25 @@ pub fn check_row(run: &Run, expected: &[(&str, &str)]) {
             run.stdout
         );
     }
+}
+
+/// Checks that a run ended settled (exit 0) with its one shard's `count` records each delivered
+/// once and booked, with no retry.
+#[track_caller]
+pub fn check_each_booked_once(run: &Run, count: u64) {
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    let count = count.to_string();
+    check_row(
+        run,
+        &[
+            ("state", "caught up"),
+            ("records", &count),
+            ("deliveries", &count),
+            ("acked", &count),
+            ("held", "0"),
+            ("retries", "0"),
+        ],
+    );
 }
 
 /// A `kinesis-esm` started in the background, its standard error read line by line.
