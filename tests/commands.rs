@@ -68,6 +68,15 @@ impl Emulator {
         stdout
     }
 
+    /// Runs `kinesis-esm reshard --stream shipments <how>`; returns the lineage it answers.
+    async fn reshard(&self, how: &[&str]) -> String {
+        let args: Vec<&str> = ["reshard", "--stream", "shipments"]
+            .into_iter()
+            .chain(how.iter().copied())
+            .collect();
+        self.command(&args, "").await
+    }
+
     /// Asks for the status of the run's mapping on `shipments` (the template maps the function
     /// to `shipments-retry` too) until it satisfies `condition`.
     async fn wait_for(
@@ -169,18 +178,7 @@ async fn put_status_and_reshard_drive_a_running_emulator() {
     );
 
     // Split the held shard: its children wait for it to reach SHARD_END.
-    let lineage = emulator
-        .command(
-            &[
-                "reshard",
-                "--stream",
-                "shipments",
-                "split",
-                "shardId-000000000000",
-            ],
-            "",
-        )
-        .await;
+    let lineage = emulator.reshard(&["split", "shardId-000000000000"]).await;
     assert_eq!(
         lineage,
         "shardId-000000000000\tclosed\t-\n\
@@ -207,17 +205,7 @@ async fn put_status_and_reshard_drive_a_running_emulator() {
     // Merge the two children back, then scale the stream to two open shards: each reshard
     // answers the lineage, and the new shards wait for their parents too.
     let lineage = emulator
-        .command(
-            &[
-                "reshard",
-                "--stream",
-                "shipments",
-                "merge",
-                "shardId-000000000001",
-                "shardId-000000000002",
-            ],
-            "",
-        )
+        .reshard(&["merge", "shardId-000000000001", "shardId-000000000002"])
         .await;
     assert!(
         lineage.ends_with(
@@ -225,9 +213,7 @@ async fn put_status_and_reshard_drive_a_running_emulator() {
         ),
         "{lineage}"
     );
-    let lineage = emulator
-        .command(&["reshard", "--stream", "shipments", "scale", "2"], "")
-        .await;
+    let lineage = emulator.reshard(&["scale", "2"]).await;
     let open: Vec<&str> = lineage
         .lines()
         .filter(|line| line.contains("\topen\t"))

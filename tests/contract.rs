@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use end_to_end::{Observed, TestStream, Via, at, config, shard, shipment};
+use end_to_end::{Observed, TestStream, Via, at, config, json_fields, shard, shipment};
 use kinesis_esm::config::StartingPosition;
 use kinesis_esm::mapping::ShardPhase;
 use serde_json::{Value, json};
@@ -202,18 +202,26 @@ async fn a_retry_cap_discards_the_held_batch(via: Via) {
 
 /// The fields of an on-failure record that a test can know in advance.
 fn on_failure_summary(record: &Value) -> Value {
-    let field = |pointer: &str| record.pointer(pointer).cloned().unwrap_or(Value::Null);
-    json!({
-        "condition": field("/requestContext/condition"),
-        "approximateInvokeCount": field("/requestContext/approximateInvokeCount"),
-        "functionError": field("/responseContext/functionError"),
-        "statusCode": field("/responseContext/statusCode"),
-        "shardId": field("/KinesisBatchInfo/shardId"),
-        "startSequenceNumber": field("/KinesisBatchInfo/startSequenceNumber"),
-        "endSequenceNumber": field("/KinesisBatchInfo/endSequenceNumber"),
-        "batchSize": field("/KinesisBatchInfo/batchSize"),
-        "streamArn": field("/KinesisBatchInfo/streamArn"),
-    })
+    json_fields(
+        record,
+        &[
+            ("condition", "/requestContext/condition"),
+            (
+                "approximateInvokeCount",
+                "/requestContext/approximateInvokeCount",
+            ),
+            ("functionError", "/responseContext/functionError"),
+            ("statusCode", "/responseContext/statusCode"),
+            ("shardId", "/KinesisBatchInfo/shardId"),
+            (
+                "startSequenceNumber",
+                "/KinesisBatchInfo/startSequenceNumber",
+            ),
+            ("endSequenceNumber", "/KinesisBatchInfo/endSequenceNumber"),
+            ("batchSize", "/KinesisBatchInfo/batchSize"),
+            ("streamArn", "/KinesisBatchInfo/streamArn"),
+        ],
+    )
 }
 
 end_to_end::scenario_tests! {

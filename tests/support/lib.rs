@@ -493,6 +493,19 @@ Resources:
     template.functions[0].mappings[0].clone()
 }
 
+/// The fields of a JSON record a test can know in advance: an object of each `(name, pointer)`'s
+/// value in `record` (`null` where it has none).
+pub fn json_fields(record: &serde_json::Value, fields: &[(&str, &str)]) -> serde_json::Value {
+    fields
+        .iter()
+        .map(|(name, pointer)| {
+            let value = record.pointer(pointer).cloned();
+            ((*name).to_owned(), value.unwrap_or(serde_json::Value::Null))
+        })
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
 /// One shard's status; fails the test if the mapping does not know the shard.
 #[track_caller]
 pub fn shard<'a>(status: &'a MappingStatus, shard_id: &str) -> &'a ShardStatus {
