@@ -85,17 +85,25 @@ fn booked_ids(log: &str) -> Vec<u64> {
         .collect()
 }
 
-#[tokio::test]
-async fn over_the_emulator_a_restart_redelivers_yet_each_shipment_is_booked_once() {
+/// A stream of [`SHIPMENTS`] shipments, held at [`HELD`], on kinesis-local, and the template of
+/// the shipping function reading it with an idempotency table of its own (in a scratch folder,
+/// removed when dropped).
+async fn shipments_with_a_held_one(name: &str) -> (ScratchDir, String) {
     let aws = LocalAws::connect().await;
     let store = idempotency_table(&aws).await;
-    let stream = aws.create_stream("idempotency", 1).await;
+    let stream = aws.create_stream(name, 1).await;
     aws.publish_shipments(&stream, &shipments_held_at(SHIPMENTS, HELD))
         .await;
-    let scratch = ScratchDir::new("idempotency");
+    let scratch = ScratchDir::new(name);
     let template = scratch.join("template.yaml");
     std::fs::write(&template, shipping_template(&stream, store.table())).unwrap();
     let template = template.to_string_lossy().into_owned();
+    (scratch, template)
+}
+
+#[tokio::test]
+async fn over_the_emulator_a_restart_redelivers_yet_each_shipment_is_booked_once() {
+    let (_scratch, template) = shipments_with_a_held_one("idempotency").await;
     let mut booked = Vec::new();
     // Each run keeps its checkpoints in memory, so the second starts again at TRIM_HORIZON: every
     // shipment in front of the held one comes again, and the held one with those behind it again
@@ -128,15 +136,7 @@ async fn over_the_emulator_a_restart_redelivers_yet_each_shipment_is_booked_once
 
 #[tokio::test]
 async fn two_emulators_on_one_stream_and_one_table_book_each_shipment_once() {
-    let aws = LocalAws::connect().await;
-    let store = idempotency_table(&aws).await;
-    let stream = aws.create_stream("idempotency-twice", 1).await;
-    aws.publish_shipments(&stream, &shipments_held_at(SHIPMENTS, HELD))
-        .await;
-    let scratch = ScratchDir::new("idempotency-twice");
-    let template = scratch.join("template.yaml");
-    std::fs::write(&template, shipping_template(&stream, store.table())).unwrap();
-    let template = template.to_string_lossy().into_owned();
+    let (_scratch, template) = shipments_with_a_held_one("idempotency-twice").await;
     // Without a lease table each emulator reads the whole shard from TRIM_HORIZON: both deliver
     // every shipment, at the same time, to functions of their own over the one table.
     let (one, two) = tokio::join!(
