@@ -349,51 +349,16 @@ async fn run_help_lists_the_exit_codes_and_how_to_stop() {
 /// A stand-in for an Invoke API that has no function at all: it answers every request as Lambda
 /// answers for a function that does not exist.
 async fn invoke_api_without_functions() -> String {
-    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a free port");
-    let address = listener.local_addr().expect("an address");
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                // The whole request is read before the answer, lest closing with unread bytes
-                // reset the connection under the answer.
-                let mut request = Vec::new();
-                let mut chunk = [0_u8; 8192];
-                loop {
-                    let Ok(read) = stream.read(&mut chunk).await else {
-                        return;
-                    };
-                    if read == 0 {
-                        return;
-                    }
-                    request.extend_from_slice(&chunk[..read]);
-                    let text = String::from_utf8_lossy(&request);
-                    if let Some(end) = text.find("\r\n\r\n") {
-                        let length = text[..end]
-                            .lines()
-                            .filter_map(|line| line.split_once(':'))
-                            .find(|(name, _)| name.eq_ignore_ascii_case("content-length"))
-                            .and_then(|(_, value)| value.trim().parse::<usize>().ok())
-                            .unwrap_or(0);
-                        if request.len() >= end + 4 + length {
-                            break;
-                        }
-                    }
-                }
-                let body = r#"{"Type":"User","message":"Function not found: arn:aws:lambda:us-east-1:123456789012:function:ShippingFunction"}"#;
-                let answer = format!(
-                    "HTTP/1.1 404 Not Found\r\nx-amzn-errortype: ResourceNotFoundException\r\n\
-                     content-type: application/json\r\ncontent-length: {}\r\n\
-                     connection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = stream.write_all(answer.as_bytes()).await;
-            });
-        }
-    });
-    format!("http://{address}")
+    let body = r#"{"Type":"User","message":"Function not found: arn:aws:lambda:us-east-1:123456789012:function:ShippingFunction"}"#;
+    end_to_end::run::canned_http_server(
+        "404 Not Found",
+        &[
+            ("x-amzn-errortype", "ResourceNotFoundException"),
+            ("content-type", "application/json"),
+        ],
+        body,
+    )
+    .await
 }
 
 /// An invoke target that has no such function is a configuration error: `run` stops with exit

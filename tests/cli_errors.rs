@@ -9,7 +9,6 @@ use end_to_end::run::{KinesisEsm, Run};
 use end_to_end::workspace_dir;
 use kinesis_esm::kinesis::EmbeddedKinesis;
 use kinesis_esm::kinesis::http::serve;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpListener;
 
 /// How long one command may take.
@@ -68,24 +67,12 @@ async fn closed_endpoint() -> String {
 
 /// A plain HTTP server that answers every request with an HTML 404, as a web server would.
 async fn html_server() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let mut request = vec![0; 64 * 1024];
-                let _ = socket.read(&mut request).await;
-                let body = "<html><body><h1>Not Found</h1></body></html>";
-                let answer = format!(
-                    "HTTP/1.1 404 Not Found\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\
-                     Connection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = socket.write_all(answer.as_bytes()).await;
-            });
-        }
-    });
-    format!("http://{addr}")
+    end_to_end::run::canned_http_server(
+        "404 Not Found",
+        &[("Content-Type", "text/html")],
+        "<html><body><h1>Not Found</h1></body></html>",
+    )
+    .await
 }
 
 #[tokio::test]

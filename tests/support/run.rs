@@ -586,3 +586,60 @@ pub async fn interrupt(mut child: tokio::process::Child, limit: Duration) -> (Op
     let status = child.wait().await.expect("kinesis-esm is waited for");
     (status.code(), summary)
 }
+
+/// A plain HTTP server on a free loopback port that answers every request with `status` (as
+/// `404 Not Found`), `headers` and `body`, then closes the connection; returns its URL.
+pub async fn canned_http_server(status: &str, headers: &[(&str, &str)], body: &str) -> String {
+    use tokio::io::AsyncWriteExt as _;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a free port");
+    let address = listener.local_addr().expect("an address");
+    let headers: String = headers
+        .iter()
+        .map(|(name, value)| format!("{name}: {value}\r\n"))
+        .collect();
+    let answer = format!(
+        "HTTP/1.1 {status}\r\n{headers}content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let answer = answer.clone();
+            tokio::spawn(async move {
+                // The whole request is read before the answer, lest closing with unread bytes
+                // reset the connection under the answer.
+                if read_request(&mut stream).await {
+                    let _ = stream.write_all(answer.as_bytes()).await;
+                }
+            });
+        }
+    });
+    format!("http://{address}")
+}
+
+/// Reads one HTTP request, head and body (by its `content-length`); false if the connection
+/// ended first.
+async fn read_request(stream: &mut tokio::net::TcpStream) -> bool {
+    use tokio::io::AsyncReadExt as _;
+    let mut request = Vec::new();
+    let mut chunk = [0_u8; 8192];
+    loop {
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return false,
+            Ok(read) => request.extend_from_slice(&chunk[..read]),
+        }
+        let text = String::from_utf8_lossy(&request);
+        if let Some(end) = text.find("\r\n\r\n") {
+            let length = text[..end]
+                .lines()
+                .filter_map(|line| line.split_once(':'))
+                .find(|(name, _)| name.eq_ignore_ascii_case("content-length"))
+                .and_then(|(_, value)| value.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            if request.len() >= end + 4 + length {
+                return true;
+            }
+        }
+    }
+}
