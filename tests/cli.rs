@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use end_to_end::cargo_lambda::{FIRST_INVOCATION_TIMEOUT, Watch};
 use end_to_end::run::{
-    KinesisEsm, MAIN_COMMAND_SETTLED, RUN_TIMEOUT, Run, Running, check_each_booked_once, check_row,
-    cli_template, kinesis_esm_with, main_command, main_events, main_template, read_every_shard,
-    records, run_large_shipments, sdk_client, temp_file,
+    KinesisEsm, MAIN_COMMAND_SETTLED, RUN_TIMEOUT, Run, Running, assert_says_all,
+    check_each_booked_once, check_row, cli_template, kinesis_esm_with, main_command, main_events,
+    main_template, read_every_shard, records, run_large_shipments, sdk_client, temp_file,
 };
 use end_to_end::{canned_answer_bootstrap, shipping_bootstrap, workspace_dir};
 use kinesis_esm::invoke::invoke_api::{InvokeApi, InvokeApiOptions};
@@ -24,13 +24,7 @@ async fn check_refused(template: &str, fragments: &[&str]) {
     let run = kinesis_esm_with(&cli_template(template), &records(), &[]).await;
     assert_eq!(run.code, Some(2), "{template}: {run:#?}");
     assert_eq!(run.stdout, "", "{template}: no summary");
-    for fragment in fragments {
-        assert!(
-            run.stderr.contains(fragment),
-            "{template}: the message should hold {fragment:?}:\n{}",
-            run.stderr
-        );
-    }
+    assert_says_all(&run.stderr, fragments);
 }
 
 #[tokio::test]
@@ -96,11 +90,8 @@ fn check_held_with_nothing_lost(run: &Run, reason: &str) {
         .parse()
         .expect("a number of invocations");
     assert!(invocations >= 2, "retried at least once: {}", run.stdout);
-    assert!(
-        run.stdout.contains(reason),
-        "the summary should say why ({reason}):\n{}",
-        run.stdout
-    );
+    // The summary says why.
+    assert_says_all(&run.stdout, &[reason]);
 }
 
 #[tokio::test]
@@ -381,14 +372,6 @@ async fn an_invoke_target_without_the_function_stops_the_run_with_exit_2() {
             "pass --invoke-name binary for cargo lambda watch",
         ],
     );
-}
-
-/// Fails unless `text` holds every one of `fragments`, showing the whole text.
-#[track_caller]
-fn assert_says_all(text: &str, fragments: &[&str]) {
-    for fragment in fragments {
-        assert!(text.contains(fragment), "{fragment:?} is not in:\n{text}");
-    }
 }
 
 // The default port.

@@ -327,6 +327,14 @@ pub fn is_short_sequence_number(cell: &str) -> bool {
     })
 }
 
+/// Fails unless `text` holds every one of `fragments`, showing the whole text.
+#[track_caller]
+pub fn assert_says_all(text: &str, fragments: &[&str]) {
+    for fragment in fragments {
+        assert!(text.contains(fragment), "{fragment:?} is not in:\n{text}");
+    }
+}
+
 /// Checks the summary's one shard row against `expected` (column, value) pairs.
 #[track_caller]
 pub fn check_row(run: &Run, expected: &[(&str, &str)]) {
