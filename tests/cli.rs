@@ -331,7 +331,7 @@ async fn run_help_lists_the_exit_codes_and_how_to_stop() {
         "4    a function never initialised",
         "130  a second Ctrl-C or SIGTERM",
     ] {
-        assert!(help.contains(line), "{line:?} is not in:\n{help}");
+        assert_says_all(&help, &[line]);
     }
 }
 
@@ -410,7 +410,7 @@ async fn a_taken_default_port_stops_the_run_and_names_its_owner() {
     );
     if held.is_some() {
         let owner = format!("(pid {}) listens on port 4566", std::process::id());
-        assert!(stderr.contains(&owner), "{owner:?} is not in:\n{stderr}");
+        assert_says_all(&stderr, &[&owner]);
     }
 }
 
@@ -469,11 +469,7 @@ async fn a_malformed_env_vars_file_is_refused_with_its_position() {
     assert_eq!(run.stdout, "", "no summary: {run:#?}");
     let expected =
         format!("kinesis-esm: --env-vars {env_vars_arg}:2:30: invalid JSON: trailing comma");
-    assert!(
-        run.stderr.contains(&expected),
-        "{expected:?} is not in:\n{}",
-        run.stderr
-    );
+    assert_says_all(&run.stderr, &[&expected]);
 }
 
 /// The shared options (`--template`, `--region`, `--state-dir`, `--listen`, ...) are read before
@@ -482,41 +478,41 @@ async fn a_malformed_env_vars_file_is_refused_with_its_position() {
 async fn shared_options_go_before_or_after_the_command() {
     let template = cli_template("broken-yaml.yaml");
     let template = template.to_string_lossy();
-    let expected = "templates/cli/broken-yaml.yaml:7:6: invalid YAML";
-    for args in [
-        vec![
-            "--template",
-            &template,
-            "--listen",
-            "127.0.0.1:0",
-            "run",
-            "--until-idle",
-        ],
-        vec![
-            "run",
-            "--until-idle",
-            "--template",
-            &template,
-            "--listen",
-            "127.0.0.1:0",
-        ],
-        vec![
-            "--region",
-            "eu-west-1",
-            "run",
-            "--template",
-            &template,
-            "--no-listen",
-        ],
-    ] {
-        let Run { code, stderr, .. } = KinesisEsm::new(&args).log("warn").output().await;
-        assert_eq!(code, Some(2), "{args:?}: {stderr}");
-        assert!(
-            stderr.contains(expected),
-            "{args:?}: {expected:?} is not in:\n{stderr}"
-        );
-    }
+    let invalid_yaml = "templates/cli/broken-yaml.yaml:7:6: invalid YAML";
     for (args, expected) in [
+        (
+            vec![
+                "--template",
+                &template,
+                "--listen",
+                "127.0.0.1:0",
+                "run",
+                "--until-idle",
+            ],
+            invalid_yaml,
+        ),
+        (
+            vec![
+                "run",
+                "--until-idle",
+                "--template",
+                &template,
+                "--listen",
+                "127.0.0.1:0",
+            ],
+            invalid_yaml,
+        ),
+        (
+            vec![
+                "--region",
+                "eu-west-1",
+                "run",
+                "--template",
+                &template,
+                "--no-listen",
+            ],
+            invalid_yaml,
+        ),
         (
             vec!["--template", "t.yaml", "put", "--stream", "s", "x"],
             "kinesis-esm: --template is not an option of `kinesis-esm put` (only of run and serve)",
