@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use end_to_end::aws::fault_proxy::{Fault, FaultProxy};
-use end_to_end::aws::{kinesis_endpoint, unique_name, within};
+use end_to_end::aws::{LocalAws, kinesis_endpoint, within};
 use end_to_end::run::{read_every_shard, sdk_client};
 use kinesis_esm::kinesis::EmbeddedKinesis;
 use kinesis_esm::kinesis::http::{ServerHandle, serve};
@@ -33,36 +33,6 @@ async fn embedded(stream: &str, shards: u32) -> ServerHandle {
     serve(kinesis, any_port)
         .await
         .expect("serve the embedded Kinesis")
-}
-
-/// Creates `stream` on a server that takes `CreateStream` (kinesis-local), and waits until it
-/// is active.
-async fn create_stream(client: &aws_sdk_kinesis::Client, stream: &str, shards: i32) {
-    client
-        .create_stream()
-        .stream_name(stream)
-        .shard_count(shards)
-        .send()
-        .await
-        .unwrap_or_else(|error| panic!("creating stream {stream}: {error}"));
-    within(&format!("stream {stream} becoming active"), async {
-        loop {
-            let summary = client
-                .describe_stream_summary()
-                .stream_name(stream)
-                .send()
-                .await
-                .expect("describe the stream");
-            let status = summary
-                .stream_description_summary()
-                .map(|summary| summary.stream_status().as_str().to_owned());
-            if status.as_deref() == Some("ACTIVE") {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
-    .await;
 }
 
 /// Every record of `stream`, decoded, grouped by partition key in stream order.
@@ -149,8 +119,8 @@ async fn publisher_sends_the_throttled_entries_again_in_key_order_over_the_embed
 #[tokio::test]
 async fn aws_publisher_sends_the_throttled_entries_again_in_key_order_over_kinesis_local() {
     let endpoint = kinesis_endpoint();
-    let stream = unique_name("bookings");
-    create_stream(&sdk_client(&endpoint), &stream, 2).await;
+    // Created and waited for until active.
+    let stream = LocalAws::connect().await.create_stream("bookings", 2).await;
     partial_failures_are_sent_again_in_key_order(&endpoint, &stream).await;
 }
 
