@@ -416,18 +416,10 @@ async fn a_taken_default_port_stops_the_run_and_names_its_owner() {
 
 // SAM's habits: --env-vars, options before or after the command.
 
-/// `--env-vars` in SAM's shape: the function's own object wins over the template's value (the
-/// canned answer becomes `exit`, so the function now exits at start), and a variable the
-/// template does not declare, or a key that names no function, is said and not used.
-#[tokio::test]
-async fn env_vars_override_the_templates_declared_variables_as_sam_does() {
-    canned_answer_bootstrap().await;
-    let env_vars = temp_file(
-        "env-vars.json",
-        r#"{"Parameters": {"ANSWER": "garbage", "UNDECLARED": "1"},
-            "GarbageFunction": {"ANSWER": "exit"},
-            "NoSuchFunction": {"ANSWER": "{}"}}"#,
-    );
+/// Runs `answers-garbage.yaml` with `--env-vars` of a file `name` holding `text` (removed after
+/// the run); returns how the run ended and the file's path as passed.
+async fn run_with_env_vars(name: &str, text: &str) -> (Run, String) {
+    let env_vars = temp_file(name, text);
     let env_vars_arg = env_vars.to_string_lossy().into_owned();
     let run = kinesis_esm_with(
         &cli_template("answers-garbage.yaml"),
@@ -436,6 +428,22 @@ async fn env_vars_override_the_templates_declared_variables_as_sam_does() {
     )
     .await;
     let _ = std::fs::remove_file(&env_vars);
+    (run, env_vars_arg)
+}
+
+/// `--env-vars` in SAM's shape: the function's own object wins over the template's value (the
+/// canned answer becomes `exit`, so the function now exits at start), and a variable the
+/// template does not declare, or a key that names no function, is said and not used.
+#[tokio::test]
+async fn env_vars_override_the_templates_declared_variables_as_sam_does() {
+    canned_answer_bootstrap().await;
+    let (run, _) = run_with_env_vars(
+        "env-vars.json",
+        r#"{"Parameters": {"ANSWER": "garbage", "UNDECLARED": "1"},
+            "GarbageFunction": {"ANSWER": "exit"},
+            "NoSuchFunction": {"ANSWER": "{}"}}"#,
+    )
+    .await;
     check_held_with_nothing_lost(&run, "Runtime.ExitError");
     assert!(run.stdout.contains("exit status 3"), "{}", run.stdout);
     assert_says_all(
@@ -453,18 +461,11 @@ async fn env_vars_override_the_templates_declared_variables_as_sam_does() {
 /// and column.
 #[tokio::test]
 async fn a_malformed_env_vars_file_is_refused_with_its_position() {
-    let env_vars = temp_file(
+    let (run, env_vars_arg) = run_with_env_vars(
         "broken-env-vars.json",
         "{\n  \"GarbageFunction\": {\"A\": 1,}\n}",
-    );
-    let env_vars_arg = env_vars.to_string_lossy().into_owned();
-    let run = kinesis_esm_with(
-        &cli_template("answers-garbage.yaml"),
-        &records(),
-        &["--env-vars", &env_vars_arg],
     )
     .await;
-    let _ = std::fs::remove_file(&env_vars);
     assert_eq!(run.code, Some(2), "{run:#?}");
     assert_eq!(run.stdout, "", "no summary: {run:#?}");
     let expected =

@@ -23,6 +23,11 @@ const NEVER: &[&str] = &[
     "os error",
 ];
 
+/// `kinesis-esm put` of one record to stream `s` of the Kinesis at `endpoint`.
+fn put_hello(endpoint: &str) -> [&str; 6] {
+    ["put", "--endpoint", endpoint, "--stream", "s", "hello"]
+}
+
 /// `kinesis-esm run` of `template.yaml` reading the Kinesis at `endpoint`, serving nothing.
 fn run_on_kinesis(endpoint: &str) -> [&str; 5] {
     [
@@ -80,7 +85,7 @@ async fn nothing_answering_is_said_with_the_url_and_never_as_a_missing_stream() 
     let endpoint = closed_endpoint().await;
     let nothing_answers = format!("nothing answers at {endpoint} (connection refused)");
     check_message(
-        &["put", "--endpoint", &endpoint, "--stream", "s", "hello"],
+        &put_hello(&endpoint),
         &[&nothing_answers, "DescribeStreamSummary on stream s"],
         &[],
     )
@@ -112,7 +117,7 @@ async fn a_server_that_is_not_kinesis_is_said_to_be_one() {
     let endpoint = html_server().await;
     let not_kinesis = format!("something that is not Kinesis answers at {endpoint}: HTTP 404");
     check_message(
-        &["put", "--endpoint", &endpoint, "--stream", "s", "hello"],
+        &put_hello(&endpoint),
         &[&not_kinesis, "text/html"],
         &["<html>"],
     )
