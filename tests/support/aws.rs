@@ -810,6 +810,19 @@ pub fn read_ledger_by_process(path: &Path) -> Vec<(Delivery, String)> {
         .collect()
 }
 
+/// The arguments of `kinesis-esm run` that read kinesis-local and keep the leases in `table` at
+/// dynalite.
+pub fn local_aws_args(table: &str) -> [String; 6] {
+    [
+        "--kinesis-endpoint".to_owned(),
+        kinesis_endpoint(),
+        "--lease-table".to_owned(),
+        table.to_owned(),
+        "--dynamodb-endpoint".to_owned(),
+        dynamodb_endpoint(),
+    ]
+}
+
 /// `kinesis-esm run` with these arguments after `run`, as the tests here run it: from the tests'
 /// folder, its logs as `kinesis-esm` chooses them, given [`TIMEOUT`] to end.
 pub fn esm_run(args: &[&str]) -> KinesisEsm {
