@@ -34,22 +34,14 @@ struct Instance {
 
 impl Instance {
     async fn start(scratch: &ScratchDir, stream: &str, table: &str, worker: &str) -> Self {
-        let template = scratch.join(&format!("{worker}.yaml"));
-        let ledger = scratch.join(&format!("{worker}.ledger"));
+        let (template, ledger) =
+            LedgerTemplate::new(stream, SHARDS, BATCH_SIZE, DELAY_MS).write_as(scratch, worker);
         let log = scratch.join(&format!("{worker}.log"));
-        LedgerTemplate {
-            stream: stream.to_owned(),
-            shards: SHARDS,
-            batch_size: BATCH_SIZE,
-            ledger: ledger.clone(),
-            delay_ms: DELAY_MS,
-        }
-        .write(&template);
         let failover = format!("{}s", FAILOVER.as_secs());
         let (kinesis, dynamodb) = (kinesis_endpoint(), dynamodb_endpoint());
         let args = [
             "--template",
-            template.to_str().expect("a UTF-8 path"),
+            &template,
             "--kinesis-endpoint",
             &kinesis,
             "--lease-table",

@@ -38,12 +38,9 @@ async fn chaos_run(kinesis: ChaosKinesis) {
     assert!(report.tally.published > 0 && report.tally.deliveries >= report.tally.published);
 }
 
-#[tokio::test]
-async fn chaos_over_kinesis_local_loses_nothing_and_keeps_every_key_in_order() {
-    chaos_run(ChaosKinesis::LocalServer).await;
-}
-
-#[tokio::test]
-async fn chaos_over_the_embedded_kinesis_loses_nothing_and_keeps_every_key_in_order() {
-    chaos_run(ChaosKinesis::Embedded).await;
+end_to_end::scenario_tests! {
+    chaos_run {
+        chaos_over_kinesis_local_loses_nothing_and_keeps_every_key_in_order(ChaosKinesis::LocalServer),
+        chaos_over_the_embedded_kinesis_loses_nothing_and_keeps_every_key_in_order(ChaosKinesis::Embedded),
+    }
 }

@@ -16,7 +16,7 @@ use kinesis_esm::source::{IteratorPosition, ShardSource as _};
 use serde_json::Value;
 use test_support::moto_endpoint;
 
-use crate::cli::{Run, kinesis_esm_with};
+use end_to_end::run::{Run, kinesis_esm_with};
 
 /// The shipping template, reading `stream` and sending discarded batches to `destination`, with
 /// `resources` added (written to a temporary file; the function's code stays the workspace's).

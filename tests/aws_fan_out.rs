@@ -11,8 +11,7 @@ use std::time::Duration;
 
 use end_to_end::aws::{
     Delivery, EsmProcess, LedgerTemplate, LocalAws, ScratchDir, build_ledger_function, by_shard,
-    dynamodb_endpoint, kinesis_endpoint, leases_by_shard, read_ledger, shipment_id,
-    shipments_held_at, within,
+    leases_by_shard, local_aws_args, read_ledger, shipment_id, shipments_held_at, within,
 };
 use kinesis_esm::sequence::SequenceNumber;
 
@@ -58,24 +57,22 @@ async fn a_mapping_reads_kinesis_local_through_its_consumer_in_order_held_and_ch
         delay_ms: 0,
     }
     .write_through_consumer(&template, CONSUMER);
-    let (kinesis, dynamodb) = (kinesis_endpoint(), dynamodb_endpoint());
+    let template = template.to_string_lossy();
+    let lease_args = local_aws_args(&table);
     let mut run = EsmProcess::start(
         &[
-            "--template",
-            &template.to_string_lossy(),
-            "--kinesis-endpoint",
-            &kinesis,
-            "--lease-table",
-            &table,
-            "--dynamodb-endpoint",
-            &dynamodb,
-            "--retry-pause",
-            "200ms",
-            "--max-retry-pause",
-            "200ms",
+            &["--template", &template][..],
+            &lease_args.each_ref().map(String::as_str),
             // Tests run side by side: none may take the default port.
-            "--no-listen",
-        ],
+            &[
+                "--retry-pause",
+                "200ms",
+                "--max-retry-pause",
+                "200ms",
+                "--no-listen",
+            ],
+        ]
+        .concat(),
         &scratch.join("run.log"),
     )
     .await;

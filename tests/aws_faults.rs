@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use end_to_end::aws::fault_proxy::{Fault, FaultProxy, SeenCall};
 use end_to_end::aws::{
-    Gate, LeaseChange, LocalAws, Observed, REGION, dynamodb_endpoint, kinesis_endpoint,
+    Gate, LeaseChange, LocalAws, Observed, REGION, dynamodb_endpoint, idle_at, kinesis_endpoint,
     recording_lease_store, ship_after_gate, shipment, within,
 };
 use kinesis_esm::aws::{AwsConnection, ReadPacing, SdkKinesis};
@@ -166,14 +166,7 @@ async fn a_running_mapping_rides_out_faults_and_loses_nothing() {
     let last = Checkpoint::SequenceNumber(published.last().unwrap().sequence_number.clone());
     let status = within(
         "every record settled",
-        mapping.wait_for(|status| {
-            status.is_idle()
-                && status.last_error.is_none()
-                && status
-                    .shards
-                    .values()
-                    .all(|shard| shard.checkpoint.as_ref() == Some(&last))
-        }),
+        mapping.wait_for(|status| status.last_error.is_none() && idle_at(status, &last)),
     )
     .await;
     within("stopping the mapping", mapping.stop()).await;

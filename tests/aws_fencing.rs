@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use end_to_end::aws::fault_proxy::FaultProxy;
 use end_to_end::aws::{
-    Delivery, Gate, LeaseChange, LocalAws, Observed, REGION, dynamodb_endpoint,
+    Delivery, Gate, LeaseChange, LocalAws, Observed, REGION, dynamodb_endpoint, idle_at,
     recording_lease_store, ship_after_gate, shipment, shipment_id, within,
 };
 use kinesis_esm::aws::{AwsConnection, ReadPacing};
@@ -137,13 +137,7 @@ async fn a_worker_whose_lease_was_taken_can_no_longer_checkpoint() {
     let last = Checkpoint::SequenceNumber(sequence_number_of(SHIPMENTS));
     within(
         "worker B settling the rest",
-        worker_b.wait_for(|status| {
-            status.is_idle()
-                && status
-                    .shards
-                    .values()
-                    .all(|shard| shard.checkpoint.as_ref() == Some(&last))
-        }),
+        worker_b.wait_for(|status| idle_at(status, &last)),
     )
     .await;
 

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use end_to_end::aws::{
-    LocalAws, ScratchDir, dynamodb_endpoint, kinesis_endpoint, kinesis_esm_run, shipments_held_at,
-    within, workspace_dir,
+    LocalAws, ScratchDir, dynamodb_endpoint, esm_run, kinesis_endpoint, shipments_held_at, within,
+    workspace_dir,
 };
 use lambda_kinesis::HandlerOutcome;
 use lambda_kinesis::lambda_runtime::Context;
@@ -85,17 +85,25 @@ fn booked_ids(log: &str) -> Vec<u64> {
         .collect()
 }
 
-#[tokio::test]
-async fn over_the_emulator_a_restart_redelivers_yet_each_shipment_is_booked_once() {
+/// A stream of [`SHIPMENTS`] shipments, held at [`HELD`], on kinesis-local, and the template of
+/// the shipping function reading it with an idempotency table of its own (in a scratch folder,
+/// removed when dropped).
+async fn shipments_with_a_held_one(name: &str) -> (ScratchDir, String) {
     let aws = LocalAws::connect().await;
     let store = idempotency_table(&aws).await;
-    let stream = aws.create_stream("idempotency", 1).await;
+    let stream = aws.create_stream(name, 1).await;
     aws.publish_shipments(&stream, &shipments_held_at(SHIPMENTS, HELD))
         .await;
-    let scratch = ScratchDir::new("idempotency");
+    let scratch = ScratchDir::new(name);
     let template = scratch.join("template.yaml");
     std::fs::write(&template, shipping_template(&stream, store.table())).unwrap();
     let template = template.to_string_lossy().into_owned();
+    (scratch, template)
+}
+
+#[tokio::test]
+async fn over_the_emulator_a_restart_redelivers_yet_each_shipment_is_booked_once() {
+    let (_scratch, template) = shipments_with_a_held_one("idempotency").await;
     let mut booked = Vec::new();
     // Each run keeps its checkpoints in memory, so the second starts again at TRIM_HORIZON: every
     // shipment in front of the held one comes again, and the held one with those behind it again
@@ -128,15 +136,7 @@ async fn over_the_emulator_a_restart_redelivers_yet_each_shipment_is_booked_once
 
 #[tokio::test]
 async fn two_emulators_on_one_stream_and_one_table_book_each_shipment_once() {
-    let aws = LocalAws::connect().await;
-    let store = idempotency_table(&aws).await;
-    let stream = aws.create_stream("idempotency-twice", 1).await;
-    aws.publish_shipments(&stream, &shipments_held_at(SHIPMENTS, HELD))
-        .await;
-    let scratch = ScratchDir::new("idempotency-twice");
-    let template = scratch.join("template.yaml");
-    std::fs::write(&template, shipping_template(&stream, store.table())).unwrap();
-    let template = template.to_string_lossy().into_owned();
+    let (_scratch, template) = shipments_with_a_held_one("idempotency-twice").await;
     // Without a lease table each emulator reads the whole shard from TRIM_HORIZON: both deliver
     // every shipment, at the same time, to functions of their own over the one table.
     let (one, two) = tokio::join!(
@@ -172,30 +172,22 @@ async fn run_shipping(template: &str, run: &str) -> String {
         "--no-listen",
         "--until-idle",
     ];
-    let mut command = kinesis_esm_run(&args).await;
-    command
-        .env("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_endpoint())
+    let command = esm_run(&args)
+        .env("AWS_ENDPOINT_URL_DYNAMODB", &dynamodb_endpoint())
         .env("AWS_ACCESS_KEY_ID", "local")
         .env("AWS_SECRET_ACCESS_KEY", "local")
         .env("RUST_LOG", "info");
     // Each shipment costs DynamoDB round trips to dynalite, slow when the whole suite runs at
     // once on two cores: a watchdog longer than the usual one.
+    let limit = Duration::from_secs(300);
     let output = end_to_end::within_time(
-        Duration::from_secs(300),
+        limit,
         &format!("the {run} run"),
-        command
-            .spawn()
-            .expect("kinesis-esm starts")
-            .wait_with_output(),
+        command.timeout(2 * limit).output(),
     )
-    .await
-    .expect("its output");
-    let log = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert_eq!(
-        output.status.code(),
-        Some(1),
-        "the {run} run ends held:\n{log}"
-    );
+    .await;
+    let log = output.stderr;
+    assert_eq!(output.code, Some(1), "the {run} run ends held:\n{log}");
     log
 }
 

@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, HashSet};
 
 use end_to_end::aws::{
     Delivery, LedgerTemplate, LocalAws, Published, ScratchDir, build_ledger_function, by_shard,
-    dynamodb_endpoint, kill_after_ledger_batches, kinesis_endpoint, kinesis_esm_run,
-    leases_by_shard, read_ledger, run_kinesis_esm, shipment,
+    kill_after_ledger_batches, kinesis_esm_run, leases_by_shard, local_aws_args, read_ledger,
+    run_kinesis_esm, shipment,
 };
 use kinesis_esm::sequence::SequenceNumber;
 use shipping::Shipment;
@@ -37,42 +37,22 @@ async fn a_killed_emulator_loses_nothing_and_repeats_only_what_followed_its_chec
     build_ledger_function().await;
 
     let scratch = ScratchDir::new("kill");
-    let kinesis = kinesis_endpoint();
-    let dynamodb = dynamodb_endpoint();
-    let template = |run: &str| {
-        let template = scratch.join(&format!("{run}.yaml"));
-        let ledger = scratch.join(&format!("{run}.ledger"));
-        LedgerTemplate {
-            stream: stream.clone(),
-            shards: SHARDS,
-            batch_size: BATCH_SIZE,
-            ledger: ledger.clone(),
-            delay_ms: DELAY_MS,
-        }
-        .write(&template);
-        (template.to_string_lossy().into_owned(), ledger)
-    };
-    let (first_template, first_ledger) = template("first");
-    let (second_template, second_ledger) = template("second");
+    let template = LedgerTemplate::new(&stream, SHARDS, BATCH_SIZE, DELAY_MS);
+    let (first_template, first_ledger) = template.write_as(&scratch, "first");
+    let (second_template, second_ledger) = template.write_as(&scratch, "second");
     let args = |template: &str, worker: &str| -> Vec<String> {
-        [
-            "--template",
-            template,
-            "--kinesis-endpoint",
-            &kinesis,
-            "--lease-table",
-            &table,
-            "--dynamodb-endpoint",
-            &dynamodb,
+        let mut args = vec!["--template".to_owned(), template.to_owned()];
+        args.extend(local_aws_args(&table));
+        // Tests run side by side: none may take the default port.
+        let more = [
             "--worker-id",
             worker,
             "--failover-time",
             "2s",
-            // Tests run side by side: none may take the default port.
             "--no-listen",
-        ]
-        .map(str::to_owned)
-        .to_vec()
+        ];
+        args.extend(more.map(str::to_owned));
+        args
     };
 
     // The first run, killed once the function has reported a dozen batches.
@@ -111,13 +91,7 @@ async fn a_killed_emulator_loses_nothing_and_repeats_only_what_followed_its_chec
     let mut second_args: Vec<&str> = second_args.iter().map(String::as_str).collect();
     second_args.push("--until-idle");
     let second = run_kinesis_esm("the restarted run", &second_args).await;
-    assert_eq!(
-        second.code,
-        Some(0),
-        "the restarted run settles everything:\n{}\n{}",
-        second.stdout,
-        second.stderr
-    );
+    second.check_code(0, "the restarted run settles everything");
 
     let before = read_ledger(&first_ledger);
     let after = read_ledger(&second_ledger);

@@ -7,7 +7,7 @@ use std::time::Duration;
 use end_to_end::aws::{LocalAws, dynamodb_endpoint};
 use end_to_end::shipping_bootstrap;
 
-use crate::cli::{check_row, cli_template, kinesis_esm_with, records};
+use end_to_end::run::{check_row, cli_template, kinesis_esm_with, records};
 
 /// Issue 10's skip, told: `run --lease-table` over the embedded Kinesis keeps the checkpoints
 /// in DynamoDB (dynalite) while the stream ends with the run, so the next run meets a stream of

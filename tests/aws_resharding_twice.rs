@@ -9,35 +9,35 @@ use end_to_end::aws::LocalAws;
 
 use crate::resharding_twice::{Kinesis, Reshard, check_lifecycle};
 
-#[tokio::test]
-async fn a_split_then_a_merge_on_kinesis_local_delivers_nothing_twice() {
+/// [`check_lifecycle`] over a new stream of `shards` shards on kinesis-local (its name from
+/// `prefix`), with `instances` mappings sharing a lease table at dynalite.
+async fn local_lifecycle(prefix: &str, shards: i32, instances: usize, reshards: &[Reshard]) {
     let aws = LocalAws::connect().await;
-    let kinesis = Kinesis::local(&aws, "twice-split-merge", 1).await;
-    let table = aws.lease_table("twice-split-merge").await;
+    let kinesis = Kinesis::local(&aws, prefix, shards).await;
+    let table = aws.lease_table(prefix).await;
     let leases = Arc::new(aws.lease_store(&table).await);
-    check_lifecycle(kinesis, leases, 2, &[Reshard::Split(0), Reshard::Merge(0)]).await;
+    check_lifecycle(kinesis, leases, instances, reshards).await;
 }
 
-#[tokio::test]
-async fn a_merge_then_a_split_on_kinesis_local_delivers_nothing_twice() {
-    let aws = LocalAws::connect().await;
-    let kinesis = Kinesis::local(&aws, "twice-merge-split", 2).await;
-    let table = aws.lease_table("twice-merge-split").await;
-    let leases = Arc::new(aws.lease_store(&table).await);
-    check_lifecycle(kinesis, leases, 1, &[Reshard::Merge(0), Reshard::Split(0)]).await;
-}
-
-#[tokio::test]
-async fn update_shard_count_1_2_4_2_on_kinesis_local_delivers_nothing_twice() {
-    let aws = LocalAws::connect().await;
-    let kinesis = Kinesis::local(&aws, "twice-count", 1).await;
-    let table = aws.lease_table("twice-count").await;
-    let leases = Arc::new(aws.lease_store(&table).await);
-    check_lifecycle(
-        kinesis,
-        leases,
-        1,
-        &[Reshard::Count(2), Reshard::Count(4), Reshard::Count(2)],
-    )
-    .await;
+end_to_end::scenario_tests! {
+    local_lifecycle {
+        a_split_then_a_merge_on_kinesis_local_delivers_nothing_twice(
+            "twice-split-merge",
+            1,
+            2,
+            &[Reshard::Split(0), Reshard::Merge(0)],
+        ),
+        a_merge_then_a_split_on_kinesis_local_delivers_nothing_twice(
+            "twice-merge-split",
+            2,
+            1,
+            &[Reshard::Merge(0), Reshard::Split(0)],
+        ),
+        update_shard_count_1_2_4_2_on_kinesis_local_delivers_nothing_twice(
+            "twice-count",
+            1,
+            1,
+            &[Reshard::Count(2), Reshard::Count(4), Reshard::Count(2)],
+        ),
+    }
 }

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use end_to_end::aws::{
     Delivery, LedgerTemplate, LocalAws, Observed, Published, ScratchDir, UNKNOWN_CARRIER,
-    build_ledger_function, dynamodb_endpoint, kinesis_endpoint, read_ledger, run_kinesis_esm,
-    shipment_id, shipments_held_at, within,
+    build_ledger_function, dynamodb_endpoint, idle_at, kinesis_endpoint, read_ledger,
+    run_kinesis_esm, shipment_id, shipments_held_at, within,
 };
 use kinesis_esm::aws::ReadPacing;
 use kinesis_esm::config::{MappingConfig, StartingPosition};
@@ -153,13 +153,7 @@ async fn restart_in_process(store: Store) -> (Vec<Delivery>, Vec<Delivery>) {
     let last = Checkpoint::SequenceNumber(published.last().unwrap().sequence_number.clone());
     within(
         "the second run to settle every shipment",
-        second.wait_for(|status| {
-            status.is_idle()
-                && status
-                    .shards
-                    .values()
-                    .all(|shard| shard.checkpoint.as_ref() == Some(&last))
-        }),
+        second.wait_for(|status| idle_at(status, &last)),
     )
     .await;
     within("stopping the second run", second.stop()).await;
@@ -213,17 +207,8 @@ async fn restart_through_the_binary(
     let dynamodb = dynamodb_endpoint();
     let mut runs = Vec::new();
     for run in ["first", "second"] {
-        let template = scratch.join(&format!("{run}.yaml"));
-        let ledger = scratch.join(&format!("{run}.ledger"));
-        LedgerTemplate {
-            stream: stream.clone(),
-            shards: 1,
-            batch_size: BATCH_SIZE as u32,
-            ledger: ledger.clone(),
-            delay_ms: 0,
-        }
-        .write(&template);
-        let template = template.to_string_lossy().into_owned();
+        let (template, ledger) =
+            LedgerTemplate::new(&stream, 1, BATCH_SIZE as u32, 0).write_as(&scratch, run);
         let mut args = vec![
             "--template",
             &template,
@@ -237,13 +222,7 @@ async fn restart_through_the_binary(
             args.extend(["--lease-table", table, "--dynamodb-endpoint", &dynamodb]);
         }
         let output = run_kinesis_esm(&format!("the {run} run"), &args).await;
-        assert_eq!(
-            output.code,
-            Some(1),
-            "the {run} run ends held on shipment {HELD}:\n{}\n{}",
-            output.stdout,
-            output.stderr
-        );
+        output.check_code(1, &format!("the {run} run ends held on shipment {HELD}"));
         assert!(
             output.stdout.contains(&format!(
                 "held at {}",

@@ -45,16 +45,7 @@ async fn status_reads_a_run_over_kinesis_local() {
 
     build_ledger_function().await;
     let scratch = ScratchDir::new("status");
-    let template = scratch.join("template.yaml");
-    LedgerTemplate {
-        stream: stream.clone(),
-        shards: 1,
-        batch_size: 10,
-        ledger: scratch.join("ledger"),
-        delay_ms: 0,
-    }
-    .write(&template);
-    let template = template.to_string_lossy().into_owned();
+    let (template, _) = LedgerTemplate::new(&stream, 1, 10, 0).write_as(&scratch, "status");
     let kinesis = kinesis_endpoint();
     let mut run = kinesis_esm_run(&[
         "--template",

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use end_to_end::aws::{LocalAws, RunOutput, ScratchDir, dynamodb_endpoint, kinesis_esm_run};
+use end_to_end::aws::{LocalAws, Run, ScratchDir, dynamodb_endpoint, esm_run};
 use end_to_end::{shipping_bootstrap, within_time, workspace_dir};
 use kinesis_esm::aws::AwsConnection;
 use test_support::{moto_endpoint, unique_name};
@@ -37,32 +37,18 @@ fn shipping_template(scratch: &ScratchDir, replacements: &[(&str, &str)]) -> Pat
 
 /// Runs `kinesis-esm run --until-idle` over the embedded Kinesis with these arguments and
 /// environment, to its end.
-async fn run(what: &str, args: &[&str], env: &[(&str, String)]) -> RunOutput {
-    let mut command = kinesis_esm_run(args).await;
-    command
+async fn run(what: &str, args: &[&str], env: &[(&str, String)]) -> Run {
+    let mut command = esm_run(args)
         .args(["--no-listen", "--until-idle"])
         // A failing run's discarded batches go to `.kinesis-esm/` here, not into the tree.
         .current_dir(std::env::temp_dir())
         .env("RUST_LOG", "info");
     for (name, value) in env {
-        command.env(name, value);
+        command = command.env(name, value);
     }
     // The function's DynamoDB round trips to dynalite are slow when the whole suite runs at once.
-    let output = within_time(
-        Duration::from_secs(300),
-        what,
-        command
-            .spawn()
-            .expect("kinesis-esm starts")
-            .wait_with_output(),
-    )
-    .await
-    .expect("its output");
-    RunOutput {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+    let limit = Duration::from_secs(300);
+    within_time(limit, what, command.timeout(2 * limit).output()).await
 }
 
 /// How many "shipment booked" lines a run's log has.

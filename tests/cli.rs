@@ -4,147 +4,27 @@
 //! Bad input must stop the run with a message that says where the fault is; a function that
 //! crashes or answers garbage must be retried without losing a record.
 
-use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use end_to_end::cargo_lambda::{FIRST_INVOCATION_TIMEOUT, Watch};
-use end_to_end::{
-    canned_answer_bootstrap, fixture, kinesis_esm_binary, shipping_bootstrap, workspace_dir,
-    write_large_shipments,
+use end_to_end::run::{
+    KinesisEsm, MAIN_COMMAND_SETTLED, RUN_TIMEOUT, Run, Running, assert_says_all,
+    check_each_booked_once, check_row, cli_template, kinesis_esm_with, main_command, main_events,
+    main_template, read_every_shard, records, run_large_shipments, sdk_client, temp_file,
 };
+use end_to_end::{canned_answer_bootstrap, shipping_bootstrap, workspace_dir};
 use kinesis_esm::invoke::invoke_api::{InvokeApi, InvokeApiOptions};
 use kinesis_esm::invoke::{Invocation, InvokeOutcome, Invoker as _};
 use lambda_kinesis::testing::TestEvent;
 
-/// How long one run of the command may take. It builds the function first; the tests build it
-/// beforehand, so cargo only has to see that it is fresh.
-const RUN_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// How a run ended.
-#[derive(Debug)]
-pub(crate) struct Run {
-    pub(crate) code: Option<i32>,
-    pub(crate) stdout: String,
-    pub(crate) stderr: String,
-}
-
-impl Run {
-    /// The summary's row for each shard, by column name.
-    pub(crate) fn shard_rows(&self) -> Vec<BTreeMap<String, String>> {
-        // Cells are separated by at least two spaces; single spaces only occur inside a cell
-        // ("caught up").
-        fn cells(line: &str) -> Vec<String> {
-            line.split("  ")
-                .map(str::trim)
-                .filter(|cell| !cell.is_empty())
-                .map(str::to_owned)
-                .collect()
-        }
-        let mut lines = self.stdout.lines();
-        let Some(header) = lines.find(|line| line.trim_start().starts_with("shard ")) else {
-            return Vec::new();
-        };
-        let header = cells(header);
-        // The rows end where the notes start ("shardId-...: held at ...").
-        lines
-            .map(cells)
-            .take_while(|row| row.len() == header.len() && !row[0].contains(':'))
-            .map(|row| header.iter().cloned().zip(row).collect())
-            .collect()
-    }
-}
-
-/// Runs `kinesis-esm run --template <template> --put <records> --until-idle` from the
-/// workspace's root. Its logs are kept at `warn` unless `RUST_LOG` is set, which it then gets as
-/// its own filter (`KINESIS_ESM_LOG`).
-async fn kinesis_esm(template: &Path, records: &Path) -> Run {
-    kinesis_esm_with(template, records, &[]).await
-}
-
-/// [`kinesis_esm`] with more arguments for `run`.
-pub(crate) async fn kinesis_esm_with(template: &Path, records: &Path, more: &[&str]) -> Run {
-    let binary = kinesis_esm_binary().await;
-    let mut command = tokio::process::Command::new(binary);
-    command
-        .arg("run")
-        .arg("--template")
-        .arg(template)
-        .arg("--put")
-        .arg(records)
-        .arg("--until-idle")
-        // A port of its own, so that tests running at once do not compete for 4566.
-        .args(["--listen", "127.0.0.1:0"])
-        .args(more)
-        .current_dir(workspace_dir())
-        .stdin(Stdio::null())
-        .kill_on_drop(true);
-    let log_filter = std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".to_owned());
-    command.env("KINESIS_ESM_LOG", &log_filter);
-    let output = tokio::time::timeout(RUN_TIMEOUT, command.output())
-        .await
-        .unwrap_or_else(|_| panic!("kinesis-esm ran longer than {RUN_TIMEOUT:?} on {template:?}"))
-        .expect("kinesis-esm starts");
-    let run = Run {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    };
-    if std::env::var_os("RUST_LOG").is_some() {
-        eprintln!("{}{}", run.stderr, run.stdout);
-    }
-    run
-}
-
-pub(crate) fn records() -> std::path::PathBuf {
-    fixture("records/shipments.jsonl")
-}
-
-/// A template under `tests/templates/cli/`.
-pub(crate) fn cli_template(name: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("templates/cli")
-        .join(name)
-}
-
-/// Whether a summary's cell is a sequence number as tables shorten it: digits, `…`, digits.
-pub(crate) fn is_short_sequence_number(cell: &str) -> bool {
-    cell.split_once('…').is_some_and(|(head, tail)| {
-        head.len() == 4
-            && !tail.is_empty()
-            && (head.chars().chain(tail.chars())).all(|c| c.is_ascii_digit())
-    })
-}
-
 /// Runs a template that kinesis-esm must refuse, and checks that it ends with exit code 2, no
 /// summary, and a message holding every one of `fragments`.
 async fn check_refused(template: &str, fragments: &[&str]) {
-    let run = kinesis_esm(&cli_template(template), &records()).await;
+    let run = kinesis_esm_with(&cli_template(template), &records(), &[]).await;
     assert_eq!(run.code, Some(2), "{template}: {run:#?}");
     assert_eq!(run.stdout, "", "{template}: no summary");
-    for fragment in fragments {
-        assert!(
-            run.stderr.contains(fragment),
-            "{template}: the message should hold {fragment:?}:\n{}",
-            run.stderr
-        );
-    }
-}
-
-/// Checks the summary's one shard row against `expected` (column, value) pairs.
-#[track_caller]
-pub(crate) fn check_row(run: &Run, expected: &[(&str, &str)]) {
-    let rows = run.shard_rows();
-    assert_eq!(rows.len(), 1, "one shard in the summary: {run:#?}");
-    for (column, value) in expected {
-        assert_eq!(
-            rows[0].get(*column).map(String::as_str),
-            Some(*value),
-            "column {column} of the summary:\n{}",
-            run.stdout
-        );
-    }
+    assert_says_all(&run.stderr, fragments);
 }
 
 #[tokio::test]
@@ -210,17 +90,14 @@ fn check_held_with_nothing_lost(run: &Run, reason: &str) {
         .parse()
         .expect("a number of invocations");
     assert!(invocations >= 2, "retried at least once: {}", run.stdout);
-    assert!(
-        run.stdout.contains(reason),
-        "the summary should say why ({reason}):\n{}",
-        run.stdout
-    );
+    // The summary says why.
+    assert_says_all(&run.stdout, &[reason]);
 }
 
 #[tokio::test]
 async fn a_function_that_exits_at_once_is_retried_and_loses_nothing() {
     canned_answer_bootstrap().await;
-    let run = kinesis_esm(&cli_template("exits-at-once.yaml"), &records()).await;
+    let run = kinesis_esm_with(&cli_template("exits-at-once.yaml"), &records(), &[]).await;
     assert_eq!(
         run.code,
         Some(4),
@@ -240,7 +117,7 @@ async fn a_function_that_exits_at_once_is_retried_and_loses_nothing() {
 #[tokio::test]
 async fn a_function_that_answers_garbage_is_retried_and_loses_nothing() {
     canned_answer_bootstrap().await;
-    let run = kinesis_esm(&cli_template("answers-garbage.yaml"), &records()).await;
+    let run = kinesis_esm_with(&cli_template("answers-garbage.yaml"), &records(), &[]).await;
     assert_eq!(run.code, Some(1), "{run:#?}");
     check_held_with_nothing_lost(&run, "bad response: the response is not JSON");
 }
@@ -254,32 +131,12 @@ async fn a_function_that_answers_garbage_is_retried_and_loses_nothing() {
 /// held record's batch after the partial response starts its retries afresh, so 5 retries.
 #[tokio::test]
 async fn the_main_command_runs_the_shipping_service() {
-    shipping_bootstrap().await;
-    let run = kinesis_esm(
-        &workspace_dir().join("template.yaml"),
-        &workspace_dir().join("functions/shipping/events"),
-    )
-    .await;
+    let run = main_command(&[]).await;
     assert_eq!(run.code, Some(0), "{run:#?}");
-    check_row(
-        &run,
-        &[
-            ("state", "caught up"),
-            ("records", "12"),
-            ("deliveries", "48"),
-            ("acked", "5"),
-            ("dropped", "1"),
-            ("discarded", "6"),
-            ("held", "0"),
-            ("invocations", "7"),
-            ("retries", "5"),
-            ("splits", "0"),
-        ],
-    );
-    let checkpoint = run.shard_rows()[0]["checkpoint"].clone();
-    assert!(
-        is_short_sequence_number(&checkpoint),
-        "the checkpoint is the last shipment's sequence number, shortened: {checkpoint}"
+    check_row(&run, MAIN_COMMAND_SETTLED);
+    check_row(&run, &[("invocations", "7"), ("splits", "0")]);
+    run.check_checkpoint_written(
+        "the checkpoint is the last shipment's sequence number, shortened",
     );
     assert!(
         run.stdout.contains(
@@ -290,10 +147,9 @@ async fn the_main_command_runs_the_shipping_service() {
     );
     // With no destination endpoint, the record is a file under .kinesis-esm/destinations/, in
     // the SQS body's shape, named in the summary.
-    let file = run
-        .stdout
-        .lines()
-        .find_map(|line| line.trim_start().strip_prefix("-> "))
+    let file = *run
+        .destination_files()
+        .first()
         .unwrap_or_else(|| panic!("the summary names the record's file: {}", run.stdout));
     assert!(
         file.starts_with(".kinesis-esm/destinations/shardId-000000000000/"),
@@ -313,12 +169,7 @@ async fn the_main_command_runs_the_shipping_service() {
         "an SQS record has no payload: {record}"
     );
     // `kinesis-esm failures` lists it.
-    let listed = std::process::Command::new(kinesis_esm_binary().await)
-        .args(["failures"])
-        .current_dir(workspace_dir())
-        .output()
-        .expect("kinesis-esm failures runs");
-    let listed = String::from_utf8_lossy(&listed.stdout);
+    let listed = KinesisEsm::new(["failures"]).output().await.stdout;
     assert!(
         listed.lines().any(
             |line| line.starts_with(file) && line.contains("6 records  RetryAttemptsExhausted")
@@ -332,28 +183,9 @@ async fn the_main_command_runs_the_shipping_service() {
 /// requests as Kinesis' limits need (500 records, 5 MiB), and every one is delivered and booked.
 #[tokio::test]
 async fn run_put_publishes_a_file_larger_than_one_request() {
-    shipping_bootstrap().await;
-    let records = std::env::temp_dir().join(format!(
-        "kinesis-esm-large-run-put-{}.jsonl",
-        std::process::id()
-    ));
-    write_large_shipments(&records, 100);
-    let size = std::fs::metadata(&records).unwrap().len();
-    assert!(size > 10 * 1024 * 1024, "a 10 MiB file: {size} bytes");
-    let run = kinesis_esm(&workspace_dir().join("template.yaml"), &records).await;
-    let _ = std::fs::remove_file(&records);
-    assert_eq!(run.code, Some(0), "{run:#?}");
-    check_row(
-        &run,
-        &[
-            ("state", "caught up"),
-            ("records", "100"),
-            ("deliveries", "100"),
-            ("acked", "100"),
-            ("held", "0"),
-            ("retries", "0"),
-        ],
-    );
+    // 100 shipments of about 104 KiB: over 10 MiB.
+    let run = run_large_shipments("large-run-put", 100, &[]).await;
+    check_each_booked_once(&run, 100);
 }
 
 /// `cargo lambda watch` as the invoke target (`--invoke-endpoint`): the emulator drives the
@@ -391,7 +223,7 @@ async fn cargo_lambda_watch_as_the_invoke_target_settles_as_the_runtime_api_does
         ],
     )
     .await;
-    let through_runtime_api = kinesis_esm(&template, &events).await;
+    let through_runtime_api = kinesis_esm_with(&template, &events, &[]).await;
     watch.stop().await;
 
     assert_eq!(through_watch.code, Some(0), "{through_watch:#?}");
@@ -420,131 +252,12 @@ async fn cargo_lambda_watch_as_the_invoke_target_settles_as_the_runtime_api_does
 
 // Stopping: Ctrl-C and SIGTERM.
 
-/// A `kinesis-esm run` left running (no `--until-idle`), its standard error read line by line.
-pub(crate) struct Running {
-    child: tokio::process::Child,
-    stderr: tokio::sync::mpsc::UnboundedReceiver<String>,
-    seen: Vec<String>,
-    stdout: tokio::task::JoinHandle<String>,
-}
-
-impl Running {
-    /// Starts `kinesis-esm run --template <template> --put <records>` with its logs at `info`,
-    /// so that the function's own lines show.
-    async fn start(template: &Path, records: &Path) -> Self {
-        Self::start_with(template, records, &[]).await
-    }
-
-    /// [`Running::start`] with more arguments for `run`.
-    pub(crate) async fn start_with(template: &Path, records: &Path, more: &[&str]) -> Self {
-        let mut args: Vec<std::ffi::OsString> = vec!["run".into(), "--template".into()];
-        args.extend([template.into(), "--put".into(), records.into()]);
-        args.extend(["--listen".into(), "127.0.0.1:0".into()]);
-        args.extend(more.iter().map(std::ffi::OsString::from));
-        Self::spawn(&args).await
-    }
-
-    /// Starts `kinesis-esm` with these arguments, its logs at `info`.
-    pub(crate) async fn spawn(args: &[std::ffi::OsString]) -> Self {
-        use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _};
-        let binary = kinesis_esm_binary().await;
-        let mut child = tokio::process::Command::new(binary)
-            .args(args)
-            .env("KINESIS_ESM_LOG", "info")
-            .current_dir(workspace_dir())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("kinesis-esm starts");
-        let (lines, stderr) = tokio::sync::mpsc::unbounded_channel();
-        let mut reader = tokio::io::BufReader::new(child.stderr.take().expect("piped")).lines();
-        tokio::spawn(async move {
-            while let Ok(Some(line)) = reader.next_line().await {
-                if lines.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut out = child.stdout.take().expect("piped");
-        let stdout = tokio::spawn(async move {
-            let mut text = String::new();
-            let _ = out.read_to_string(&mut text).await;
-            text
-        });
-        Self {
-            child,
-            stderr,
-            seen: Vec::new(),
-            stdout,
-        }
-    }
-
-    /// Waits for a line of standard error that holds `fragment`, and returns it.
-    pub(crate) async fn wait_for_line(&mut self, fragment: &str) -> String {
-        let found = tokio::time::timeout(RUN_TIMEOUT, async {
-            while let Some(line) = self.stderr.recv().await {
-                self.seen.push(line.clone());
-                if line.contains(fragment) {
-                    return Some(line);
-                }
-            }
-            None
-        })
-        .await;
-        match found {
-            Ok(Some(line)) => line,
-            _ => panic!(
-                "kinesis-esm never wrote {fragment:?}; it wrote:\n{}",
-                self.seen.join("\n")
-            ),
-        }
-    }
-
-    pub(crate) fn send_sigterm(&self) {
-        let pid = self.child.id().expect("kinesis-esm still runs");
-        let status = std::process::Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
-            .status()
-            .expect("kill runs");
-        assert!(status.success(), "kill -TERM {pid}: {status}");
-    }
-
-    /// Waits for the run to end within `limit`, and returns how it ended.
-    pub(crate) async fn ended_within(mut self, limit: Duration) -> Run {
-        let status = tokio::time::timeout(limit, self.child.wait())
-            .await
-            .unwrap_or_else(|_| {
-                panic!(
-                    "kinesis-esm still ran {limit:?} later; it wrote:\n{}",
-                    self.seen.join("\n")
-                )
-            })
-            .expect("kinesis-esm is waited for");
-        while let Ok(line) = self.stderr.try_recv() {
-            self.seen.push(line);
-        }
-        // The reader may still hold the last lines: give it a moment to pass them on.
-        while let Ok(Some(line)) =
-            tokio::time::timeout(Duration::from_millis(200), self.stderr.recv()).await
-        {
-            self.seen.push(line);
-        }
-        Run {
-            code: status.code(),
-            stdout: self.stdout.await.expect("stdout is read"),
-            stderr: self.seen.join("\n"),
-        }
-    }
-}
-
 /// SIGTERM (what `docker stop`, `timeout` and CI runners send) stops `run` as Ctrl-C does: the
 /// batch in flight finishes, its checkpoint is written and the summary printed.
 #[tokio::test]
 async fn sigterm_lets_the_batch_in_flight_finish_and_prints_the_summary() {
     canned_answer_bootstrap().await;
-    let mut run = Running::start(&cli_template("slow-answer.yaml"), &records()).await;
+    let mut run = Running::start_with(&cli_template("slow-answer.yaml"), &records(), &[]).await;
     run.wait_for_line("canned-answer: invocation taken").await;
 
     run.send_sigterm();
@@ -565,12 +278,7 @@ async fn sigterm_lets_the_batch_in_flight_finish_and_prints_the_summary() {
             ("retries", "0"),
         ],
     );
-    let checkpoint = run.shard_rows()[0]["checkpoint"].clone();
-    assert!(
-        is_short_sequence_number(&checkpoint),
-        "the batch's checkpoint was written: {checkpoint:?}\n{}",
-        run.stdout
-    );
+    run.check_checkpoint_written("the batch's checkpoint was written");
 }
 
 /// A second SIGTERM stops at once (exit 130) without waiting for the invocation in flight, and
@@ -578,7 +286,7 @@ async fn sigterm_lets_the_batch_in_flight_finish_and_prints_the_summary() {
 #[tokio::test]
 async fn a_second_sigterm_stops_at_once_and_leaves_no_function_process() {
     canned_answer_bootstrap().await;
-    let mut run = Running::start(&cli_template("hanging-answer.yaml"), &records()).await;
+    let mut run = Running::start_with(&cli_template("hanging-answer.yaml"), &records(), &[]).await;
     let taken = run.wait_for_line("canned-answer: invocation taken").await;
     let function_pid: u32 = taken
         .split_once("(pid ")
@@ -612,13 +320,9 @@ async fn a_second_sigterm_stops_at_once_and_leaves_no_function_process() {
 
 #[tokio::test]
 async fn run_help_lists_the_exit_codes_and_how_to_stop() {
-    let output = tokio::process::Command::new(kinesis_esm_binary().await)
-        .args(["run", "--help"])
-        .output()
-        .await
-        .expect("kinesis-esm starts");
-    let help = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{help}");
+    let run = KinesisEsm::new(["run", "--help"]).output().await;
+    let help = run.stdout;
+    assert_eq!(run.code, Some(0), "{help}");
     for line in [
         "Ctrl-C or SIGTERM stops gracefully",
         "0    every record read was settled",
@@ -627,7 +331,7 @@ async fn run_help_lists_the_exit_codes_and_how_to_stop() {
         "4    a function never initialised",
         "130  a second Ctrl-C or SIGTERM",
     ] {
-        assert!(help.contains(line), "{line:?} is not in:\n{help}");
+        assert_says_all(&help, &[line]);
     }
 }
 
@@ -636,51 +340,16 @@ async fn run_help_lists_the_exit_codes_and_how_to_stop() {
 /// A stand-in for an Invoke API that has no function at all: it answers every request as Lambda
 /// answers for a function that does not exist.
 async fn invoke_api_without_functions() -> String {
-    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a free port");
-    let address = listener.local_addr().expect("an address");
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                // The whole request is read before the answer, lest closing with unread bytes
-                // reset the connection under the answer.
-                let mut request = Vec::new();
-                let mut chunk = [0_u8; 8192];
-                loop {
-                    let Ok(read) = stream.read(&mut chunk).await else {
-                        return;
-                    };
-                    if read == 0 {
-                        return;
-                    }
-                    request.extend_from_slice(&chunk[..read]);
-                    let text = String::from_utf8_lossy(&request);
-                    if let Some(end) = text.find("\r\n\r\n") {
-                        let length = text[..end]
-                            .lines()
-                            .filter_map(|line| line.split_once(':'))
-                            .find(|(name, _)| name.eq_ignore_ascii_case("content-length"))
-                            .and_then(|(_, value)| value.trim().parse::<usize>().ok())
-                            .unwrap_or(0);
-                        if request.len() >= end + 4 + length {
-                            break;
-                        }
-                    }
-                }
-                let body = r#"{"Type":"User","message":"Function not found: arn:aws:lambda:us-east-1:123456789012:function:ShippingFunction"}"#;
-                let answer = format!(
-                    "HTTP/1.1 404 Not Found\r\nx-amzn-errortype: ResourceNotFoundException\r\n\
-                     content-type: application/json\r\ncontent-length: {}\r\n\
-                     connection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = stream.write_all(answer.as_bytes()).await;
-            });
-        }
-    });
-    format!("http://{address}")
+    let body = r#"{"Type":"User","message":"Function not found: arn:aws:lambda:us-east-1:123456789012:function:ShippingFunction"}"#;
+    end_to_end::run::canned_http_server(
+        "404 Not Found",
+        &[
+            ("x-amzn-errortype", "ResourceNotFoundException"),
+            ("content-type", "application/json"),
+        ],
+        body,
+    )
+    .await
 }
 
 /// An invoke target that has no such function is a configuration error: `run` stops with exit
@@ -689,8 +358,8 @@ async fn invoke_api_without_functions() -> String {
 async fn an_invoke_target_without_the_function_stops_the_run_with_exit_2() {
     let endpoint = invoke_api_without_functions().await;
     let run = kinesis_esm_with(
-        &workspace_dir().join("template.yaml"),
-        &workspace_dir().join("functions/shipping/events"),
+        &main_template(),
+        &main_events(),
         &["--invoke-endpoint", &endpoint],
     )
     .await;
@@ -705,14 +374,6 @@ async fn an_invoke_target_without_the_function_stops_the_run_with_exit_2() {
     );
 }
 
-/// Fails unless `text` holds every one of `fragments`, showing the whole text.
-#[track_caller]
-fn assert_says_all(text: &str, fragments: &[&str]) {
-    for fragment in fragments {
-        assert!(text.contains(fragment), "{fragment:?} is not in:\n{text}");
-    }
-}
-
 // The default port.
 
 /// With no `--listen`, a taken 127.0.0.1:4566 (LocalStack's port) stops the run with exit 2,
@@ -722,21 +383,18 @@ fn assert_says_all(text: &str, fragments: &[&str]) {
 async fn a_taken_default_port_stops_the_run_and_names_its_owner() {
     // Hold the port, unless something else already does: either way it is taken.
     let held = std::net::TcpListener::bind("127.0.0.1:4566").ok();
-    let output = tokio::process::Command::new(kinesis_esm_binary().await)
-        .args(["run", "--template"])
-        .arg(workspace_dir().join("template.yaml"))
-        .args(["--invoke-endpoint", "http://127.0.0.1:9", "--until-idle"])
-        .env("KINESIS_ESM_LOG", "warn")
-        .current_dir(workspace_dir())
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(RUN_TIMEOUT, output)
-        .await
-        .expect("kinesis-esm ends")
-        .expect("kinesis-esm starts");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    // No --listen: the run takes the default port.
+    let run = KinesisEsm::new([
+        "run".into(),
+        "--template".into(),
+        main_template().into_os_string(),
+    ])
+    .args(["--invoke-endpoint", "http://127.0.0.1:9", "--until-idle"])
+    .log("warn")
+    .output()
+    .await;
+    let stderr = run.stderr;
+    assert_eq!(run.code, Some(2), "{stderr}");
     assert_says_all(
         &stderr,
         &[
@@ -752,31 +410,16 @@ async fn a_taken_default_port_stops_the_run_and_names_its_owner() {
     );
     if held.is_some() {
         let owner = format!("(pid {}) listens on port 4566", std::process::id());
-        assert!(stderr.contains(&owner), "{owner:?} is not in:\n{stderr}");
+        assert_says_all(&stderr, &[&owner]);
     }
 }
 
 // SAM's habits: --env-vars, options before or after the command.
 
-/// A file of this test's own in the temporary folder, holding `text`.
-pub(crate) fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
-    let path = std::env::temp_dir().join(format!("kinesis-esm-{}-{name}", std::process::id()));
-    std::fs::write(&path, text).expect("the temporary folder is writable");
-    path
-}
-
-/// `--env-vars` in SAM's shape: the function's own object wins over the template's value (the
-/// canned answer becomes `exit`, so the function now exits at start), and a variable the
-/// template does not declare, or a key that names no function, is said and not used.
-#[tokio::test]
-async fn env_vars_override_the_templates_declared_variables_as_sam_does() {
-    canned_answer_bootstrap().await;
-    let env_vars = temp_file(
-        "env-vars.json",
-        r#"{"Parameters": {"ANSWER": "garbage", "UNDECLARED": "1"},
-            "GarbageFunction": {"ANSWER": "exit"},
-            "NoSuchFunction": {"ANSWER": "{}"}}"#,
-    );
+/// Runs `answers-garbage.yaml` with `--env-vars` of a file `name` holding `text` (removed after
+/// the run); returns how the run ended and the file's path as passed.
+async fn run_with_env_vars(name: &str, text: &str) -> (Run, String) {
+    let env_vars = temp_file(name, text);
     let env_vars_arg = env_vars.to_string_lossy().into_owned();
     let run = kinesis_esm_with(
         &cli_template("answers-garbage.yaml"),
@@ -785,6 +428,22 @@ async fn env_vars_override_the_templates_declared_variables_as_sam_does() {
     )
     .await;
     let _ = std::fs::remove_file(&env_vars);
+    (run, env_vars_arg)
+}
+
+/// `--env-vars` in SAM's shape: the function's own object wins over the template's value (the
+/// canned answer becomes `exit`, so the function now exits at start), and a variable the
+/// template does not declare, or a key that names no function, is said and not used.
+#[tokio::test]
+async fn env_vars_override_the_templates_declared_variables_as_sam_does() {
+    canned_answer_bootstrap().await;
+    let (run, _) = run_with_env_vars(
+        "env-vars.json",
+        r#"{"Parameters": {"ANSWER": "garbage", "UNDECLARED": "1"},
+            "GarbageFunction": {"ANSWER": "exit"},
+            "NoSuchFunction": {"ANSWER": "{}"}}"#,
+    )
+    .await;
     check_held_with_nothing_lost(&run, "Runtime.ExitError");
     assert!(run.stdout.contains("exit status 3"), "{}", run.stdout);
     assert_says_all(
@@ -802,46 +461,16 @@ async fn env_vars_override_the_templates_declared_variables_as_sam_does() {
 /// and column.
 #[tokio::test]
 async fn a_malformed_env_vars_file_is_refused_with_its_position() {
-    let env_vars = temp_file(
+    let (run, env_vars_arg) = run_with_env_vars(
         "broken-env-vars.json",
         "{\n  \"GarbageFunction\": {\"A\": 1,}\n}",
-    );
-    let env_vars_arg = env_vars.to_string_lossy().into_owned();
-    let run = kinesis_esm_with(
-        &cli_template("answers-garbage.yaml"),
-        &records(),
-        &["--env-vars", &env_vars_arg],
     )
     .await;
-    let _ = std::fs::remove_file(&env_vars);
     assert_eq!(run.code, Some(2), "{run:#?}");
     assert_eq!(run.stdout, "", "no summary: {run:#?}");
     let expected =
         format!("kinesis-esm: --env-vars {env_vars_arg}:2:30: invalid JSON: trailing comma");
-    assert!(
-        run.stderr.contains(&expected),
-        "{expected:?} is not in:\n{}",
-        run.stderr
-    );
-}
-
-/// Runs `kinesis-esm` with `args` until it ends, and returns its exit code and standard error.
-async fn kinesis_esm_args(args: &[&str]) -> (Option<i32>, String) {
-    let output = tokio::process::Command::new(kinesis_esm_binary().await)
-        .args(args)
-        .env("KINESIS_ESM_LOG", "warn")
-        .current_dir(workspace_dir())
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(RUN_TIMEOUT, output)
-        .await
-        .expect("kinesis-esm ends")
-        .expect("kinesis-esm starts");
-    (
-        output.status.code(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    assert_says_all(&run.stderr, &[&expected]);
 }
 
 /// The shared options (`--template`, `--region`, `--state-dir`, `--listen`, ...) are read before
@@ -850,41 +479,41 @@ async fn kinesis_esm_args(args: &[&str]) -> (Option<i32>, String) {
 async fn shared_options_go_before_or_after_the_command() {
     let template = cli_template("broken-yaml.yaml");
     let template = template.to_string_lossy();
-    let expected = "templates/cli/broken-yaml.yaml:7:6: invalid YAML";
-    for args in [
-        vec![
-            "--template",
-            &template,
-            "--listen",
-            "127.0.0.1:0",
-            "run",
-            "--until-idle",
-        ],
-        vec![
-            "run",
-            "--until-idle",
-            "--template",
-            &template,
-            "--listen",
-            "127.0.0.1:0",
-        ],
-        vec![
-            "--region",
-            "eu-west-1",
-            "run",
-            "--template",
-            &template,
-            "--no-listen",
-        ],
-    ] {
-        let (code, stderr) = kinesis_esm_args(&args).await;
-        assert_eq!(code, Some(2), "{args:?}: {stderr}");
-        assert!(
-            stderr.contains(expected),
-            "{args:?}: {expected:?} is not in:\n{stderr}"
-        );
-    }
+    let invalid_yaml = "templates/cli/broken-yaml.yaml:7:6: invalid YAML";
     for (args, expected) in [
+        (
+            vec![
+                "--template",
+                &template,
+                "--listen",
+                "127.0.0.1:0",
+                "run",
+                "--until-idle",
+            ],
+            invalid_yaml,
+        ),
+        (
+            vec![
+                "run",
+                "--until-idle",
+                "--template",
+                &template,
+                "--listen",
+                "127.0.0.1:0",
+            ],
+            invalid_yaml,
+        ),
+        (
+            vec![
+                "--region",
+                "eu-west-1",
+                "run",
+                "--template",
+                &template,
+                "--no-listen",
+            ],
+            invalid_yaml,
+        ),
         (
             vec!["--template", "t.yaml", "put", "--stream", "s", "x"],
             "kinesis-esm: --template is not an option of `kinesis-esm put` (only of run and serve)",
@@ -898,7 +527,7 @@ async fn shared_options_go_before_or_after_the_command() {
             "kinesis-esm: --no-listen is not an option of `kinesis-esm serve` (only of run)",
         ),
     ] {
-        let (code, stderr) = kinesis_esm_args(&args).await;
+        let Run { code, stderr, .. } = KinesisEsm::new(&args).log("warn").output().await;
         assert_eq!(code, Some(2), "{args:?}: {stderr}");
         assert!(
             stderr.contains(expected),
@@ -909,59 +538,13 @@ async fn shared_options_go_before_or_after_the_command() {
 
 // A plain local Kinesis: `kinesis-esm serve`.
 
-impl Running {
-    /// The endpoint `kinesis-esm serve` or `run` says it serves the Kinesis API at.
-    pub(crate) async fn kinesis_endpoint(&mut self) -> String {
-        let line = self.wait_for_line("kinesis-esm: Kinesis API at ").await;
-        line.split("Kinesis API at ")
-            .nth(1)
-            .and_then(|rest| rest.split_whitespace().next())
-            .unwrap_or_else(|| panic!("no URL in {line:?}"))
-            .to_owned()
-    }
-}
-
-/// An `aws-sdk-kinesis` client of `endpoint`, with placeholder credentials.
-async fn sdk_client(endpoint: &str) -> aws_sdk_kinesis::Client {
-    let config = kinesis_esm::aws::AwsConnection::local(endpoint)
-        .sdk_config()
-        .await
-        .expect("an SDK configuration");
-    aws_sdk_kinesis::Client::new(&config)
-}
-
-/// Every record's data on every shard of `stream`, from TRIM_HORIZON, through the SDK.
+/// Every record's data on every shard of `stream`, sorted.
 async fn read_every_record(client: &aws_sdk_kinesis::Client, stream: &str) -> Vec<String> {
-    use aws_sdk_kinesis::types::ShardIteratorType;
-    let shards = client
-        .list_shards()
-        .stream_name(stream)
-        .send()
+    let mut data: Vec<String> = read_every_shard(client, stream)
         .await
-        .expect("ListShards answers");
-    let mut data = Vec::new();
-    for shard in shards.shards() {
-        let iterator = client
-            .get_shard_iterator()
-            .stream_name(stream)
-            .shard_id(shard.shard_id())
-            .shard_iterator_type(ShardIteratorType::TrimHorizon)
-            .send()
-            .await
-            .expect("GetShardIterator answers");
-        let records = client
-            .get_records()
-            .shard_iterator(iterator.shard_iterator().expect("an iterator"))
-            .send()
-            .await
-            .expect("GetRecords answers");
-        data.extend(
-            records
-                .records()
-                .iter()
-                .map(|record| String::from_utf8_lossy(record.data().as_ref()).into_owned()),
-        );
-    }
+        .iter()
+        .map(|record| String::from_utf8_lossy(record.data().as_ref()).into_owned())
+        .collect();
     data.sort();
     data
 }
@@ -986,9 +569,9 @@ async fn serve_is_a_local_kinesis_for_sdk_clients_that_keeps_its_records() {
         "--listen".into(),
         "127.0.0.1:0".into(),
     ];
-    let mut served = Running::spawn(&args).await;
+    let mut served = Running::spawn(args).await;
     let endpoint = served.kinesis_endpoint().await;
-    let client = sdk_client(&endpoint).await;
+    let client = sdk_client(&endpoint);
     let streams = client
         .list_streams()
         .send()
@@ -1033,9 +616,9 @@ async fn serve_is_a_local_kinesis_for_sdk_clients_that_keeps_its_records() {
         "--listen".into(),
         "127.0.0.1:0".into(),
     ];
-    let mut served = Running::spawn(&args).await;
+    let mut served = Running::spawn(args).await;
     let endpoint = served.kinesis_endpoint().await;
-    let client = sdk_client(&endpoint).await;
+    let client = sdk_client(&endpoint);
     assert_eq!(read_every_record(&client, "orders").await, expected);
     served.send_sigterm();
     let ended = served.ended_within(RUN_TIMEOUT).await;

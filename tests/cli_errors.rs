@@ -3,13 +3,12 @@
 //! URL, the stream, the shard) and against what must never reach them (SDK `Debug` dumps, OS
 //! errors said twice, "the stream does not exist" for an endpoint where nothing answers).
 
-use std::process::Stdio;
 use std::time::Duration;
 
-use end_to_end::{kinesis_esm_binary, workspace_dir};
+use end_to_end::run::{KinesisEsm, Run};
+use end_to_end::workspace_dir;
 use kinesis_esm::kinesis::EmbeddedKinesis;
 use kinesis_esm::kinesis::http::serve;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpListener;
 
 /// How long one command may take.
@@ -24,29 +23,30 @@ const NEVER: &[&str] = &[
     "os error",
 ];
 
-/// Runs `kinesis-esm <args>` from the workspace's root; returns its exit code and stderr.
-async fn kinesis_esm(args: &[&str]) -> (Option<i32>, String) {
-    let output = tokio::process::Command::new(kinesis_esm_binary().await)
-        .args(args)
-        .current_dir(workspace_dir())
-        .env("KINESIS_ESM_LOG", "warn")
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(COMMAND_TIMEOUT, output)
-        .await
-        .unwrap_or_else(|_| panic!("kinesis-esm {args:?} took longer than {COMMAND_TIMEOUT:?}"))
-        .expect("kinesis-esm starts");
-    (
-        output.status.code(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+/// `kinesis-esm put` of one record to stream `s` of the Kinesis at `endpoint`.
+fn put_hello(endpoint: &str) -> [&str; 6] {
+    ["put", "--endpoint", endpoint, "--stream", "s", "hello"]
+}
+
+/// `kinesis-esm run` of `template.yaml` reading the Kinesis at `endpoint`, serving nothing.
+fn run_on_kinesis(endpoint: &str) -> [&str; 5] {
+    [
+        "run",
+        "--kinesis-endpoint",
+        endpoint,
+        "--no-listen",
+        "--until-idle",
+    ]
 }
 
 /// Runs `args`, which must fail with exit 2 and a message holding every one of `fragments` and
 /// none of [`NEVER`] nor `absent`.
 async fn check_message(args: &[&str], fragments: &[&str], absent: &[&str]) {
-    let (code, stderr) = kinesis_esm(args).await;
+    let Run { code, stderr, .. } = KinesisEsm::new(args)
+        .log("warn")
+        .timeout(COMMAND_TIMEOUT)
+        .output()
+        .await;
     assert_eq!(code, Some(2), "kinesis-esm {args:?}: {stderr}");
     for fragment in fragments {
         assert!(
@@ -72,24 +72,12 @@ async fn closed_endpoint() -> String {
 
 /// A plain HTTP server that answers every request with an HTML 404, as a web server would.
 async fn html_server() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let mut request = vec![0; 64 * 1024];
-                let _ = socket.read(&mut request).await;
-                let body = "<html><body><h1>Not Found</h1></body></html>";
-                let answer = format!(
-                    "HTTP/1.1 404 Not Found\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\
-                     Connection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = socket.write_all(answer.as_bytes()).await;
-            });
-        }
-    });
-    format!("http://{addr}")
+    end_to_end::run::canned_http_server(
+        "404 Not Found",
+        &[("Content-Type", "text/html")],
+        "<html><body><h1>Not Found</h1></body></html>",
+    )
+    .await
 }
 
 #[tokio::test]
@@ -97,19 +85,13 @@ async fn nothing_answering_is_said_with_the_url_and_never_as_a_missing_stream() 
     let endpoint = closed_endpoint().await;
     let nothing_answers = format!("nothing answers at {endpoint} (connection refused)");
     check_message(
-        &["put", "--endpoint", &endpoint, "--stream", "s", "hello"],
+        &put_hello(&endpoint),
         &[&nothing_answers, "DescribeStreamSummary on stream s"],
         &[],
     )
     .await;
     check_message(
-        &[
-            "run",
-            "--kinesis-endpoint",
-            &endpoint,
-            "--no-listen",
-            "--until-idle",
-        ],
+        &run_on_kinesis(&endpoint),
         &[&nothing_answers, "stream shipments"],
         &["does not exist", "--create-streams"],
     )
@@ -135,19 +117,13 @@ async fn a_server_that_is_not_kinesis_is_said_to_be_one() {
     let endpoint = html_server().await;
     let not_kinesis = format!("something that is not Kinesis answers at {endpoint}: HTTP 404");
     check_message(
-        &["put", "--endpoint", &endpoint, "--stream", "s", "hello"],
+        &put_hello(&endpoint),
         &[&not_kinesis, "text/html"],
         &["<html>"],
     )
     .await;
     check_message(
-        &[
-            "run",
-            "--kinesis-endpoint",
-            &endpoint,
-            "--no-listen",
-            "--until-idle",
-        ],
+        &run_on_kinesis(&endpoint),
         &[&not_kinesis],
         &["does not exist"],
     )
@@ -163,13 +139,7 @@ async fn a_missing_stream_and_a_missing_shard_are_named() {
         .unwrap();
     let endpoint = server.endpoint_url();
     check_message(
-        &[
-            "run",
-            "--kinesis-endpoint",
-            &endpoint,
-            "--no-listen",
-            "--until-idle",
-        ],
+        &run_on_kinesis(&endpoint),
         &["stream shipments does not exist on that Kinesis (pass --create-streams to create it)"],
         &[],
     )

@@ -7,9 +7,8 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use end_to_end::{
-    kinesis_esm_binary, served_address, shipping_bootstrap, workspace_dir, write_large_shipments,
-};
+use end_to_end::run::{KinesisEsm, interrupt, sdk_client, statuses};
+use end_to_end::{kinesis_esm_binary, shipping_bootstrap, workspace_dir, write_large_shipments};
 use kinesis_esm::lease::Checkpoint;
 use kinesis_esm::mapping::{MappingStatus, ShardPhase};
 use lambda_kinesis::lambda_runtime::Context;
@@ -30,26 +29,14 @@ struct Emulator {
 impl Emulator {
     async fn start() -> Self {
         shipping_bootstrap().await;
-        let mut child = Command::new(kinesis_esm_binary().await)
-            .args([
-                "run",
-                "--template",
-                "template.yaml",
-                "--listen",
-                "127.0.0.1:0",
-            ])
+        // `run` says where its endpoint listens before anything else.
+        let (child, endpoint) = KinesisEsm::run("template.yaml")
             // The held shipment stays held for the length of the test: its retries are slow.
             .args(["--retry-pause", "60s", "--max-retry-pause", "60s"])
-            .current_dir(workspace_dir())
-            .env("KINESIS_ESM_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("kinesis-esm starts");
-        // `run` says where its endpoint listens before anything else.
-        let endpoint = served_address(&mut child, "Kinesis API at ", COMMAND_TIMEOUT).await;
+            .log("warn")
+            .timeout(COMMAND_TIMEOUT)
+            .serving("Kinesis API at ")
+            .await;
         Self { child, endpoint }
     }
 
@@ -81,10 +68,13 @@ impl Emulator {
         stdout
     }
 
-    /// The run's mappings' status; empty while the run still builds the function.
-    async fn statuses(&self) -> Vec<MappingStatus> {
-        let json = self.command(&["status", "--json"], "").await;
-        serde_json::from_str(&json).unwrap()
+    /// Runs `kinesis-esm reshard --stream shipments <how>`; returns the lineage it answers.
+    async fn reshard(&self, how: &[&str]) -> String {
+        let args: Vec<&str> = ["reshard", "--stream", "shipments"]
+            .into_iter()
+            .chain(how.iter().copied())
+            .collect();
+        self.command(&args, "").await
     }
 
     /// Asks for the status of the run's mapping on `shipments` (the template maps the function
@@ -96,7 +86,7 @@ impl Emulator {
     ) -> MappingStatus {
         let started = std::time::Instant::now();
         loop {
-            let statuses = self.statuses().await;
+            let statuses = statuses(&self.endpoint).await;
             assert!(statuses.len() <= 2, "two mappings: {statuses:#?}");
             if let Some(status) = statuses
                 .into_iter()
@@ -111,25 +101,8 @@ impl Emulator {
     }
 
     /// Interrupts the run as Ctrl-C does; returns its exit code and summary.
-    async fn interrupt(mut self) -> (Option<i32>, String) {
-        let pid = self.child.id().unwrap().to_string();
-        let killed = Command::new("kill")
-            .args(["-INT", &pid])
-            .status()
-            .await
-            .unwrap();
-        assert!(killed.success());
-        let mut summary = String::new();
-        let mut stdout = self.child.stdout.take().unwrap();
-        tokio::time::timeout(
-            COMMAND_TIMEOUT,
-            tokio::io::AsyncReadExt::read_to_string(&mut stdout, &mut summary),
-        )
-        .await
-        .expect("the run stops after Ctrl-C")
-        .unwrap();
-        let status = self.child.wait().await.unwrap();
-        (status.code(), summary)
+    async fn interrupt(self) -> (Option<i32>, String) {
+        interrupt(self.child, COMMAND_TIMEOUT).await
     }
 }
 
@@ -205,18 +178,7 @@ async fn put_status_and_reshard_drive_a_running_emulator() {
     );
 
     // Split the held shard: its children wait for it to reach SHARD_END.
-    let lineage = emulator
-        .command(
-            &[
-                "reshard",
-                "--stream",
-                "shipments",
-                "split",
-                "shardId-000000000000",
-            ],
-            "",
-        )
-        .await;
+    let lineage = emulator.reshard(&["split", "shardId-000000000000"]).await;
     assert_eq!(
         lineage,
         "shardId-000000000000\tclosed\t-\n\
@@ -243,17 +205,7 @@ async fn put_status_and_reshard_drive_a_running_emulator() {
     // Merge the two children back, then scale the stream to two open shards: each reshard
     // answers the lineage, and the new shards wait for their parents too.
     let lineage = emulator
-        .command(
-            &[
-                "reshard",
-                "--stream",
-                "shipments",
-                "merge",
-                "shardId-000000000001",
-                "shardId-000000000002",
-            ],
-            "",
-        )
+        .reshard(&["merge", "shardId-000000000001", "shardId-000000000002"])
         .await;
     assert!(
         lineage.ends_with(
@@ -261,9 +213,7 @@ async fn put_status_and_reshard_drive_a_running_emulator() {
         ),
         "{lineage}"
     );
-    let lineage = emulator
-        .command(&["reshard", "--stream", "shipments", "scale", "2"], "")
-        .await;
+    let lineage = emulator.reshard(&["scale", "2"]).await;
     let open: Vec<&str> = lineage
         .lines()
         .filter(|line| line.contains("\topen\t"))
@@ -444,11 +394,7 @@ async fn put_honours_the_streams_max_record_size() {
     );
     assert!(refused.stdout.is_empty(), "nothing is published first");
 
-    let config = kinesis_esm::aws::AwsConnection::local(&emulator.endpoint)
-        .sdk_config()
-        .await
-        .expect("an SDK configuration");
-    let client = aws_sdk_kinesis::Client::new(&config);
+    let client = sdk_client(&emulator.endpoint);
     let arn = client
         .describe_stream_summary()
         .stream_name("shipments")

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use end_to_end::{Observed, TestStream, Via, at, config, shard, shipment};
+use end_to_end::{Observed, TestStream, Via, at, config, json_fields, shard, shipment};
 use kinesis_esm::config::StartingPosition;
 use kinesis_esm::mapping::ShardPhase;
 use serde_json::{Value, json};
@@ -202,46 +202,39 @@ async fn a_retry_cap_discards_the_held_batch(via: Via) {
 
 /// The fields of an on-failure record that a test can know in advance.
 fn on_failure_summary(record: &Value) -> Value {
-    let field = |pointer: &str| record.pointer(pointer).cloned().unwrap_or(Value::Null);
-    json!({
-        "condition": field("/requestContext/condition"),
-        "approximateInvokeCount": field("/requestContext/approximateInvokeCount"),
-        "functionError": field("/responseContext/functionError"),
-        "statusCode": field("/responseContext/statusCode"),
-        "shardId": field("/KinesisBatchInfo/shardId"),
-        "startSequenceNumber": field("/KinesisBatchInfo/startSequenceNumber"),
-        "endSequenceNumber": field("/KinesisBatchInfo/endSequenceNumber"),
-        "batchSize": field("/KinesisBatchInfo/batchSize"),
-        "streamArn": field("/KinesisBatchInfo/streamArn"),
-    })
+    json_fields(
+        record,
+        &[
+            ("condition", "/requestContext/condition"),
+            (
+                "approximateInvokeCount",
+                "/requestContext/approximateInvokeCount",
+            ),
+            ("functionError", "/responseContext/functionError"),
+            ("statusCode", "/responseContext/statusCode"),
+            ("shardId", "/KinesisBatchInfo/shardId"),
+            (
+                "startSequenceNumber",
+                "/KinesisBatchInfo/startSequenceNumber",
+            ),
+            ("endSequenceNumber", "/KinesisBatchInfo/endSequenceNumber"),
+            ("batchSize", "/KinesisBatchInfo/batchSize"),
+            ("streamArn", "/KinesisBatchInfo/streamArn"),
+        ],
+    )
 }
 
-#[tokio::test]
-async fn a_dropped_shipment_is_delivered_once_in_process() {
-    a_dropped_shipment_is_delivered_once(Via::InProcess).await;
-}
-
-#[tokio::test]
-async fn a_dropped_shipment_is_delivered_once_through_the_runtime_api() {
-    a_dropped_shipment_is_delivered_once(Via::RuntimeApi).await;
-}
-
-#[tokio::test]
-async fn a_held_shipment_blocks_only_its_shard_in_process() {
-    a_held_shipment_blocks_only_its_shard(Via::InProcess).await;
-}
-
-#[tokio::test]
-async fn a_held_shipment_blocks_only_its_shard_through_the_runtime_api() {
-    a_held_shipment_blocks_only_its_shard(Via::RuntimeApi).await;
-}
-
-#[tokio::test]
-async fn a_retry_cap_discards_the_held_batch_in_process() {
-    a_retry_cap_discards_the_held_batch(Via::InProcess).await;
-}
-
-#[tokio::test]
-async fn a_retry_cap_discards_the_held_batch_through_the_runtime_api() {
-    a_retry_cap_discards_the_held_batch(Via::RuntimeApi).await;
+end_to_end::scenario_tests! {
+    a_dropped_shipment_is_delivered_once {
+        a_dropped_shipment_is_delivered_once_in_process(Via::InProcess),
+        a_dropped_shipment_is_delivered_once_through_the_runtime_api(Via::RuntimeApi),
+    }
+    a_held_shipment_blocks_only_its_shard {
+        a_held_shipment_blocks_only_its_shard_in_process(Via::InProcess),
+        a_held_shipment_blocks_only_its_shard_through_the_runtime_api(Via::RuntimeApi),
+    }
+    a_retry_cap_discards_the_held_batch {
+        a_retry_cap_discards_the_held_batch_in_process(Via::InProcess),
+        a_retry_cap_discards_the_held_batch_through_the_runtime_api(Via::RuntimeApi),
+    }
 }

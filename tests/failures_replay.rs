@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use end_to_end::{kinesis_esm_binary, shipping_bootstrap, workspace_dir};
 
-use crate::cli::{Running, check_row};
+use end_to_end::run::{Running, check_row};
 
 #[tokio::test]
 async fn a_discarded_fedex_batch_replayed_into_the_function_is_held_again() {

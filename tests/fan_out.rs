@@ -5,12 +5,12 @@
 //! `--kinesis-endpoint` against `kinesis-esm serve` (subscribed through `aws-sdk-kinesis`).
 //! And, with the mapping as a library, a reader whose lease is stolen closes its subscription.
 
-use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use end_to_end::{kinesis_esm_binary, served_address, shipping_bootstrap, workspace_dir};
+use end_to_end::run::{KinesisEsm, statuses};
+use end_to_end::shipping_bootstrap;
 use kinesis_esm::aws::SdkKinesis;
 use kinesis_esm::config::StartingPosition;
 use kinesis_esm::invoke::InProcess;
@@ -22,7 +22,7 @@ use kinesis_esm::mapping::{MappingStatus, ShardPhase};
 use kinesis_esm::sequence::SequenceNumber;
 use kinesis_esm::source::fan_out::{FanOutSource, ShardEvent, ShardSubscriber, Subscription};
 use kinesis_esm::source::{IteratorPosition, SourceError};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
 /// How long a state the test waits for may take.
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -32,19 +32,13 @@ const PARENT: &str = "shardId-000000000000";
 
 /// Starts `kinesis-esm <args>` and returns it with the URL it says it serves at (`marker`
 /// precedes the URL on its standard error).
-async fn start(args: &[&str], marker: &str) -> (Child, String) {
-    let mut child = Command::new(kinesis_esm_binary().await)
-        .args(args)
-        .current_dir(workspace_dir())
-        .env("KINESIS_ESM_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("kinesis-esm starts");
-    let url = served_address(&mut child, marker, TIMEOUT).await;
-    (child, url)
+async fn start(command: KinesisEsm, marker: &str) -> (Child, String) {
+    command.log("warn").timeout(TIMEOUT).serving(marker).await
+}
+
+/// `kinesis-esm run` of [`TEMPLATE`], retrying a held record after 300 ms.
+fn run_fan_out_template() -> KinesisEsm {
+    KinesisEsm::run(TEMPLATE).args(["--retry-pause", "300ms", "--max-retry-pause", "300ms"])
 }
 
 /// The run's one mapping's status, asked until it satisfies `condition`.
@@ -55,14 +49,8 @@ async fn wait_for(
 ) -> MappingStatus {
     let started = std::time::Instant::now();
     loop {
-        let output = Command::new(kinesis_esm_binary().await)
-            .args(["status", "--json", "--endpoint", status_url])
-            .output()
+        if let Some(status) = statuses(status_url)
             .await
-            .unwrap();
-        let statuses: Vec<MappingStatus> =
-            serde_json::from_slice(&output.stdout).unwrap_or_default();
-        if let Some(status) = statuses
             .into_iter()
             .next()
             .filter(|status| condition(status))
@@ -146,27 +134,8 @@ async fn held_retried_checkpointed_and_split(kinesis: &SdkKinesis, status_url: &
 }
 
 /// Interrupts a process as Ctrl-C does and returns its standard output.
-async fn interrupt(mut child: Child) -> String {
-    let pid = child.id().unwrap().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-INT", &pid])
-            .status()
-            .await
-            .unwrap()
-            .success()
-    );
-    let mut stdout = String::new();
-    let mut pipe = child.stdout.take().unwrap();
-    tokio::time::timeout(
-        TIMEOUT,
-        tokio::io::AsyncReadExt::read_to_string(&mut pipe, &mut stdout),
-    )
-    .await
-    .expect("it stops after Ctrl-C")
-    .unwrap();
-    child.wait().await.unwrap();
-    stdout
+async fn interrupt(child: Child) -> String {
+    end_to_end::run::interrupt(child, TIMEOUT).await.1
 }
 
 /// The consumers of the stream, as `ListStreamConsumers` names them, once there is one (the
@@ -210,21 +179,7 @@ async fn list_consumers(kinesis: &SdkKinesis) -> Vec<String> {
 #[tokio::test]
 async fn a_mapping_reads_the_embedded_kinesis_through_its_declared_consumer() {
     shipping_bootstrap().await;
-    let (run, url) = start(
-        &[
-            "run",
-            "--template",
-            TEMPLATE,
-            "--listen",
-            "127.0.0.1:0",
-            "--retry-pause",
-            "300ms",
-            "--max-retry-pause",
-            "300ms",
-        ],
-        "Kinesis API at ",
-    )
-    .await;
+    let (run, url) = start(run_fan_out_template(), "Kinesis API at ").await;
     let kinesis = SdkKinesis::new(Some(&url), "us-east-1").await.unwrap();
     // The run registered the template's consumer on its endpoint.
     assert_eq!(consumers(&kinesis).await, vec!["shipping-reader"]);
@@ -236,34 +191,16 @@ async fn a_mapping_reads_the_embedded_kinesis_through_its_declared_consumer() {
 #[tokio::test]
 async fn a_mapping_reads_another_kinesis_through_its_consumer_with_the_sdk() {
     shipping_bootstrap().await;
-    let (serve, kinesis_url) = start(
-        &[
-            "serve",
-            "--stream",
-            "shipments:1",
-            "--listen",
-            "127.0.0.1:0",
-        ],
-        "Kinesis API at ",
-    )
-    .await;
-    let (run, status_url) = start(
-        &[
-            "run",
-            "--template",
-            TEMPLATE,
-            "--kinesis-endpoint",
-            &kinesis_url,
-            "--listen",
-            "127.0.0.1:0",
-            "--retry-pause",
-            "300ms",
-            "--max-retry-pause",
-            "300ms",
-        ],
-        "status at ",
-    )
-    .await;
+    let serve = KinesisEsm::new([
+        "serve",
+        "--stream",
+        "shipments:1",
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    let (serve, kinesis_url) = start(serve, "Kinesis API at ").await;
+    let run = run_fan_out_template().args(["--kinesis-endpoint", &kinesis_url]);
+    let (run, status_url) = start(run, "status at ").await;
     let kinesis = SdkKinesis::new(Some(&kinesis_url), "us-east-1")
         .await
         .unwrap();

@@ -6,10 +6,10 @@
 //! Run with `cargo test -p end-to-end --test end_to_end function_logs`.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
-use end_to_end::{kinesis_esm_binary, shipping_bootstrap, workspace_dir};
+use end_to_end::run::{KinesisEsm, Run, cli_template, main_events, main_template};
+use end_to_end::shipping_bootstrap;
 
 /// How long one run may take: the function is built beforehand, so cargo only checks it is fresh.
 const RUN_TIMEOUT: Duration = Duration::from_secs(90);
@@ -21,23 +21,15 @@ const HELD_LINE: &str =
 /// The longest a compact function line may be, timestamp included.
 const SHORT_LINE: usize = 140;
 
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    fn function_lines(&self) -> Vec<&str> {
-        self.stderr
-            .lines()
-            .filter(|line| line.contains("ShippingFunction: "))
-            .collect()
-    }
+fn function_lines(run: &Run) -> Vec<&str> {
+    run.stderr
+        .lines()
+        .filter(|line| line.contains("ShippingFunction: "))
+        .collect()
 }
 
 fn shipping_template() -> PathBuf {
-    workspace_dir().join("template.yaml")
+    main_template()
 }
 
 /// Runs `kinesis-esm <global> run --template T --put functions/shipping/events --until-idle`
@@ -50,34 +42,18 @@ async fn run_shipping(
     host: &[(&str, &str)],
 ) -> Run {
     shipping_bootstrap().await;
-    let mut command = tokio::process::Command::new(kinesis_esm_binary().await);
-    command
-        .args(global)
-        .arg("run")
-        .arg("--template")
-        .arg(template)
-        .arg("--put")
-        .arg(workspace_dir().join("functions/shipping/events"))
+    let mut command = KinesisEsm::new(global)
+        .args(["run".as_ref(), "--template".as_ref(), template.as_os_str()])
+        .args(["--put".as_ref(), main_events().as_os_str()])
         .args(["--until-idle", "--listen", "127.0.0.1:0"])
         .args(["--retry-pause", "10ms", "--max-retry-pause", "20ms"])
         .args(more)
         .env_remove("KINESIS_ESM_LOG")
-        .envs(host.iter().copied())
-        .current_dir(workspace_dir())
-        .stdin(Stdio::null())
-        .kill_on_drop(true);
-    let output = tokio::time::timeout(RUN_TIMEOUT, command.output())
-        .await
-        .unwrap_or_else(|_| panic!("kinesis-esm ran longer than {RUN_TIMEOUT:?}"))
-        .expect("kinesis-esm starts");
-    let run = Run {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    };
-    if std::env::var_os("RUST_LOG").is_some() {
-        eprintln!("{}{}", run.stderr, run.stdout);
+        .timeout(RUN_TIMEOUT);
+    for (key, value) in host {
+        command = command.env(key, value);
     }
+    let run = command.output().await;
     assert_eq!(
         run.code,
         Some(0),
@@ -95,7 +71,7 @@ async fn run_shipping(
 #[tokio::test]
 async fn function_lines_are_compact_at_their_own_level() {
     let run = run_shipping(&shipping_template(), &[], &[], &[]).await;
-    let lines = run.function_lines();
+    let lines = function_lines(&run);
     assert!(
         lines.iter().any(|line| line.ends_with(HELD_LINE)),
         "the held shipment's line, compact and at WARN:\n{}",
@@ -120,7 +96,7 @@ async fn function_lines_are_compact_at_their_own_level() {
 async fn verbose_shows_the_request_id_and_every_span() {
     let run = run_shipping(&shipping_template(), &["--verbose"], &[], &[]).await;
     assert!(
-        run.function_lines().iter().any(|line| line
+        function_lines(&run).iter().any(|line| line
             .contains("WARN ShippingFunction: Lambda runtime invoke{requestId=")
             && line
                 .contains(":ship{shipment_id=2004 carrier=fedex}: unknown carrier, shipment held")),
@@ -138,7 +114,7 @@ async fn function_log_level_filters_the_function_lines_only() {
         &[],
     )
     .await;
-    let lines = run.function_lines();
+    let lines = function_lines(&run);
     assert!(
         lines.iter().any(|line| line.ends_with(HELD_LINE)),
         "WARN lines stay:\n{}",
@@ -213,13 +189,13 @@ async fn the_hosts_rust_log_and_rust_backtrace_do_not_reach_the_function() {
     // Were `RUST_LOG=trace` passed, the function's subscriber would write its DEBUG and TRACE
     // lines (the Runtime API client's), and `--function-log-level trace` would show them.
     let run = run_shipping(
-        &workspace_dir().join("tests/templates/cli/shipping-without-rust-log.yaml"),
+        &cli_template("shipping-without-rust-log.yaml"),
         &["--function-log-level", "trace"],
         &[],
         &[("RUST_LOG", "trace"), ("RUST_BACKTRACE", "1")],
     )
     .await;
-    let lines = run.function_lines();
+    let lines = function_lines(&run);
     assert!(
         lines.iter().any(|line| line.ends_with(HELD_LINE)),
         "{}",
@@ -235,14 +211,14 @@ async fn the_hosts_rust_log_and_rust_backtrace_do_not_reach_the_function() {
 
     // The way to give the function a variable is to say so.
     let run = run_shipping(
-        &workspace_dir().join("tests/templates/cli/shipping-without-rust-log.yaml"),
+        &cli_template("shipping-without-rust-log.yaml"),
         &["--function-log-level", "trace"],
         &["--function-env", "RUST_LOG=debug"],
         &[],
     )
     .await;
     assert!(
-        run.function_lines()
+        function_lines(&run)
             .iter()
             .any(|line| line.contains("DEBUG ShippingFunction: ")),
         "--function-env RUST_LOG=debug reaches the function:\n{}",

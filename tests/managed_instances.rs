@@ -12,16 +12,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use end_to_end::{
-    Observed, TestStream, at, concurrent_sleeper_bootstrap, kinesis_esm_binary, shipping_bootstrap,
+use end_to_end::run::{
+    Running, cli_template, kinesis_esm_with, status_output, statuses, temp_file,
 };
+use end_to_end::{Observed, TestStream, at, concurrent_sleeper_bootstrap, shipping_bootstrap};
 use kinesis_esm::invoke::runtime_api::{FunctionDefinition, RuntimeApi};
 use kinesis_esm::invoke::{Invocation, InvokeError, InvokeOutcome, Invoker};
 use kinesis_esm::mapping::MappingStatus;
 use kinesis_esm::sequence::SequenceNumber;
 use kinesis_esm::template::{Template, TemplateOptions};
-
-use crate::cli::{Running, cli_template, kinesis_esm_with, temp_file};
 
 const SHARDS: u32 = 4;
 const RECORDS: u64 = 80;
@@ -347,12 +346,7 @@ async fn status_lists_the_environments_of_a_function_on_managed_instances() {
     let records = temp_file("managed-instances-status.jsonl", &shipments_file());
     let template = cli_template("shipping-managed-instances.yaml");
     let mut run = Running::start_with(&template, &records, &[]).await;
-    let announced = run.wait_for_line("kinesis-esm: Kinesis API at ").await;
-    let endpoint = announced
-        .split_whitespace()
-        .find(|word| word.starts_with("http://"))
-        .expect("the endpoint's URL")
-        .to_owned();
+    let endpoint = run.kinesis_endpoint().await;
     let status = status_until_settled(&endpoint).await;
     std::fs::remove_file(&records).expect("cleaned");
     assert!(
@@ -368,33 +362,21 @@ async fn status_lists_the_environments_of_a_function_on_managed_instances() {
         "{:?}",
         status.environments
     );
-    let tree = status_output(&endpoint, false).await;
+    let tree = status_output(&endpoint, false)
+        .await
+        .expect("the text status");
     assert!(tree.contains("\n  environments: #"), "{tree}");
     run.send_sigterm();
     let ended = run.ended_within(Duration::from_secs(30)).await;
     assert_eq!(ended.code, Some(0), "{ended:#?}");
 }
 
-/// `kinesis-esm status [--json]` of the run at `endpoint`, as text.
-async fn status_output(endpoint: &str, json: bool) -> String {
-    let mut command = tokio::process::Command::new(kinesis_esm_binary().await);
-    command.args(["status", "--endpoint", endpoint]);
-    if json {
-        command.arg("--json");
-    }
-    let output = command.output().await.expect("kinesis-esm status starts");
-    assert!(output.status.success(), "{output:?}");
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
 /// The one mapping's status, read until it has started and settled every shipment.
 async fn status_until_settled(endpoint: &str) -> MappingStatus {
     let mut last = None;
     for _ in 0..300 {
-        let statuses: Vec<MappingStatus> =
-            serde_json::from_str(&status_output(endpoint, true).await).expect("the status");
         // The mapping starts once the function is built, after the endpoint is served.
-        if let Some(status) = statuses.into_iter().next() {
+        if let Some(status) = statuses(endpoint).await.into_iter().next() {
             let totals = status.totals();
             if totals.acked + totals.dropped == SHIPMENTS {
                 return status;

@@ -188,12 +188,9 @@ async fn check_discard(name: &str, destination: bool) {
     observed.stop().await;
 }
 
-#[tokio::test]
-async fn a_discarded_batch_counts_as_delivered_to_the_destination() {
-    check_discard("metrics-destination", true).await;
-}
-
-#[tokio::test]
-async fn a_discarded_batch_without_a_destination_counts_as_dropped() {
-    check_discard("metrics-dropped", false).await;
+end_to_end::scenario_tests! {
+    check_discard {
+        a_discarded_batch_counts_as_delivered_to_the_destination("metrics-destination", true),
+        a_discarded_batch_without_a_destination_counts_as_dropped("metrics-dropped", false),
+    }
 }

@@ -13,7 +13,7 @@ use kinesis_esm::kinesis::EmbeddedKinesis;
 use kinesis_esm::mapping::{InvocationVerdict, MappingEvent};
 use lambda_kinesis::HandlerOutcome;
 
-use crate::cli::{check_row, cli_template, kinesis_esm_with, temp_file};
+use end_to_end::run::{check_row, cli_template, kinesis_esm_with, temp_file};
 
 const SHARD: &str = "shardId-000000000000";
 /// 5 MiB of data: within a 6 MiB `MaxRecordSizeInKiB`, but about 6.7 MiB once base64 in an event.

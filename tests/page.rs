@@ -13,8 +13,8 @@ use fantoccini::wd::{Capabilities, WebDriverCompatibleCommand};
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
 
-use crate::cli::Running;
 use end_to_end::aws::workspace_dir;
+use end_to_end::run::Running;
 
 /// How long the page may take to show what the test waits for.
 const SHOWN_WITHIN: Duration = Duration::from_secs(30);

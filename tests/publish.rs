@@ -7,10 +7,9 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use aws_sdk_kinesis::config::{BehaviorVersion, Credentials, Region};
-use aws_sdk_kinesis::types::ShardIteratorType;
 use end_to_end::aws::fault_proxy::{Fault, FaultProxy};
-use end_to_end::aws::{REGION, kinesis_endpoint, unique_name, within};
+use end_to_end::aws::{LocalAws, kinesis_endpoint, within};
+use end_to_end::run::{read_every_shard, sdk_client};
 use kinesis_esm::kinesis::EmbeddedKinesis;
 use kinesis_esm::kinesis::http::{ServerHandle, serve};
 use lambda_kinesis::publish::Publisher;
@@ -22,16 +21,6 @@ const PUT_RECORDS: &str = "Kinesis_20131202.PutRecords";
 struct Booking {
     customer: String,
     n: u32,
-}
-
-fn client(endpoint: &str) -> aws_sdk_kinesis::Client {
-    let config = aws_sdk_kinesis::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .endpoint_url(endpoint)
-        .region(Region::new(REGION))
-        .credentials_provider(Credentials::new("local", "local", None, None, "tests"))
-        .build();
-    aws_sdk_kinesis::Client::from_conf(config)
 }
 
 /// The embedded Kinesis served on a free loopback port, with a stream of `shards` shards.
@@ -46,78 +35,18 @@ async fn embedded(stream: &str, shards: u32) -> ServerHandle {
         .expect("serve the embedded Kinesis")
 }
 
-/// Creates `stream` on a server that takes `CreateStream` (kinesis-local), and waits until it
-/// is active.
-async fn create_stream(client: &aws_sdk_kinesis::Client, stream: &str, shards: i32) {
-    client
-        .create_stream()
-        .stream_name(stream)
-        .shard_count(shards)
-        .send()
-        .await
-        .unwrap_or_else(|error| panic!("creating stream {stream}: {error}"));
-    within(&format!("stream {stream} becoming active"), async {
-        loop {
-            let summary = client
-                .describe_stream_summary()
-                .stream_name(stream)
-                .send()
-                .await
-                .expect("describe the stream");
-            let status = summary
-                .stream_description_summary()
-                .map(|summary| summary.stream_status().as_str().to_owned());
-            if status.as_deref() == Some("ACTIVE") {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
-    .await;
-}
-
 /// Every record of `stream`, decoded, grouped by partition key in stream order.
 async fn read_back(
     client: &aws_sdk_kinesis::Client,
     stream: &str,
 ) -> BTreeMap<String, Vec<Booking>> {
-    let shards = client
-        .list_shards()
-        .stream_name(stream)
-        .send()
-        .await
-        .expect("list the shards");
     let mut by_key: BTreeMap<String, Vec<Booking>> = BTreeMap::new();
-    for shard in shards.shards() {
-        let iterator = client
-            .get_shard_iterator()
-            .stream_name(stream)
-            .shard_id(shard.shard_id())
-            .shard_iterator_type(ShardIteratorType::TrimHorizon)
-            .send()
-            .await
-            .expect("a shard iterator");
-        let mut iterator = iterator.shard_iterator().map(str::to_owned);
-        while let Some(current) = iterator {
-            let page = client
-                .get_records()
-                .shard_iterator(current)
-                .send()
-                .await
-                .expect("read the shard");
-            for record in page.records() {
-                let booking: Booking =
-                    serde_json::from_slice(record.data().as_ref()).expect("a booking");
-                by_key
-                    .entry(record.partition_key().unwrap_or_default().to_owned())
-                    .or_default()
-                    .push(booking);
-            }
-            iterator = match page.millis_behind_latest() {
-                Some(0) if page.records().is_empty() => None,
-                _ => page.next_shard_iterator().map(str::to_owned),
-            };
-        }
+    for record in read_every_shard(client, stream).await {
+        let booking: Booking = serde_json::from_slice(record.data().as_ref()).expect("a booking");
+        by_key
+            .entry(record.partition_key().unwrap_or_default().to_owned())
+            .or_default()
+            .push(booking);
     }
     by_key
 }
@@ -148,7 +77,7 @@ async fn partial_failures_are_sent_again_in_key_order(endpoint: &str, stream: &s
     proxy.inject(PUT_RECORDS, Fault::ThrottleEntries(vec![0, 2]));
     // A later request is throttled whole.
     proxy.inject(PUT_RECORDS, Fault::throttled());
-    let publisher = Publisher::with_client(client(&proxy.endpoint()), stream)
+    let publisher = Publisher::with_client(sdk_client(&proxy.endpoint()), stream)
         .backoff(Duration::from_millis(10), Duration::from_millis(50));
     let sent = bookings(3, 4);
 
@@ -165,7 +94,7 @@ async fn partial_failures_are_sent_again_in_key_order(endpoint: &str, stream: &s
     // in the first request, the second throttled whole), then one booking per request: 2 + 4.
     // c1's second booking went in the second request, and its last in the fifth.
     assert_eq!(proxy.calls(PUT_RECORDS).len(), 2 + 4);
-    let landed = read_back(&client(endpoint), stream).await;
+    let landed = read_back(&sdk_client(endpoint), stream).await;
     for customer in ["c0", "c1", "c2"] {
         let expected: Vec<Booking> = sent
             .iter()
@@ -190,8 +119,8 @@ async fn publisher_sends_the_throttled_entries_again_in_key_order_over_the_embed
 #[tokio::test]
 async fn aws_publisher_sends_the_throttled_entries_again_in_key_order_over_kinesis_local() {
     let endpoint = kinesis_endpoint();
-    let stream = unique_name("bookings");
-    create_stream(&client(&endpoint), &stream, 2).await;
+    // Created and waited for until active.
+    let stream = LocalAws::connect().await.create_stream("bookings", 2).await;
     partial_failures_are_sent_again_in_key_order(&endpoint, &stream).await;
 }
 
@@ -204,7 +133,7 @@ async fn publisher_reports_a_record_throttled_every_time_and_leaves_its_key_unse
     for _ in 0..3 {
         proxy.inject(PUT_RECORDS, Fault::ThrottleEntries(vec![0]));
     }
-    let publisher = Publisher::with_client(client(&proxy.endpoint()), stream)
+    let publisher = Publisher::with_client(sdk_client(&proxy.endpoint()), stream)
         .max_attempts(3)
         .backoff(Duration::from_millis(1), Duration::from_millis(5));
     let sent = bookings(2, 2);
@@ -225,7 +154,7 @@ async fn publisher_reports_a_record_throttled_every_time_and_leaves_its_key_unse
              since record 0 of the same partition key was not published (its order is kept)",
         ]
     );
-    let landed = read_back(&client(&endpoint), stream).await;
+    let landed = read_back(&sdk_client(&endpoint), stream).await;
     assert_eq!(landed.keys().collect::<Vec<_>>(), vec!["c1"]);
     assert_eq!(landed["c1"].len(), 2);
 }
@@ -234,7 +163,8 @@ async fn publisher_reports_a_record_throttled_every_time_and_leaves_its_key_unse
 async fn publisher_reports_a_missing_stream_after_one_try() {
     let server = embedded("bookings", 1).await;
     let endpoint = format!("http://{}", server.local_addr());
-    let publisher: Publisher<Booking> = Publisher::with_client(client(&endpoint), "no-such-stream");
+    let publisher: Publisher<Booking> =
+        Publisher::with_client(sdk_client(&endpoint), "no-such-stream");
     let booking = Booking {
         customer: "c0".into(),
         n: 0,
@@ -277,7 +207,7 @@ async fn publisher_takes_records_up_to_the_limit_it_is_given() {
         n: 0,
     };
 
-    let default: Publisher<Booking> = Publisher::with_client(client(&endpoint), "large");
+    let default: Publisher<Booking> = Publisher::with_client(sdk_client(&endpoint), "large");
     let refused = within("publishing", default.publish_one("c0", &booking))
         .await
         .expect_err("over the default 1 MiB");

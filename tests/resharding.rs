@@ -422,12 +422,9 @@ async fn a_held_record_in_a_parent_keeps_its_children_waiting(reshard: Reshard) 
     observed.stop().await;
 }
 
-#[tokio::test]
-async fn a_held_record_keeps_the_children_of_a_split_waiting() {
-    a_held_record_in_a_parent_keeps_its_children_waiting(Reshard::Split).await;
-}
-
-#[tokio::test]
-async fn a_held_record_keeps_the_child_of_a_merge_waiting_for_both_parents() {
-    a_held_record_in_a_parent_keeps_its_children_waiting(Reshard::Merge).await;
+end_to_end::scenario_tests! {
+    a_held_record_in_a_parent_keeps_its_children_waiting {
+        a_held_record_keeps_the_children_of_a_split_waiting(Reshard::Split),
+        a_held_record_keeps_the_child_of_a_merge_waiting_for_both_parents(Reshard::Merge),
+    }
 }

@@ -396,41 +396,33 @@ pub(crate) async fn check_lifecycle(
     delivered_again
 }
 
-#[tokio::test]
-async fn a_split_then_a_merge_of_its_children_delivers_nothing_twice() {
-    let stream = TestStream::create("split-merge", 1);
+/// [`check_lifecycle`] over a new stream `name` of `shards` shards in the embedded Kinesis, with
+/// `instances` mappings sharing leases in memory.
+async fn embedded_lifecycle(name: &str, shards: u32, instances: usize, reshards: &[Reshard]) {
+    let stream = TestStream::create(name, shards);
     let leases = Arc::new(MemoryLeaseStore::new());
-    check_lifecycle(
-        Kinesis::Embedded(stream),
-        leases,
-        1,
-        &[Reshard::Split(0), Reshard::Merge(0)],
-    )
-    .await;
+    check_lifecycle(Kinesis::Embedded(stream), leases, instances, reshards).await;
 }
 
-#[tokio::test]
-async fn a_merge_then_a_split_of_its_child_delivers_nothing_twice() {
-    let stream = TestStream::create("merge-split", 2);
-    let leases = Arc::new(MemoryLeaseStore::new());
-    check_lifecycle(
-        Kinesis::Embedded(stream),
-        leases,
-        1,
-        &[Reshard::Merge(0), Reshard::Split(0)],
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn update_shard_count_1_2_4_2_with_two_instances_delivers_nothing_twice() {
-    let stream = TestStream::create("count-1-2-4-2", 1);
-    let leases = Arc::new(MemoryLeaseStore::new());
-    check_lifecycle(
-        Kinesis::Embedded(stream),
-        leases,
-        2,
-        &[Reshard::Count(2), Reshard::Count(4), Reshard::Count(2)],
-    )
-    .await;
+end_to_end::scenario_tests! {
+    embedded_lifecycle {
+        a_split_then_a_merge_of_its_children_delivers_nothing_twice(
+            "split-merge",
+            1,
+            1,
+            &[Reshard::Split(0), Reshard::Merge(0)],
+        ),
+        a_merge_then_a_split_of_its_child_delivers_nothing_twice(
+            "merge-split",
+            2,
+            1,
+            &[Reshard::Merge(0), Reshard::Split(0)],
+        ),
+        update_shard_count_1_2_4_2_with_two_instances_delivers_nothing_twice(
+            "count-1-2-4-2",
+            1,
+            2,
+            &[Reshard::Count(2), Reshard::Count(4), Reshard::Count(2)],
+        ),
+    }
 }

@@ -15,7 +15,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use end_to_end::{Observed, TestStream, at, canned_answer_bootstrap, config, shard};
+use end_to_end::{Observed, TestStream, at, canned_answer_bootstrap, config, json_fields, shard};
 use kinesis_esm::config::StartingPosition;
 use kinesis_esm::invoke::runtime_api::{FunctionDefinition, RuntimeApi};
 use kinesis_esm::invoke::{InProcess, Invoker};
@@ -229,15 +229,20 @@ fn with_sequence_numbers(value: &Value, records: &[SequenceNumber]) -> Value {
 
 /// The fields of an on-failure record that a check can know in advance.
 fn on_failure_summary(record: &Value) -> Value {
-    let field = |pointer: &str| record.pointer(pointer).cloned().unwrap_or(Value::Null);
-    json!({
-        "condition": field("/requestContext/condition"),
-        "approximateInvokeCount": field("/requestContext/approximateInvokeCount"),
-        "functionError": field("/responseContext/functionError"),
-        "start": field("/KinesisBatchInfo/startSequenceNumber"),
-        "end": field("/KinesisBatchInfo/endSequenceNumber"),
-        "batchSize": field("/KinesisBatchInfo/batchSize"),
-    })
+    json_fields(
+        record,
+        &[
+            ("start", "/KinesisBatchInfo/startSequenceNumber"),
+            ("end", "/KinesisBatchInfo/endSequenceNumber"),
+            ("batchSize", "/KinesisBatchInfo/batchSize"),
+            ("condition", "/requestContext/condition"),
+            (
+                "approximateInvokeCount",
+                "/requestContext/approximateInvokeCount",
+            ),
+            ("functionError", "/responseContext/functionError"),
+        ],
+    )
 }
 
 fn json(text: &str) -> Answer {

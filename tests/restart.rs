@@ -50,6 +50,22 @@ fn sequence_numbers(records: &BTreeMap<SequenceNumber, Arc<str>>) -> BTreeSet<Se
     records.keys().cloned().collect()
 }
 
+/// Waits until `observed` has acked `count` records; `what` names the wait.
+async fn acked(observed: &Observed, what: &str, count: u64) -> MappingStatus {
+    observed
+        .wait_for(what, |status| status.totals().acked == count)
+        .await
+}
+
+/// Waits until `observed` has acked `count` records and is idle; `what` names the wait.
+async fn acked_and_idle(observed: &Observed, what: &str, count: u64) -> MappingStatus {
+    observed
+        .wait_for(what, |status| {
+            status.totals().acked == count && status.is_idle()
+        })
+        .await
+}
+
 /// Every record the mapping delivered.
 fn delivered(observed: &mut Observed) -> BTreeSet<SequenceNumber> {
     observed.delivery_counts().into_keys().collect()
@@ -61,20 +77,12 @@ async fn trim_horizon_delivers_every_record_again_after_a_restart() {
     let records = put(&stream, 0, 20);
 
     let mut first = start(&stream, StartingPosition::TrimHorizon);
-    first
-        .wait_for("the first run to ack every record", |status| {
-            status.totals().acked == 20
-        })
-        .await;
+    acked(&first, "the first run to ack every record", 20).await;
     assert_eq!(delivered(&mut first), sequence_numbers(&records));
     first.stop().await;
 
     let mut second = start(&stream, StartingPosition::TrimHorizon);
-    let status = second
-        .wait_for("the second run to ack every record", |status| {
-            status.totals().acked == 20 && status.is_idle()
-        })
-        .await;
+    let status = acked_and_idle(&second, "the second run to ack every record", 20).await;
     assert_eq!(
         delivered(&mut second),
         sequence_numbers(&records),
@@ -110,11 +118,7 @@ async fn latest_delivers_only_records_put_after_a_restart() {
         .wait_for("the first run to be idle", MappingStatus::is_idle)
         .await;
     let first_run_records = put(&stream, 6, 10);
-    first
-        .wait_for("the first run to ack its records", |status| {
-            status.totals().acked == 10
-        })
-        .await;
+    acked(&first, "the first run to ack its records", 10).await;
     assert_eq!(delivered(&mut first), sequence_numbers(&first_run_records));
     first.stop().await;
 
@@ -123,11 +127,7 @@ async fn latest_delivers_only_records_put_after_a_restart() {
         .wait_for("the second run to be idle", MappingStatus::is_idle)
         .await;
     let second_run_records = put(&stream, 16, 5);
-    let status = second
-        .wait_for("the second run to ack its records", |status| {
-            status.totals().acked == 5 && status.is_idle()
-        })
-        .await;
+    let status = acked_and_idle(&second, "the second run to ack its records", 5).await;
     assert_eq!(
         delivered(&mut second),
         sequence_numbers(&second_run_records),
@@ -145,11 +145,7 @@ async fn the_same_store_resumes_after_its_checkpoints() {
     let old_records = put(&stream, 0, 12);
 
     let mut first = start_with(&stream, StartingPosition::TrimHorizon, Arc::clone(&leases));
-    first
-        .wait_for("the first run to ack every record", |status| {
-            status.totals().acked == 12
-        })
-        .await;
+    acked(&first, "the first run to ack every record", 12).await;
     assert_eq!(delivered(&mut first), sequence_numbers(&old_records));
     first.stop().await;
 
@@ -158,11 +154,7 @@ async fn the_same_store_resumes_after_its_checkpoints() {
         .wait_for("the second run to be idle", MappingStatus::is_idle)
         .await;
     let new_records = put(&stream, 12, 4);
-    let status = second
-        .wait_for("the second run to ack the new records", |status| {
-            status.totals().acked == 4 && status.is_idle()
-        })
-        .await;
+    let status = acked_and_idle(&second, "the second run to ack the new records", 4).await;
     assert_eq!(
         delivered(&mut second),
         sequence_numbers(&new_records),
@@ -178,11 +170,7 @@ async fn a_stream_created_again_under_the_same_name_starts_afresh() {
     let leases: Arc<dyn LeaseStore> = Arc::new(MemoryLeaseStore::new());
     put(&stream, 0, 6);
     let first = start_with(&stream, StartingPosition::TrimHorizon, Arc::clone(&leases));
-    first
-        .wait_for("the first run to ack every record", |status| {
-            status.totals().acked == 6
-        })
-        .await;
+    acked(&first, "the first run to ack every record", 6).await;
     first.stop().await;
     let old_leases = leases.list_leases().await.unwrap();
 
@@ -194,11 +182,7 @@ async fn a_stream_created_again_under_the_same_name_starts_afresh() {
     // The old stream's checkpoint is in the store, but it belongs to the old stream: the new one
     // starts at TRIM_HORIZON under leases of its own.
     let mut second = start_with(&stream, StartingPosition::TrimHorizon, Arc::clone(&leases));
-    let status = second
-        .wait_for("the second run to ack the new records", |status| {
-            status.totals().acked == 3 && status.is_idle()
-        })
-        .await;
+    let status = acked_and_idle(&second, "the second run to ack the new records", 3).await;
     assert_eq!(delivered(&mut second), sequence_numbers(&new_records));
     assert_eq!(status.last_error, None);
     second.stop().await;
@@ -231,23 +215,19 @@ async fn a_checkpoint_beyond_every_record_of_a_fresh_stream_skips_nothing() {
         StartingPosition::TrimHorizon,
         Arc::clone(&leases),
     );
-    first
-        .wait_for("the first run to ack every record", |status| {
-            status.totals().acked == 5 && status.is_idle()
-        })
-        .await;
+    acked_and_idle(&first, "the first run to ack every record", 5).await;
     first.stop().await;
 
     // The same name, the same second: the same lease keys, and sequence numbers that start over.
     let second_stream = TestStream::create_in(&kinesis(), "restart-fresh-stream", 1);
     let records = put(&second_stream, 100, 3);
     let mut second = start_with(&second_stream, StartingPosition::TrimHorizon, leases);
-    let status = second
-        .wait_for(
-            "the second run to ack the fresh stream's records",
-            |status| status.totals().acked == 3 && status.is_idle(),
-        )
-        .await;
+    let status = acked_and_idle(
+        &second,
+        "the second run to ack the fresh stream's records",
+        3,
+    )
+    .await;
     assert_eq!(delivered(&mut second), sequence_numbers(&records));
     assert_eq!(status.totals().delivered, 3);
     second.stop().await;

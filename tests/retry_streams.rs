@@ -9,9 +9,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aws_sdk_kinesis::config::{BehaviorVersion, Credentials, Region};
-use end_to_end::aws::REGION;
 use end_to_end::aws::fault_proxy::{Fault, FaultProxy};
+use end_to_end::run::sdk_client;
 use end_to_end::{Observed, TestStream, config, kinesis_esm_binary, shard, shipment, within};
 use kinesis_esm::config::StartingPosition;
 use kinesis_esm::invoke::{InProcess, Invoker};
@@ -21,16 +20,6 @@ use kinesis_esm::source::{IteratorPosition, Record, ShardSource};
 use lambda_kinesis::retry::{Envelope, RetryPlan};
 
 const PUT_RECORDS: &str = "Kinesis_20131202.PutRecords";
-
-fn client(endpoint: &str) -> aws_sdk_kinesis::Client {
-    let config = aws_sdk_kinesis::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .endpoint_url(endpoint)
-        .region(Region::new(REGION))
-        .credentials_provider(Credentials::new("local", "local", None, None, "tests"))
-        .build();
-    aws_sdk_kinesis::Client::from_conf(config)
-}
 
 /// The shipping service's three streams in one embedded Kinesis, served on a free port.
 struct Streams {
@@ -75,7 +64,7 @@ fn function(endpoint: &str) -> Arc<dyn Invoker> {
     let plan = RetryPlan::from_lookup(template).expect("the template's values");
     let adapter = shipping::function()
         .retry_plan(plan)
-        .retry_client(client(endpoint));
+        .retry_client(sdk_client(endpoint));
     Arc::new(InProcess::service(adapter))
 }
 
@@ -134,22 +123,8 @@ async fn a_fedex_shipment_is_retried_three_times_then_dead_lettered_listed_and_r
     let source_shard = streams.shipments.open_shards()[0].shard_id.clone();
     let retry_shard = streams.retry.open_shards()[0].shard_id.clone();
 
-    let status = source
-        .wait_for("the source shard to settle its 6 shipments", |status| {
-            status
-                .shards
-                .get(&source_shard)
-                .is_some_and(|shard| shard.acked == 6 && shard.unsettled == 0)
-        })
-        .await;
-    retries
-        .wait_for("the retry shard to settle 3 retries", |status| {
-            status
-                .shards
-                .get(&retry_shard)
-                .is_some_and(|shard| shard.acked == 3 && shard.unsettled == 0)
-        })
-        .await;
+    let status = source.wait_for_settled(&source_shard, 6).await;
+    retries.wait_for_settled(&retry_shard, 3).await;
     within("the dead-letter record", async {
         while records(&streams.dead_letter).await.is_empty() {
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -270,14 +245,7 @@ async fn a_publish_that_fails_holds_the_shipment_and_loses_nothing() {
     );
     let source_shard = streams.shipments.open_shards()[0].shard_id.clone();
 
-    let status = source
-        .wait_for("the source shard to settle its 6 shipments", |status| {
-            status
-                .shards
-                .get(&source_shard)
-                .is_some_and(|shard| shard.acked == 6 && shard.unsettled == 0)
-        })
-        .await;
+    let status = source.wait_for_settled(&source_shard, 6).await;
 
     assert_eq!(proxy.pending_faults(), 0, "every fault was met");
     let source_status = shard(&status, &source_shard);

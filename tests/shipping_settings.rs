@@ -10,7 +10,7 @@ use end_to_end::{shipping_bootstrap, workspace_dir};
 use kinesis_esm::template::{Template, TemplateOptions};
 use serde_json::Value;
 
-use crate::cli::{check_row, kinesis_esm_with};
+use end_to_end::run::{check_row, kinesis_esm_with};
 
 const SETTINGS: &str = r#"            ParallelizationFactor: 4
             FilterCriteria:

@@ -53,21 +53,9 @@ async fn a_killed_run_over_a_state_dir_loses_no_acknowledged_record_and_resumes_
     let scratch = ScratchDir::new("state-dir-kill");
     let state_dir = scratch.join("state");
     let state_arg = state_dir.to_string_lossy().into_owned();
-    let template = |run: &str| {
-        let template = scratch.join(&format!("{run}.yaml"));
-        let ledger = scratch.join(&format!("{run}.ledger"));
-        LedgerTemplate {
-            stream: STREAM.to_owned(),
-            shards: SHARDS,
-            batch_size: BATCH_SIZE,
-            ledger: ledger.clone(),
-            delay_ms: DELAY_MS,
-        }
-        .write(&template);
-        (template.to_string_lossy().into_owned(), ledger)
-    };
-    let (first_template, first_ledger) = template("first");
-    let (second_template, second_ledger) = template("second");
+    let template = LedgerTemplate::new(STREAM, SHARDS, BATCH_SIZE, DELAY_MS);
+    let (first_template, first_ledger) = template.write_as(&scratch, "first");
+    let (second_template, second_ledger) = template.write_as(&scratch, "second");
 
     // The first run serves its Kinesis on a free port; a producer puts into it until the kill.
     let mut first = kinesis_esm_run(&[
@@ -158,13 +146,7 @@ async fn a_killed_run_over_a_state_dir_loses_no_acknowledged_record_and_resumes_
         ],
     )
     .await;
-    assert_eq!(
-        second.code,
-        Some(0),
-        "the restarted run settles everything:\n{}\n{}",
-        second.stdout,
-        second.stderr
-    );
+    second.check_code(0, "the restarted run settles everything");
     let before = read_ledger(&first_ledger);
     let after = read_ledger(&second_ledger);
 

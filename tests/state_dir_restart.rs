@@ -45,19 +45,10 @@ async fn a_restart_over_the_state_dir_delivers_the_held_shipment_first_and_every
         .collect();
     std::fs::write(&records, lines).expect("the records file is written");
     let run = |name: &str, put: bool| {
-        let template = scratch.join(&format!("{name}.yaml"));
-        let ledger = scratch.join(&format!("{name}.ledger"));
-        LedgerTemplate {
-            stream: STREAM.to_owned(),
-            shards: 1,
-            batch_size: 100,
-            ledger: ledger.clone(),
-            delay_ms: 0,
-        }
-        .write(&template);
+        let (template, ledger) = LedgerTemplate::new(STREAM, 1, 100, 0).write_as(&scratch, name);
         let mut args: Vec<String> = [
             "--template",
-            &template.to_string_lossy(),
+            &template,
             "--state-dir",
             &state_dir,
             "--until-idle",

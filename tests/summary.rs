@@ -6,10 +6,12 @@
 
 use std::time::Duration;
 
-use end_to_end::{fixture, kinesis_esm_binary, shipping_bootstrap, workspace_dir};
-use kinesis_esm::mapping::{InvocationVerdict, MappingStatus};
-
-use crate::cli::{Running, check_row, cli_template, kinesis_esm_with, records, temp_file};
+use end_to_end::run::{
+    Running, check_row, cli_template, kinesis_esm_with, main_command, records, status_output,
+    statuses, temp_file,
+};
+use end_to_end::{fixture, shipping_bootstrap};
+use kinesis_esm::mapping::InvocationVerdict;
 
 /// How long a held shipment waits for its retry in [`the_records_add_up_with_acks_drops_holds_and_a_discard`]:
 /// long enough to read the status while it waits, on a busy machine.
@@ -17,32 +19,17 @@ const RETRY_PAUSE: &str = "8s";
 
 /// Reads `kinesis-esm status` from the run at `endpoint` until `ready` accepts its text tree.
 async fn status_until(endpoint: &str, ready: impl Fn(&str) -> bool) -> String {
-    let binary = kinesis_esm_binary().await;
     let mut last = String::new();
     for _ in 0..100 {
-        let output = tokio::process::Command::new(binary)
-            .args(["status", "--endpoint", endpoint])
-            .output()
-            .await
-            .expect("kinesis-esm status starts");
-        last = String::from_utf8_lossy(&output.stdout).into_owned();
-        if output.status.success() && ready(&last) {
-            return last;
+        if let Some(tree) = status_output(endpoint, false).await {
+            if ready(&tree) {
+                return tree;
+            }
+            last = tree;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("the status never became what the test waits for; the last one:\n{last}");
-}
-
-/// `kinesis-esm status --json` from the run at `endpoint`.
-async fn status_json(endpoint: &str) -> Vec<MappingStatus> {
-    let output = tokio::process::Command::new(kinesis_esm_binary().await)
-        .args(["status", "--endpoint", endpoint, "--json"])
-        .output()
-        .await
-        .expect("kinesis-esm status starts");
-    assert!(output.status.success(), "{output:?}");
-    serde_json::from_slice(&output.stdout).expect("the status as JSON")
 }
 
 /// Eight shipments one at a time, `MaximumRetryAttempts: 1`, no on-failure destination: 1, 2, 5
@@ -65,12 +52,7 @@ async fn the_records_add_up_with_acks_drops_holds_and_a_discard() {
         ],
     )
     .await;
-    let announced = run.wait_for_line("kinesis-esm: Kinesis API at ").await;
-    let endpoint = announced
-        .split_whitespace()
-        .find(|word| word.starts_with("http://"))
-        .expect("the endpoint's URL")
-        .to_owned();
+    let endpoint = run.kinesis_endpoint().await;
     run.wait_for_line("batch discarded").await;
 
     // While shipment 6 waits for its retry, the text status says which retry it waits for, and
@@ -127,7 +109,7 @@ async fn the_records_add_up_with_acks_drops_holds_and_a_discard() {
     assert!(!verdicts[1].contains("discarded"), "{tree}");
     // The JSON has every invocation kept (the held shipment's retry may have come meanwhile:
     // an eighth).
-    let statuses = status_json(&endpoint).await;
+    let statuses = statuses(&endpoint).await;
     let shard = statuses[0].shards.values().next().expect("one shard");
     let kinds: Vec<(&str, bool)> = shard
         .recent_invocations
@@ -206,13 +188,7 @@ async fn the_records_add_up_with_acks_drops_holds_and_a_discard() {
 /// instead of 0, the summary printed all the same and naming the destination.
 #[tokio::test]
 async fn fail_on_discard_makes_a_run_that_discarded_exit_3() {
-    shipping_bootstrap().await;
-    let run = kinesis_esm_with(
-        &workspace_dir().join("template.yaml"),
-        &workspace_dir().join("functions/shipping/events"),
-        &["--fail-on-discard"],
-    )
-    .await;
+    let run = main_command(&["--fail-on-discard"]).await;
     assert_eq!(run.code, Some(3), "{run:#?}");
     check_row(
         &run,

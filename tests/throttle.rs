@@ -3,41 +3,20 @@
 //! backs off on `ProvisionedThroughputExceededException` (`emulator/engine/src/backoff.rs`) and `--put`
 //! sends again what a shard refused, so every record settles as it does without the limits.
 
-use end_to_end::{shipping_bootstrap, workspace_dir, write_large_shipments};
-
-use crate::cli::{check_row, kinesis_esm_with};
+use end_to_end::run::{
+    MAIN_COMMAND_SETTLED, check_each_booked_once, check_row, main_command, run_large_shipments,
+};
+use end_to_end::workspace_dir;
 
 /// The README's main command with `--throttle`: the shipping events end exactly as in
 /// `cli::the_main_command_runs_the_shipping_service`.
 #[tokio::test]
 async fn the_shipping_events_settle_under_the_throughput_limits() {
-    shipping_bootstrap().await;
-    let run = kinesis_esm_with(
-        &workspace_dir().join("template.yaml"),
-        &workspace_dir().join("functions/shipping/events"),
-        &["--throttle"],
-    )
-    .await;
+    let run = main_command(&["--throttle"]).await;
     assert_eq!(run.code, Some(0), "{run:#?}");
-    check_row(
-        &run,
-        &[
-            ("state", "caught up"),
-            ("records", "12"),
-            ("deliveries", "48"),
-            ("acked", "5"),
-            ("dropped", "1"),
-            ("discarded", "6"),
-            ("held", "0"),
-            ("retries", "5"),
-        ],
-    );
+    check_row(&run, MAIN_COMMAND_SETTLED);
     // The discarded batch went to a file of its own; the test leaves none behind.
-    if let Some(file) = run
-        .stdout
-        .lines()
-        .find_map(|line| line.trim_start().strip_prefix("-> "))
-    {
+    for file in run.destination_files() {
         let _ = std::fs::remove_file(workspace_dir().join(file));
     }
 }
@@ -47,27 +26,6 @@ async fn the_shipping_events_settle_under_the_throughput_limits() {
 /// every shipment is still delivered once and booked.
 #[tokio::test]
 async fn shipments_past_a_shards_limits_are_all_delivered() {
-    shipping_bootstrap().await;
-    let records =
-        std::env::temp_dir().join(format!("kinesis-esm-throttle-{}.jsonl", std::process::id()));
-    write_large_shipments(&records, 40);
-    let run = kinesis_esm_with(
-        &workspace_dir().join("template.yaml"),
-        &records,
-        &["--throttle"],
-    )
-    .await;
-    let _ = std::fs::remove_file(&records);
-    assert_eq!(run.code, Some(0), "{run:#?}");
-    check_row(
-        &run,
-        &[
-            ("state", "caught up"),
-            ("records", "40"),
-            ("deliveries", "40"),
-            ("acked", "40"),
-            ("held", "0"),
-            ("retries", "0"),
-        ],
-    );
+    let run = run_large_shipments("throttle", 40, &["--throttle"]).await;
+    check_each_booked_once(&run, 40);
 }

@@ -12,23 +12,32 @@ pub use test_support::fault_proxy;
 pub use test_support::intercept::LeaseChange;
 pub use test_support::{dynamodb_endpoint, kinesis_endpoint, unique_name};
 
+pub use crate::run::Run;
 pub use crate::{kinesis_esm_binary, workspace_dir};
+pub use ledger::{
+    LedgerTemplate, ScratchDir, build_ledger_function, ledger_function_dir, read_ledger,
+    read_ledger_by_process,
+};
+
+mod ledger;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::AttributeValue;
 use kinesis_esm::aws::{AwsConnection, DynamoLeaseStore, ReadPacing, SdkKinesis};
-use kinesis_esm::lease::{LeaseError, LeaseStore};
-use kinesis_esm::mapping::MappingEvent;
+use kinesis_esm::lease::{Checkpoint, LeaseError, LeaseStore};
+use kinesis_esm::mapping::{MappingEvent, MappingStatus};
 use kinesis_esm::sequence::SequenceNumber;
 use shipping::Shipment;
 use test_support::intercept::{Intercepted, LeaseHooks};
+
+use crate::run::KinesisEsm;
 use tokio::sync::{mpsc, watch};
 
 /// How long any one step of a test may take before the test fails. kinesis-local answers about
@@ -596,199 +605,43 @@ pub fn deliveries(events: &[MappingEvent]) -> Vec<Delivery> {
         .collect()
 }
 
-/// The ledger fixture's binary: not `bootstrap`, which is the shipping function's in the same
-/// target folder.
-const LEDGER_BINARY: &str = "shipping-ledger";
-
-/// The ledger fixture function's crate (`tests/fixtures/functions/shipping-ledger`).
-pub fn ledger_function_dir() -> PathBuf {
-    workspace_dir().join("tests/fixtures/functions/shipping-ledger")
+/// Whether a mapping is idle with every shard checkpointed at `last`: it settled every record
+/// up to the stream's last one.
+pub fn idle_at(status: &MappingStatus, last: &Checkpoint) -> bool {
+    status.is_idle()
+        && status
+            .shards
+            .values()
+            .all(|shard| shard.checkpoint.as_ref() == Some(last))
 }
 
-/// Builds the ledger fixture function once per test process, so that `kinesis-esm run` finds
-/// it built (its own build of the function is then a quick no-op), and returns its binary (for
-/// `run --prebuilt-dir`, which skips cargo altogether).
-pub async fn build_ledger_function() -> &'static Path {
-    static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    crate::built(&BINARY, ledger_function_dir(), LEDGER_BINARY).await
+/// The arguments of `kinesis-esm run` that read kinesis-local and keep the leases in `table` at
+/// dynalite.
+pub fn local_aws_args(table: &str) -> [String; 6] {
+    [
+        "--kinesis-endpoint".to_owned(),
+        kinesis_endpoint(),
+        "--lease-table".to_owned(),
+        table.to_owned(),
+        "--dynamodb-endpoint".to_owned(),
+        dynamodb_endpoint(),
+    ]
 }
 
-/// A folder of its own under the system's temporary folder, removed when dropped.
-#[derive(Debug)]
-pub struct ScratchDir(PathBuf);
-
-impl ScratchDir {
-    /// Creates the folder.
-    pub fn new(prefix: &str) -> Self {
-        let path = std::env::temp_dir().join(unique_name(prefix));
-        std::fs::create_dir_all(&path)
-            .unwrap_or_else(|error| panic!("creating {}: {error}", path.display()));
-        Self(path)
-    }
-
-    /// A path inside the folder.
-    pub fn join(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-
-    /// Keeps the folder (it is not removed) and returns its path.
-    pub fn keep(self) -> PathBuf {
-        let path = self.0.clone();
-        std::mem::forget(self);
-        path
-    }
-}
-
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A SAM template with one stream and the ledger fixture function reading it.
-#[derive(Debug, Clone)]
-pub struct LedgerTemplate {
-    /// The stream's name (it must exist on kinesis-local already).
-    pub stream: String,
-    /// The stream's shard count.
-    pub shards: u32,
-    /// The mapping's `BatchSize`.
-    pub batch_size: u32,
-    /// Where the function writes down what it is delivered.
-    pub ledger: PathBuf,
-    /// How long the function takes per batch, in milliseconds.
-    pub delay_ms: u64,
-}
-
-impl LedgerTemplate {
-    /// Writes the template to `path`.
-    pub fn write(&self, path: &Path) {
-        self.write_with_event_stream(path, "", "!GetAtt Shipments.Arn");
-    }
-
-    /// Writes the template to `path`, its event reading through an enhanced fan-out consumer
-    /// named `consumer` (an `AWS::Kinesis::StreamConsumer` of the stream, which `kinesis-esm
-    /// run` registers where it is missing).
-    pub fn write_through_consumer(&self, path: &Path, consumer: &str) {
-        let resource = format!(
-            r#"  Reader:
-    Type: AWS::Kinesis::StreamConsumer
-    Properties:
-      ConsumerName: {consumer}
-      StreamARN: !GetAtt Shipments.Arn
-"#
-        );
-        self.write_with_event_stream(path, &resource, "!GetAtt Reader.ConsumerARN");
-    }
-
-    fn write_with_event_stream(&self, path: &Path, more_resources: &str, event_stream: &str) {
-        let text = format!(
-            r#"AWSTemplateFormatVersion: "2010-09-09"
-Transform: AWS::Serverless-2016-10-31
-Resources:
-  Shipments:
-    Type: AWS::Kinesis::Stream
-    Properties:
-      Name: {stream}
-      ShardCount: {shards}
-{more_resources}  LedgerFunction:
-    Type: AWS::Serverless::Function
-    Metadata:
-      BuildMethod: rust-cargolambda
-      BuildProperties:
-        Binary: {binary}
-    Properties:
-      FunctionName: shipping-ledger
-      CodeUri: '{code_uri}'
-      Handler: bootstrap
-      Runtime: provided.al2023
-      Timeout: 30
-      Environment:
-        Variables:
-          DELIVERY_LEDGER: '{ledger}'
-          LEDGER_DELAY_MS: "{delay_ms}"
-      Events:
-        Shipments:
-          Type: Kinesis
-          Properties:
-            Stream: {event_stream}
-            StartingPosition: TRIM_HORIZON
-            BatchSize: {batch_size}
-            FunctionResponseTypes:
-              - ReportBatchItemFailures
-"#,
-            stream = self.stream,
-            shards = self.shards,
-            code_uri = ledger_function_dir().display(),
-            binary = LEDGER_BINARY,
-            ledger = self.ledger.display(),
-            delay_ms = self.delay_ms,
-            batch_size = self.batch_size,
-        );
-        std::fs::write(path, text)
-            .unwrap_or_else(|error| panic!("writing {}: {error}", path.display()));
-    }
-}
-
-/// The deliveries the ledger fixture wrote down, in order; none if it wrote nothing.
-pub fn read_ledger(path: &Path) -> Vec<Delivery> {
-    read_ledger_by_process(path)
-        .into_iter()
-        .map(|(delivery, _)| delivery)
-        .collect()
-}
-
-/// The deliveries the ledger fixture wrote down, in order, each with the execution environment
-/// (the function process: its id and start time, `<pid>-<nanoseconds>`) it was delivered to.
-pub fn read_ledger_by_process(path: &Path) -> Vec<(Delivery, String)> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
-        Err(error) => panic!("reading {}: {error}", path.display()),
-    };
-    text.lines()
-        .enumerate()
-        .map(|(index, line)| {
-            let bad = || {
-                panic!(
-                    "{}:{}: `{line}` is not a ledger line",
-                    path.display(),
-                    index + 1
-                )
-            };
-            let mut fields = line.split(' ');
-            let (Some(shard_id), Some(sequence_number), Some(partition_key), Some(process), None) = (
-                fields.next(),
-                fields.next(),
-                fields.next(),
-                fields.next(),
-                fields.next(),
-            ) else {
-                bad()
-            };
-            let delivery = Delivery {
-                shard_id: shard_id.to_owned(),
-                sequence_number: sequence_number.parse().unwrap_or_else(|_| bad()),
-                partition_key: partition_key.to_owned(),
-            };
-            if process.is_empty() {
-                bad();
-            }
-            (delivery, process.to_owned())
-        })
-        .collect()
-}
-
-/// `kinesis-esm run` with these arguments after `run`, its output piped, killed if dropped.
-pub async fn kinesis_esm_run(args: &[&str]) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(kinesis_esm_binary().await);
-    command
-        .arg("run")
+/// `kinesis-esm run` with these arguments after `run`, as the tests here run it: from the tests'
+/// folder, its logs as `kinesis-esm` chooses them, given [`TIMEOUT`] to end.
+pub fn esm_run(args: &[&str]) -> KinesisEsm {
+    KinesisEsm::new(["run"])
         .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .default_log()
+        .timeout(TIMEOUT)
+}
+
+/// [`esm_run`]'s command, its output piped, killed if dropped.
+pub async fn kinesis_esm_run(args: &[&str]) -> tokio::process::Command {
+    let mut command = esm_run(args).command().await;
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
     command
 }
 
@@ -817,31 +670,9 @@ pub async fn kill_after_ledger_batches(
     assert_eq!(status.code(), None, "ended by a signal: {status}");
 }
 
-/// What a finished `kinesis-esm` run printed, and how it exited.
-#[derive(Debug)]
-pub struct RunOutput {
-    /// Its exit code (`None` if a signal ended it).
-    pub code: Option<i32>,
-    /// Its standard output (the summary).
-    pub stdout: String,
-    /// Its standard error (the log).
-    pub stderr: String,
-}
-
-/// Runs `kinesis-esm run` with these arguments to its end.
-pub async fn run_kinesis_esm(what: &str, args: &[&str]) -> RunOutput {
-    let child = kinesis_esm_run(args)
-        .await
-        .spawn()
-        .expect("kinesis-esm starts");
-    let output = within(what, child.wait_with_output())
-        .await
-        .expect("kinesis-esm's output can be read");
-    RunOutput {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+/// Runs `kinesis-esm run` with these arguments to its end ([`esm_run`]); `what` names it.
+pub async fn run_kinesis_esm(what: &str, args: &[&str]) -> Run {
+    within(what, esm_run(args).timeout(2 * TIMEOUT).output()).await
 }
 
 /// A gate a handler waits at, for a test to hold one invocation in flight as long as it needs.

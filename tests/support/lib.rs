@@ -6,6 +6,7 @@
 pub mod aws;
 pub mod cargo_lambda;
 pub mod chaos;
+pub mod run;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -439,6 +440,20 @@ impl Observed {
         .await
     }
 
+    /// Waits until shard `shard_id` has acked `acked` records and holds none unsettled.
+    pub async fn wait_for_settled(&self, shard_id: &str, acked: u64) -> MappingStatus {
+        self.wait_for(
+            &format!("{shard_id} to settle with {acked} records acked"),
+            |status| {
+                status
+                    .shards
+                    .get(shard_id)
+                    .is_some_and(|shard| shard.acked == acked && shard.unsettled == 0)
+            },
+        )
+        .await
+    }
+
     /// Every event sent so far, in order.
     pub fn events(&mut self) -> &[MappingEvent] {
         while let Ok(event) = self.receiver.try_recv() {
@@ -513,6 +528,19 @@ Resources:
     template.functions[0].mappings[0].clone()
 }
 
+/// The fields of a JSON record a test can know in advance: an object of each `(name, pointer)`'s
+/// value in `record` (`null` where it has none).
+pub fn json_fields(record: &serde_json::Value, fields: &[(&str, &str)]) -> serde_json::Value {
+    fields
+        .iter()
+        .map(|(name, pointer)| {
+            let value = record.pointer(pointer).cloned();
+            ((*name).to_owned(), value.unwrap_or(serde_json::Value::Null))
+        })
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
 /// One shard's status; fails the test if the mapping does not know the shard.
 #[track_caller]
 pub fn shard<'a>(status: &'a MappingStatus, shard_id: &str) -> &'a ShardStatus {
@@ -525,4 +553,20 @@ pub fn shard<'a>(status: &'a MappingStatus, shard_id: &str) -> &'a ShardStatus {
 /// The checkpoint at a record.
 pub fn at(sequence_number: &SequenceNumber) -> Checkpoint {
     Checkpoint::SequenceNumber(sequence_number.clone())
+}
+
+/// Tests that each run one scenario with their own arguments: `scenario_tests! { check {
+/// a_case(1, "a"), another_case(2, "b") } }` makes `#[tokio::test] async fn a_case() {
+/// check(1, "a").await }` and so on, so that a failure names its case and the cases still run
+/// side by side.
+#[macro_export]
+macro_rules! scenario_tests {
+    ($($scenario:ident { $($name:ident ( $($arg:expr),* $(,)? )),+ $(,)? })+) => {
+        $($(
+            #[tokio::test]
+            async fn $name() {
+                $scenario($($arg),*).await;
+            }
+        )+)+
+    };
 }

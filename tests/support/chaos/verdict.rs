@@ -245,105 +245,78 @@ pub fn final_lease_faults(
 mod tests {
     use super::*;
 
-    fn run(deliveries: &[(usize, u64, u32)]) -> Vec<OrderViolation> {
+    /// The order violations in `deliveries`, written `key:index@reader` one after another
+    /// (`0:2@1`: record 2 of key 0, delivered by reader 1).
+    fn run(deliveries: &str) -> Vec<OrderViolation> {
         let deliveries: Vec<KeyedDelivery> = deliveries
-            .iter()
-            .map(|&(key, index, reader)| KeyedDelivery { key, index, reader })
+            .split_whitespace()
+            .map(|delivery| {
+                let number = |text: &str| -> u64 {
+                    text.parse()
+                        .unwrap_or_else(|_| panic!("{delivery:?} is not key:index@reader"))
+                };
+                let (key, rest) = delivery.split_once(':').unwrap_or((delivery, ""));
+                let (index, reader) = rest.split_once('@').unwrap_or((rest, ""));
+                KeyedDelivery {
+                    key: number(key) as usize,
+                    index: number(index),
+                    reader: number(reader) as u32,
+                }
+            })
             .collect();
         order_violations(&deliveries)
     }
 
     #[test]
-    fn records_in_order_and_keys_interleaved_are_in_order() {
-        assert_eq!(
-            run(&[(0, 0, 1), (1, 0, 1), (0, 1, 1), (1, 1, 2), (0, 2, 1)]),
-            []
-        );
+    fn deliveries_in_key_order_or_replayed_from_a_checkpoint_are_in_order() {
+        for (case, deliveries) in [
+            ("keys interleaved", "0:0@1 1:0@1 0:1@1 1:1@2 0:2@1"),
+            // Reader 1 delivers 0..=3, checkpointed 1, lost its lease; reader 2 replays from 2.
+            (
+                "another reader replays from the checkpoint",
+                "0:0@1 0:1@1 0:2@1 0:3@1 0:2@2 0:3@2 0:4@2",
+            ),
+            (
+                "the same reader replays after a retry",
+                "0:0@1 0:1@1 0:0@1 0:1@1 0:2@1",
+            ),
+            // Reader 1 sleeps with record 3 in flight; reader 2 replays 2.., reader 1 wakes and
+            // delivers 4 before its checkpoint is refused.
+            (
+                "a zombie delivers between the new owner's records",
+                "0:0@1 0:1@1 0:2@1 0:3@1 0:2@2 0:4@1 0:3@2",
+            ),
+            // Reader 1 delivers 0..=1, reader 2 takes over with 2..=4, reader 1 takes it back.
+            (
+                "resuming after records another reader delivered",
+                "0:0@1 0:1@1 0:2@2 0:3@2 0:4@2 0:5@1",
+            ),
+        ] {
+            assert_eq!(run(deliveries), [], "{case}");
+        }
     }
 
     #[test]
-    fn a_record_before_an_earlier_one_was_ever_delivered_overtakes_it() {
-        let violations = run(&[(0, 0, 1), (0, 2, 1), (0, 1, 1)]);
-        assert_eq!(violations.len(), 1, "{violations:?}");
-        assert_eq!(violations[0].position, 1);
-        assert!(
-            violations[0].why.contains("before record 1"),
-            "{violations:?}"
-        );
-    }
-
-    #[test]
-    fn a_replay_from_a_checkpoint_by_the_same_or_another_reader_is_in_order() {
-        // Reader 1 delivers 0..=3, checkpointed 1, lost its lease; reader 2 replays from 2.
-        assert_eq!(
-            run(&[
-                (0, 0, 1),
-                (0, 1, 1),
-                (0, 2, 1),
-                (0, 3, 1),
-                (0, 2, 2),
-                (0, 3, 2),
-                (0, 4, 2)
-            ]),
-            []
-        );
-        // The same reader replays after a retry.
-        assert_eq!(
-            run(&[(0, 0, 1), (0, 1, 1), (0, 0, 1), (0, 1, 1), (0, 2, 1)]),
-            []
-        );
-    }
-
-    #[test]
-    fn a_zombie_delivering_between_the_new_owners_records_is_in_order() {
-        // Reader 1 sleeps with record 3 in flight; reader 2 replays 2.., reader 1 wakes and
-        // delivers 4 before its checkpoint is refused.
-        assert_eq!(
-            run(&[
-                (0, 0, 1),
-                (0, 1, 1),
-                (0, 2, 1),
-                (0, 3, 1),
-                (0, 2, 2),
-                (0, 4, 1),
-                (0, 3, 2)
-            ]),
-            []
-        );
-    }
-
-    #[test]
-    fn resuming_after_records_another_reader_delivered_is_in_order() {
-        // Reader 1 delivers 0..=1, reader 2 takes over with 2..=4, reader 1 takes it back at 5.
-        assert_eq!(
-            run(&[
-                (0, 0, 1),
-                (0, 1, 1),
-                (0, 2, 2),
-                (0, 3, 2),
-                (0, 4, 2),
-                (0, 5, 1)
-            ]),
-            []
-        );
-    }
-
-    #[test]
-    fn a_replay_that_skips_records_only_its_reader_delivered_is_out_of_order() {
-        let violations = run(&[
-            (0, 0, 1),
-            (0, 1, 1),
-            (0, 2, 1),
-            (0, 3, 1),
-            (0, 1, 1),
-            (0, 3, 1),
-        ]);
-        assert_eq!(violations.len(), 1, "{violations:?}");
-        assert_eq!(violations[0].position, 5);
-        assert!(
-            violations[0].why.contains("over record 2"),
-            "{violations:?}"
-        );
+    fn deliveries_that_overtake_or_skip_a_record_are_out_of_order() {
+        for (case, deliveries, position, why) in [
+            (
+                "a record before an earlier one was ever delivered",
+                "0:0@1 0:2@1 0:1@1",
+                1,
+                "before record 1",
+            ),
+            (
+                "a replay that skips records only its reader delivered",
+                "0:0@1 0:1@1 0:2@1 0:3@1 0:1@1 0:3@1",
+                5,
+                "over record 2",
+            ),
+        ] {
+            let violations = run(deliveries);
+            assert_eq!(violations.len(), 1, "{case}: {violations:?}");
+            assert_eq!(violations[0].position, position, "{case}");
+            assert!(violations[0].why.contains(why), "{case}: {violations:?}");
+        }
     }
 
     #[test]
