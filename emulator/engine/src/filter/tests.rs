@@ -68,6 +68,14 @@ fn check_refused(pattern: &str, message: &str) {
     }
 }
 
+/// Checks each `(pattern, message)` case as [`check_refused`] does.
+#[track_caller]
+fn check_each_refused(cases: &[(&str, &str)]) {
+    for (pattern, message) in cases {
+        check_refused(pattern, message);
+    }
+}
+
 // "Kinesis patterns": the Kinesis page's own example and the data format matrix.
 
 #[test]
@@ -436,7 +444,7 @@ fn duplicate_keys_keep_the_last_value() {
 
 #[test]
 fn patterns_that_are_not_json_objects_are_refused() {
-    for (pattern, message) in [
+    check_each_refused(&[
         (
             "not json",
             "at line 1, column 2: not valid JSON: expected ident",
@@ -453,14 +461,12 @@ fn patterns_that_are_not_json_objects_are_refused() {
             "{}",
             "an empty object filters on nothing: name at least one field",
         ),
-    ] {
-        check_refused(pattern, message);
-    }
+    ]);
 }
 
 #[test]
 fn every_leaf_must_be_a_non_empty_array() {
-    for (pattern, message) in [
+    check_each_refused(&[
         (
             r#"{"data": {"k": "v"}}"#,
             r#"at data.k: a field takes an array of values or rules, such as ["v"], or an object of fields; not a string"#,
@@ -481,9 +487,7 @@ fn every_leaf_must_be_a_non_empty_array() {
             r#"{"data": {}}"#,
             "at data: an empty object filters on nothing: name at least one field",
         ),
-    ] {
-        check_refused(pattern, message);
-    }
+    ]);
 }
 
 #[test]
@@ -496,7 +500,7 @@ fn only_data_and_the_record_metadata_can_be_addressed() {
 
 #[test]
 fn operators_are_case_sensitive_and_take_well_formed_arguments() {
-    for (pattern, message) in [
+    check_each_refused(&[
         (
             r#"{"data": {"k": [{"EXISTS": true}]}}"#,
             "at data.k[0].EXISTS: unknown operator \"EXISTS\" (operators, case-sensitive: prefix, suffix, equals-ignore-case, wildcard, exists, numeric, cidr, anything-but)",
@@ -525,14 +529,12 @@ fn operators_are_case_sensitive_and_take_well_formed_arguments() {
             r#"{"data": {"k": [{"cidr": "10.0.0.0/33"}]}}"#,
             "at data.k[0].cidr: \"10.0.0.0/33\" is not an IP network such as 10.0.0.0/24 or 2001:db8::/32",
         ),
-    ] {
-        check_refused(pattern, message);
-    }
+    ]);
 }
 
 #[test]
 fn numeric_ranges_must_be_well_formed() {
-    for (pattern, message) in [
+    check_each_refused(&[
         (
             r#"{"data": {"n": [{"numeric": 10}]}}"#,
             r#"at data.n[0].numeric: takes an array of comparisons and numbers, such as [">", 0, "<=", 5] or ["=", 5], not a number"#,
@@ -557,14 +559,12 @@ fn numeric_ranges_must_be_well_formed() {
             r#"{"data": {"n": [{"numeric": [">", 5, "<", 5]}]}}"#,
             "at data.n[0].numeric: the range holds no number",
         ),
-    ] {
-        check_refused(pattern, message);
-    }
+    ]);
 }
 
 #[test]
 fn anything_but_must_be_well_formed() {
-    for (pattern, message) in [
+    check_each_refused(&[
         (
             r#"{"data": {"k": [{"anything-but": [null]}]}}"#,
             "at data.k[0].anything-but[0]: anything-but lists strings or numbers, not null",
@@ -585,14 +585,12 @@ fn anything_but_must_be_well_formed() {
             r#"{"data": {"k": [{"anything-but": {"numeric": ["x"]}}]}}"#,
             "at data.k[0].anything-but.numeric: anything-but takes prefix, suffix, equals-ignore-case or wildcard, not \"numeric\"",
         ),
-    ] {
-        check_refused(pattern, message);
-    }
+    ]);
 }
 
 #[test]
 fn or_takes_a_non_empty_array_of_objects() {
-    for (pattern, message) in [
+    check_each_refused(&[
         (
             r#"{"data": {"$or": {"k": ["v"]}}}"#,
             "at data.$or: $or takes an array of objects, not an object",
@@ -605,9 +603,7 @@ fn or_takes_a_non_empty_array_of_objects() {
             r#"{"data": {"$or": [{"k": ["v"]}, ["x"]]}}"#,
             "at data.$or[1]: $or takes objects, not an array",
         ),
-    ] {
-        check_refused(pattern, message);
-    }
+    ]);
 }
 
 #[test]
