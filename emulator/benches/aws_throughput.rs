@@ -55,8 +55,11 @@ use kinesis_esm::mapping::{EventSourceMapping, MappingOptions};
 use kinesis_esm::source::{GetRecordsOutput, SourceError};
 use lambda_kinesis::HandlerOutcome;
 use shipping::Shipment;
+use support::median;
 use test_support::intercept::{Intercepted, SourceHooks};
 use test_support::{dynamodb_endpoint, kinesis_endpoint};
+
+mod support;
 
 const SHARDS: i32 = 8;
 /// kinesis-local slows down as a shard grows (a 500-record put takes 4.6 s at 10,000 records):
@@ -75,10 +78,7 @@ const TIMEOUT: Duration = Duration::from_secs(300);
 const CALL: Duration = Duration::from_millis(10);
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
+    let runtime = support::runtime();
     runtime.block_on(bench());
 }
 
@@ -165,13 +165,7 @@ struct Run {
 
 async fn bench() {
     let kinesis = AwsConnection::local(kinesis_endpoint()).with_region(REGION);
-    let dynamodb = aws_sdk_dynamodb::Client::new(
-        &AwsConnection::local(dynamodb_endpoint())
-            .with_region(REGION)
-            .sdk_config()
-            .await
-            .expect("a DynamoDB configuration"),
-    );
+    let dynamodb = support::dynamodb_client(dynamodb_endpoint(), REGION).await;
     let producer = SdkKinesis::connect(&kinesis)
         .await
         .expect("a Kinesis client");
@@ -322,28 +316,7 @@ async fn fill(producer: &SdkKinesis, stream: &str) -> BTreeMap<String, usize> {
             )
         })
         .collect();
-    let mut per_shard = BTreeMap::new();
-    for chunk in shipments.chunks(500) {
-        let mut pending: Vec<(&str, &[u8])> = chunk
-            .iter()
-            .map(|(key, data)| (key.as_str(), data.as_slice()))
-            .collect();
-        while !pending.is_empty() {
-            let outcomes = producer
-                .put_records(stream, &pending)
-                .await
-                .expect("PutRecords");
-            let mut refused = Vec::new();
-            for (entry, outcome) in pending.iter().zip(outcomes) {
-                match outcome {
-                    Ok((shard_id, _)) => *per_shard.entry(shard_id).or_insert(0) += 1,
-                    Err(_) => refused.push(*entry),
-                }
-            }
-            pending = refused;
-        }
-    }
-    per_shard
+    support::put_all(producer, stream, &shipments).await
 }
 
 /// Reads every shard from its start with nothing but `GetShardIterator` and `GetRecords`, one
@@ -362,17 +335,7 @@ async fn plain_loop(
         let shard_id = shard_id.clone();
         let reads = Arc::clone(&reads);
         tasks.push(tokio::spawn(async move {
-            let mut iterator = client
-                .get_shard_iterator()
-                .stream_name(&stream)
-                .shard_id(&shard_id)
-                .shard_iterator_type(aws_sdk_kinesis::types::ShardIteratorType::TrimHorizon)
-                .send()
-                .await
-                .expect("GetShardIterator")
-                .shard_iterator()
-                .expect("an iterator")
-                .to_owned();
+            let mut iterator = support::trim_horizon_iterator(&client, &stream, &shard_id).await;
             let mut read = 0;
             let mut last_record_read = None;
             loop {
@@ -593,10 +556,4 @@ async fn emulator(
         reads,
         lease_writes: writes.map(|writes| (writes, status.totals().invocations)),
     }
-}
-
-fn median(values: impl Iterator<Item = f64>) -> f64 {
-    let mut sorted: Vec<f64> = values.collect();
-    sorted.sort_by(f64::total_cmp);
-    sorted[sorted.len() / 2]
 }

@@ -33,6 +33,9 @@ use kinesis_esm::mapping::EventSourceMapping;
 use kinesis_esm::sequence::SequenceNumber;
 use kinesis_esm::state::StateDir;
 use shipping::Shipment;
+use support::{env_or, load_average, median};
+
+mod support;
 
 const DEFAULT_RECORDS: usize = 100_000;
 const DEFAULT_RUNS: usize = 5;
@@ -70,10 +73,7 @@ struct Measured {
 fn main() {
     let records = env_or("DURABILITY_BENCH_RECORDS", DEFAULT_RECORDS).max(1);
     let runs = env_or("DURABILITY_BENCH_RUNS", DEFAULT_RUNS).max(1);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
+    let runtime = support::runtime();
     println!(
         "{records} shipments per run, {runs} runs, one shard; {} cores; load average at the \
          start: {}",
@@ -194,7 +194,7 @@ fn report(measured: &[(Keeping, Measured)], records: usize) {
         times.sort_unstable();
         times[times.len() / 2]
     };
-    let rate_median = |keeping| median(of(keeping).map(|(_, measured)| measured.rate).collect());
+    let rate_median = |keeping| median(of(keeping).map(|(_, measured)| measured.rate));
     println!("\nPutRecords of {MAX_PUT_RECORDS_ENTRIES} (median of every request):");
     for keeping in [Keeping::Memory, Keeping::StateDir] {
         println!(
@@ -222,8 +222,7 @@ fn report(measured: &[(Keeping, Measured)], records: usize) {
     let size = median(
         of(Keeping::StateDir)
             .filter_map(|(_, measured)| measured.bytes_on_disk)
-            .map(|bytes| bytes as f64)
-            .collect(),
+            .map(|bytes| bytes as f64),
     );
     println!(
         "State directory after {records} shipments and their checkpoints (median): {:.1} MiB, \
@@ -231,11 +230,6 @@ fn report(measured: &[(Keeping, Measured)], records: usize) {
         size / (1024.0 * 1024.0),
         size / records as f64
     );
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }
 
 /// The bytes of every file under `dir`.
@@ -252,21 +246,4 @@ fn size_on_disk(dir: &Path) -> u64 {
         }
     }
     total
-}
-
-fn env_or(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|value| value.parse().ok())
-        .unwrap_or(default)
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|text| {
-            let fields: Vec<&str> = text.split_whitespace().take(3).collect();
-            (fields.len() == 3).then(|| fields.join(" "))
-        })
-        .unwrap_or_else(|| "unknown".to_owned())
 }

@@ -51,7 +51,6 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use kinesis_esm::config::{MappingConfig, StartingPosition};
-use kinesis_esm::function::build_function;
 use kinesis_esm::invoke::runtime_api::{FUNCTION_LOG_TARGET, FunctionDefinition, RuntimeApi};
 use kinesis_esm::invoke::{InProcess, Invocation, InvokeError, InvokeOutcome, Invoker};
 use kinesis_esm::kinesis::{EmbeddedKinesis, MAX_PUT_RECORDS_ENTRIES, PutRecordsEntry};
@@ -66,6 +65,11 @@ use test_support::intercept::{Intercepted, InvokerHooks};
 use tokio::sync::mpsc;
 use tracing_subscriber::layer::SubscriberExt as _;
 
+use cpu::CpuSample;
+use support::env_or;
+
+#[path = "esm_throughput/cpu.rs"]
+mod cpu;
 #[path = "esm_throughput/fan_out.rs"]
 mod fan_out;
 #[path = "esm_throughput/managed_instances.rs"]
@@ -74,6 +78,7 @@ mod managed_instances;
 mod page;
 #[path = "esm_throughput/parallelization.rs"]
 mod parallelization;
+mod support;
 
 const FUNCTION: &str = "shipping";
 const DEFAULT_RECORDS: usize = 1_000_000;
@@ -124,14 +129,8 @@ fn main() {
         runtime.block_on(page::compare(records, runs));
         return;
     }
-    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions/shipping");
-    let binary = build_function(&crate_dir, "bootstrap", true).unwrap_or_else(|error| {
-        panic!("{error}");
-    });
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
+    let binary = support::shipping_binary();
+    let runtime = support::runtime();
     println!(
         "{} cores, {} tokio workers; load average at the start: {}",
         cores(),
@@ -462,6 +461,17 @@ async fn run_once(
 }
 
 /// Whether every shard's checkpoint is its last record.
+/// Checks that each of `records` shipments was delivered once and acked, without a retry;
+/// a failure names `case`.
+fn check_delivered_once(status: &MappingStatus, records: usize, case: &str) {
+    let totals = status.totals();
+    assert_eq!(
+        (totals.acked, totals.delivered, totals.retries),
+        (records as u64, records as u64, 0),
+        "{case}: every shipment is delivered once and acked"
+    );
+}
+
 fn all_checkpointed(status: &MappingStatus, last: &HashMap<String, SequenceNumber>) -> bool {
     last.iter().all(|(shard_id, last)| {
         matches!(
@@ -705,15 +715,6 @@ fn si(rate: f64) -> String {
     }
 }
 
-fn env_or(name: &str, default: usize) -> usize {
-    match std::env::var(name) {
-        Ok(value) => value
-            .parse()
-            .unwrap_or_else(|_| panic!("{name}={value} is not a count")),
-        Err(_) => default,
-    }
-}
-
 fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
 }
@@ -788,117 +789,4 @@ impl tracing::field::Visit for Message {
             self.0 = format!("{value:?}");
         }
     }
-}
-
-/// CPU time used so far: by this process, by its live children, and by the whole machine.
-#[derive(Clone, Copy)]
-struct CpuSample {
-    at: Instant,
-    own: u64,
-    children: u64,
-    machine: u64,
-}
-
-/// Clock ticks per second in `/proc` (`USER_HZ`, 100 on Linux).
-const TICKS_PER_SECOND: f64 = 100.0;
-
-impl CpuSample {
-    fn take() -> Self {
-        let own_pid = std::process::id();
-        let own = process_ticks("/proc/self/stat").map_or(0, |(_, ticks)| ticks);
-        let children = std::fs::read_dir("/proc")
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter(|entry| entry.file_name().to_string_lossy().parse::<u32>().is_ok())
-            .filter_map(|entry| process_ticks(entry.path().join("stat")))
-            .filter(|&(parent, _)| parent == own_pid)
-            .map(|(_, ticks)| ticks)
-            .sum();
-        Self {
-            at: Instant::now(),
-            own,
-            children,
-            machine: machine_busy_ticks().unwrap_or(0),
-        }
-    }
-
-    fn until_now(self) -> Load {
-        let now = Self::take();
-        let seconds = now.at.duration_since(self.at).as_secs_f64();
-        let cores = |ticks: u64| ticks as f64 / TICKS_PER_SECOND / seconds;
-        let own = now.own.saturating_sub(self.own);
-        let children = now.children.saturating_sub(self.children);
-        let machine = now.machine.saturating_sub(self.machine);
-        Load {
-            seconds,
-            own: cores(own),
-            children: cores(children),
-            others: cores(machine.saturating_sub(own + children)),
-            load_average: load_average(),
-        }
-    }
-}
-
-/// The cores used on average over a stretch of time.
-struct Load {
-    seconds: f64,
-    own: f64,
-    children: f64,
-    others: f64,
-    load_average: String,
-}
-
-impl Load {
-    /// The CPU time spent per record by this process and by its children, in nanoseconds: the
-    /// figure that other work on a shared machine changes least.
-    fn cpu_ns_per(&self, records: usize) -> (f64, f64) {
-        let per_record = |cores: f64| cores * self.seconds * 1e9 / records as f64;
-        (per_record(self.own), per_record(self.children))
-    }
-}
-
-impl fmt::Display for Load {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "cores used: this process {:.2}, function processes {:.2}, the rest of the machine \
-             {:.2} (of {}); load average {}",
-            self.own,
-            self.children,
-            self.others,
-            cores(),
-            self.load_average
-        )
-    }
-}
-
-/// A process's parent and its CPU ticks (user and system), from its `stat` file.
-fn process_ticks(stat: impl AsRef<Path>) -> Option<(u32, u64)> {
-    let text = std::fs::read_to_string(stat).ok()?;
-    // The command name may hold spaces and parentheses: the fields follow its last `)`.
-    let fields: Vec<&str> = text
-        .get(text.rfind(')')? + 1..)?
-        .split_whitespace()
-        .collect();
-    let parent = fields.get(1)?.parse().ok()?;
-    let user: u64 = fields.get(11)?.parse().ok()?;
-    let system: u64 = fields.get(12)?.parse().ok()?;
-    Some((parent, user + system))
-}
-
-/// The machine's busy CPU ticks, all cores together, from `/proc/stat`.
-fn machine_busy_ticks() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/stat").ok()?;
-    let line = text.lines().next()?.strip_prefix("cpu ")?;
-    let ticks: Vec<u64> = line
-        .split_whitespace()
-        .map(|field| field.parse().unwrap_or(0))
-        .collect();
-    // user nice system idle iowait irq softirq steal: all but idle and iowait.
-    Some(
-        ticks.iter().take(8).sum::<u64>()
-            - ticks.get(3).copied().unwrap_or(0)
-            - ticks.get(4).copied().unwrap_or(0),
-    )
 }

@@ -32,6 +32,9 @@ use kinesis_esm::mapping::EventSourceMapping;
 use kinesis_esm::sequence::SequenceNumber;
 use kinesis_esm::source::Record;
 use shipping::Shipment;
+use support::{env_or, load_average, median};
+
+mod support;
 
 const DEFAULT_RECORDS: usize = 200_000;
 const DEFAULT_RUNS: usize = 5;
@@ -48,10 +51,7 @@ fn main() {
         load_average()
     );
     per_record(records, runs);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
+    let runtime = support::runtime();
     runtime.block_on(through_a_mapping(records, runs));
     println!("load average after: {}", load_average());
 }
@@ -107,7 +107,7 @@ fn per_record(records: usize, runs: usize) {
             };
             assert_eq!(black_box(kept), expected, "{name}: records kept");
         }
-        let (wall, on_cpu) = (median(&mut wall), median(&mut on_cpu));
+        let (wall, on_cpu) = (median(wall), median(on_cpu));
         println!(
             "  in process, {name}: {:.0} ns of CPU per record ({:.0} ns wall; medians)",
             on_cpu * 1e9,
@@ -172,7 +172,7 @@ async fn through_a_mapping(records: usize, runs: usize) {
             rates.push(run_once(&kinesis, stream, &last, records, criteria.clone()).await);
         }
     }
-    let medians: Vec<f64> = rates.iter_mut().map(|rates| median(rates)).collect();
+    let medians: Vec<f64> = rates.into_iter().map(median).collect();
     for ((name, _), median) in cases.iter().zip(&medians) {
         println!(
             "  through a mapping, {name}: {:.0} records/s read and checkpointed (median)",
@@ -243,27 +243,4 @@ async fn run_once(
         "delivered, acked, filtered, retries"
     );
     records as f64 / elapsed.as_secs_f64()
-}
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
-fn env_or(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|value| value.parse().ok())
-        .unwrap_or(default)
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|text| {
-            text.split_whitespace()
-                .take(3)
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .unwrap_or_else(|_| "unknown".to_owned())
 }

@@ -26,6 +26,9 @@ use aws_sdk_kinesis::types::{
 use kinesis_esm::aws::AwsConnection;
 use kinesis_esm::kinesis::EmbeddedKinesis;
 use kinesis_esm::kinesis::http;
+use support::median;
+
+mod support;
 
 /// Records already in the shard when `PutRecords` is measured, and the backlog `GetRecords`
 /// reads.
@@ -45,10 +48,7 @@ const PUSHES: usize = 200;
 const PUSH_SPACING: Duration = Duration::from_millis(2);
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
+    let runtime = support::runtime();
     runtime.block_on(async {
         let kinesis_local = kinesis_local_endpoint();
         let server = http::serve(EmbeddedKinesis::new(), "127.0.0.1:0".parse().unwrap())
@@ -155,17 +155,8 @@ async fn measure(endpoint: &str) -> Medians {
     // Reads first, while the shard holds exactly the backlog.
     let mut gets = Vec::new();
     for sample in 0..=SAMPLES {
-        let iterator = client
-            .get_shard_iterator()
-            .stream_name(&stream)
-            .shard_id("shardId-000000000000")
-            .shard_iterator_type(ShardIteratorType::TrimHorizon)
-            .send()
-            .await
-            .expect("GetShardIterator")
-            .shard_iterator()
-            .expect("an iterator")
-            .to_owned();
+        let iterator =
+            support::trim_horizon_iterator(&client, &stream, "shardId-000000000000").await;
         let started = Instant::now();
         let read = client
             .get_records()
@@ -226,14 +217,7 @@ async fn put_batch(client: &Client, stream: &str, batch: usize) {
                 .expect("a complete entry")
         })
         .collect();
-    let output = client
-        .put_records()
-        .stream_name(stream)
-        .set_records(Some(records))
-        .send()
-        .await
-        .expect("PutRecords");
-    assert_eq!(output.failed_record_count(), Some(0), "every record is put");
+    support::put_entries(client, stream, records).await;
 }
 
 /// kinesis-local may report a new stream `CREATING` for a moment; the endpoint never does.
@@ -254,11 +238,6 @@ async fn wait_until_active(client: &Client, stream: &str) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("stream {stream} did not become ACTIVE");
-}
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
 }
 
 /// Median and p99 of the time from a `PutRecord`'s start to its record's event reaching a

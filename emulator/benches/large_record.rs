@@ -26,6 +26,8 @@ use kinesis_esm::source::{IteratorPosition, Record};
 use lambda_kinesis::HandlerOutcome;
 use lambda_kinesis::wire::{EventRecord, EventSource, write_event};
 
+mod support;
+
 const STREAM: &str = "large-records";
 const SHARD: &str = "shardId-000000000000";
 const RECORD_BYTES: usize = 9 * 1024 * 1024;
@@ -33,10 +35,7 @@ const RECORD_BYTES: usize = 9 * 1024 * 1024;
 const STEP_LIMIT: Duration = Duration::from_secs(120);
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
+    let runtime = support::runtime();
     println!("large_record: one {RECORD_BYTES}-byte record");
     let kinesis = EmbeddedKinesis::new();
     kinesis.create_stream(STREAM, 1).expect("the stream");

@@ -22,6 +22,9 @@ use kinesis_esm::kinesis::EmbeddedKinesis;
 use kinesis_esm::kinesis::http;
 use lambda_kinesis::publish::Publisher;
 use serde::Serialize;
+use support::median;
+
+mod support;
 
 const RECORDS: usize = 5_000;
 const REQUEST: usize = 500;
@@ -36,10 +39,7 @@ struct Shipment {
 }
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
+    let runtime = support::runtime();
     runtime.block_on(async {
         let kinesis = EmbeddedKinesis::new();
         kinesis.create_stream(STREAM, 4).expect("the stream");
@@ -97,8 +97,8 @@ fn main() {
                 published.push(ours);
             }
         }
-        let raw = median(&mut baseline);
-        let ours = median(&mut published);
+        let raw = median(baseline);
+        let ours = median(published);
         let per_second = |time: Duration| RECORDS as f64 / time.as_secs_f64();
         println!(
             "workload: {RECORDS} records of ~100 bytes, one partition key each, 4 shards; \
@@ -134,18 +134,6 @@ async fn raw_put_records(client: &aws_sdk_kinesis::Client, keyed: &[(String, &Sh
                     .expect("data and key are set")
             })
             .collect();
-        let output = client
-            .put_records()
-            .stream_name(STREAM)
-            .set_records(Some(entries))
-            .send()
-            .await
-            .expect("PutRecords");
-        assert_eq!(output.failed_record_count(), Some(0));
+        support::put_entries(client, STREAM, entries).await;
     }
-}
-
-fn median(times: &mut [Duration]) -> Duration {
-    times.sort();
-    times[times.len() / 2]
 }

@@ -5,14 +5,14 @@
 //! Run with `cargo bench -p kinesis-esm --bench runtime_api` (it builds the function in release
 //! first, which takes a few minutes the first time).
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use kinesis_esm::function::build_function;
 use kinesis_esm::invoke::runtime_api::{FunctionDefinition, RuntimeApi};
 use kinesis_esm::invoke::{InProcess, Invocation, InvokeOutcome, Invoker};
 use lambda_kinesis::testing::TestEvent;
 use shipping::Shipment;
+
+mod support;
 
 const WARM_UP: usize = 500;
 const ROUND_TRIPS: usize = 5_000;
@@ -21,14 +21,8 @@ const BATCHES: usize = 20;
 const TIMEOUT: Duration = Duration::from_secs(60);
 
 fn main() {
-    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions/shipping");
-    let binary = build_function(&crate_dir, "bootstrap", true).unwrap_or_else(|error| {
-        panic!("{error}");
-    });
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
+    let binary = support::shipping_binary();
+    let runtime = support::runtime();
     runtime.block_on(async {
         let small = TestEvent::new().json(&shipment(1)).to_json();
         let batch = (0..BATCH_SIZE)

@@ -42,10 +42,11 @@ mod lease_table;
 mod measure;
 #[path = "scale/over_aws.rs"]
 mod over_aws;
+mod support;
 
 use std::time::Duration;
 
-use measure::env_or;
+use support::{env_or, load_average};
 
 const PARTS: [&str; 3] = ["embedded", "kinesis", "leases"];
 
@@ -79,7 +80,7 @@ fn main() {
     println!(
         "{} cores; load average at the start: {}",
         std::thread::available_parallelism().map_or(0, usize::from),
-        measure::load_average()
+        load_average()
     );
     if wants("embedded") {
         let base = env_or("SCALE_BASE_SHARDS", 100);
@@ -87,10 +88,7 @@ fn main() {
         println!("\n1. embedded Kinesis, the shipping function in process, leases in memory");
         embedded::compare(&[base, large]);
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
+    let runtime = support::runtime();
     if wants("kinesis") {
         println!(
             "\n2. kinesis-local through the SDK source, Kinesis' read pacing, leases in memory"
@@ -110,5 +108,5 @@ fn main() {
             runtime.block_on(lease_table::measure(shards, instances, warm_up, window));
         }
     }
-    println!("\nload average at the end: {}", measure::load_average());
+    println!("\nload average at the end: {}", load_average());
 }

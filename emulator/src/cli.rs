@@ -12,6 +12,7 @@ macro_rules! say {
 mod command_line;
 mod commands;
 mod connection;
+mod control_client;
 mod destinations;
 mod dlq;
 mod duration;

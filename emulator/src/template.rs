@@ -73,4 +73,6 @@ pub use options::{LOCAL_DYNAMODB_VARIABLE, TemplateOptions};
 pub use stream::{MAX_SHARD_COUNT, ON_DEMAND_SHARD_COUNT, StreamMode, StreamResource};
 
 #[cfg(test)]
+mod test_templates;
+#[cfg(test)]
 mod tests;

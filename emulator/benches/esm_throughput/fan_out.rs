@@ -14,7 +14,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use kinesis_esm::aws::{SdkKinesis, SdkSubscriber};
-use kinesis_esm::invoke::InProcess;
+use kinesis_esm::invoke::{InProcess, Invoker};
 use kinesis_esm::kinesis::EmbeddedKinesis;
 use kinesis_esm::kinesis::http::{self, LocalFanOut};
 use kinesis_esm::source::ShardSource;
@@ -23,7 +23,7 @@ use lambda_kinesis::HandlerOutcome;
 use shipping::Shipment;
 use tokio::sync::mpsc;
 
-use super::{CpuSample, Latencies, create_stream, measure_latency_from, report_latency};
+use super::{CpuSample, create_stream, measure_latency_from, report_latency};
 
 /// Puts measured on the embedded Kinesis, where each takes about a millisecond.
 const IN_PROCESS_ROUNDS: usize = 500;
@@ -40,10 +40,38 @@ async fn ship_and_tell(shipment: &Shipment) -> HandlerOutcome {
     shipping::ship(&shipping::Carriers, shipment).await
 }
 
-fn median_handler(latencies: &Latencies) -> Duration {
-    let mut sorted = latencies.handler.clone();
-    sorted.sort();
-    sorted[sorted.len() / 2]
+/// What every case shares: the stream's Kinesis, the handler, and where it tells what it saw.
+struct Measurer<'a> {
+    kinesis: &'a EmbeddedKinesis,
+    invoker: Arc<dyn Invoker>,
+    seen: &'a mut mpsc::UnboundedReceiver<(u64, Instant)>,
+}
+
+impl Measurer<'_> {
+    /// Measures `rounds` puts into `stream` read through `source`, prints their latency and
+    /// the load meanwhile, and gives the handler's median.
+    async fn measure(
+        &mut self,
+        name: &str,
+        stream: &str,
+        source: Arc<dyn ShardSource>,
+        rounds: usize,
+    ) -> Duration {
+        let load = CpuSample::take();
+        let latencies = measure_latency_from(
+            self.kinesis,
+            stream,
+            source,
+            Arc::clone(&self.invoker),
+            self.seen,
+            rounds,
+        )
+        .await;
+        let load = load.until_now();
+        report_latency(name, "the handler sees it", &latencies);
+        println!("    {load}");
+        crate::support::median(latencies.handler)
+    }
 }
 
 pub(crate) async fn compare() {
@@ -54,6 +82,11 @@ pub(crate) async fn compare() {
     let fan_out = LocalFanOut::new(kinesis.clone());
 
     println!("\nLatency from put_record through an enhanced fan-out consumer against polling:");
+    let mut measurer = Measurer {
+        kinesis: &kinesis,
+        invoker,
+        seen: &mut seen,
+    };
     let mut medians = Vec::new();
     for (name, efo) in [("embedded, polling", false), ("embedded, fan-out", true)] {
         let stream = if efo { "latency-efo" } else { "latency-poll" };
@@ -71,20 +104,11 @@ pub(crate) async fn compare() {
         } else {
             Arc::new(kinesis.clone())
         };
-        let load = CpuSample::take();
-        let latencies = measure_latency_from(
-            &kinesis,
-            stream,
-            source,
-            invoker.clone(),
-            &mut seen,
-            IN_PROCESS_ROUNDS,
-        )
-        .await;
-        let load = load.until_now();
-        report_latency(name, "the handler sees it", &latencies);
-        println!("    {load}");
-        medians.push(median_handler(&latencies));
+        medians.push(
+            measurer
+                .measure(name, stream, source, IN_PROCESS_ROUNDS)
+                .await,
+        );
     }
 
     let server = http::serve(kinesis.clone(), "127.0.0.1:0".parse().unwrap())
@@ -116,20 +140,11 @@ pub(crate) async fn compare() {
         } else {
             Arc::clone(&sdk) as Arc<dyn ShardSource>
         };
-        let load = CpuSample::take();
-        let latencies = measure_latency_from(
-            &kinesis,
-            stream,
-            source,
-            invoker.clone(),
-            &mut seen,
-            ENDPOINT_ROUNDS,
-        )
-        .await;
-        let load = load.until_now();
-        report_latency(name, "the handler sees it", &latencies);
-        println!("    {load}");
-        medians.push(median_handler(&latencies));
+        medians.push(
+            measurer
+                .measure(name, stream, source, ENDPOINT_ROUNDS)
+                .await,
+        );
     }
     server.stop().await;
     println!(

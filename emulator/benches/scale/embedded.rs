@@ -17,7 +17,8 @@ use kinesis_esm::mapping::{EventSourceMapping, MappingStatus, ShardPhase};
 use test_support::intercept::{Intercepted, SourceHooks};
 
 use crate::counting_store::{CountingStore, Counts, SCANNED_ITEMS, SCANS};
-use crate::measure::{self, Interval, env_or, per};
+use crate::measure::{self, Interval, per};
+use crate::support::env_or;
 
 /// Set in a child process: the shard count it measures.
 pub(crate) const CHILD_SHARDS: &str = "SCALE_CHILD_SHARDS";
@@ -162,10 +163,7 @@ impl SourceHooks for CountReads {
 
 /// The child's work: measures `shards` shards and prints the figures on one line.
 pub(crate) fn child(shards: u32) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
+    let runtime = crate::support::runtime();
     let figures = runtime.block_on(measure_shards(shards));
     let figures = serde_json::to_string(&figures).expect("figures as JSON");
     println!("{RESULT} {figures}");

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kinesis_esm::aws::{AwsConnection, DynamoLeaseStore};
+use kinesis_esm::aws::DynamoLeaseStore;
 use kinesis_esm::config::{MappingConfig, StartingPosition};
 use kinesis_esm::invoke::InProcess;
 use kinesis_esm::kinesis::EmbeddedKinesis;
@@ -27,13 +27,7 @@ use crate::measure::{Interval, per};
 const REGION: &str = "us-east-1";
 
 pub(crate) async fn measure(shards: u32, instances: usize, warm_up: Duration, window: Duration) {
-    let dynamodb = aws_sdk_dynamodb::Client::new(
-        &AwsConnection::local(dynamodb_endpoint())
-            .with_region(REGION)
-            .sdk_config()
-            .await
-            .expect("a DynamoDB configuration"),
-    );
+    let dynamodb = crate::support::dynamodb_client(dynamodb_endpoint(), REGION).await;
     let table = unique_name("scale-leases");
     let store = Arc::new(DynamoLeaseStore::from_client(dynamodb, table.as_str()));
     store

@@ -1,18 +1,8 @@
-//! What the scale bench reads from `/proc` and the mapping's status, and its knobs.
+//! What the scale bench reads from `/proc` and the mapping's status.
 
 use std::time::{Duration, Instant};
 
 use kinesis_esm::mapping::{MappingStatus, RunningMapping, ShardPhase};
-
-/// A knob from the environment, or its default.
-pub(crate) fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    match std::env::var(name) {
-        Ok(text) => text
-            .parse()
-            .unwrap_or_else(|_| panic!("{name}={text} is not a number")),
-        Err(_) => default,
-    }
-}
 
 /// This process's resident memory, in KiB (`VmRSS` in `/proc/self/status`).
 pub(crate) fn rss_kib() -> u64 {
@@ -37,36 +27,9 @@ pub(crate) fn cpu_ns() -> u64 {
         .sum()
 }
 
-/// The machine's busy CPU ticks (10 ms), all cores together, from `/proc/stat`.
+/// The machine's busy CPU ticks (10 ms), all cores together; 0 where `/proc/stat` cannot be read.
 pub(crate) fn machine_busy_ticks() -> u64 {
-    let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let Some(line) = text
-        .lines()
-        .next()
-        .and_then(|line| line.strip_prefix("cpu "))
-    else {
-        return 0;
-    };
-    let ticks: Vec<u64> = line
-        .split_whitespace()
-        .map(|field| field.parse().unwrap_or(0))
-        .collect();
-    // user nice system idle iowait irq softirq steal: all but idle and iowait.
-    ticks.iter().take(8).sum::<u64>()
-        - ticks.get(3).copied().unwrap_or(0)
-        - ticks.get(4).copied().unwrap_or(0)
-}
-
-/// The load average, as `/proc/loadavg` gives it (1, 5 and 15 minutes).
-pub(crate) fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|text| {
-            text.split_whitespace()
-                .take(3)
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .unwrap_or_else(|_| "unknown".to_owned())
+    crate::support::machine_busy_ticks().unwrap_or(0)
 }
 
 /// How busy the machine and this process were over an interval.

@@ -96,22 +96,5 @@ async fn put_shipments(producer: &SdkKinesis, stream: &str, records: u64) {
     let shipments: Vec<(String, Vec<u8>)> = (0..records)
         .map(|id| (format!("shipment-{id}"), shipment_data(id)))
         .collect();
-    for chunk in shipments.chunks(500) {
-        let mut pending: Vec<(&str, &[u8])> = chunk
-            .iter()
-            .map(|(key, data)| (key.as_str(), data.as_slice()))
-            .collect();
-        while !pending.is_empty() {
-            let outcomes = producer
-                .put_records(stream, &pending)
-                .await
-                .unwrap_or_else(|error| panic!("PutRecords into {stream}: {error}"));
-            pending = pending
-                .iter()
-                .zip(outcomes)
-                .filter(|(_, outcome)| outcome.is_err())
-                .map(|(entry, _)| *entry)
-                .collect();
-        }
-    }
+    crate::support::put_all(producer, stream, &shipments).await;
 }

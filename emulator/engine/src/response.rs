@@ -211,70 +211,86 @@ mod tests {
 
     #[test]
     fn lambdas_success_shapes() {
-        check(r#"{"batchItemFailures":[]}"#, Verdict::Success);
-        check(r#"{"batchItemFailures":null}"#, Verdict::Success);
-        check("{}", Verdict::Success);
-        check(
-            r#"{"batchItemFailure":[{"itemIdentifier":"10"}]}"#,
-            Verdict::Success,
-        );
-        check("null", Verdict::Success);
-        check(r#""""#, Verdict::Success);
-        check("[]", Verdict::Success);
-        check("", Verdict::Success);
+        for (body, verdict) in [
+            (r#"{"batchItemFailures":[]}"#, Verdict::Success),
+            (r#"{"batchItemFailures":null}"#, Verdict::Success),
+            ("{}", Verdict::Success),
+            (
+                r#"{"batchItemFailure":[{"itemIdentifier":"10"}]}"#,
+                Verdict::Success,
+            ),
+            ("null", Verdict::Success),
+            (r#""""#, Verdict::Success),
+            ("[]", Verdict::Success),
+            ("", Verdict::Success),
+        ] {
+            check(body, verdict);
+        }
     }
 
     #[test]
     fn lambdas_failure_shapes() {
-        check_failure(r#"{"batchItemFailures":[{"itemIdentifier":""}]}"#, "empty");
-        check_failure(
-            r#"{"batchItemFailures":[{"itemIdentifier":null}]}"#,
-            "not a string",
-        );
-        check_failure(
-            r#"{"batchItemFailures":[{"foo":123}]}"#,
-            "no `itemIdentifier`",
-        );
-        check_failure(
-            r#"{"batchItemFailures":[{"foo":null}]}"#,
-            "no `itemIdentifier`",
-        );
-        check_failure(
-            r#"{"batchItemFailures":[{"itemIdentifier":123}]}"#,
-            "not a string",
-        );
-        check_failure(
-            r#"{"batchItemFailures":[{"itemIdentifier":"12"}]}"#,
-            "not a record of the batch",
-        );
-        check_failure(
-            r#"{"batchItemFailures":[{"itemIdentifier":"abc"}]}"#,
-            "not a record of the batch",
-        );
+        for (body, reason) in [
+            (r#"{"batchItemFailures":[{"itemIdentifier":""}]}"#, "empty"),
+            (
+                r#"{"batchItemFailures":[{"itemIdentifier":null}]}"#,
+                "not a string",
+            ),
+            (
+                r#"{"batchItemFailures":[{"foo":123}]}"#,
+                "no `itemIdentifier`",
+            ),
+            (
+                r#"{"batchItemFailures":[{"foo":null}]}"#,
+                "no `itemIdentifier`",
+            ),
+            (
+                r#"{"batchItemFailures":[{"itemIdentifier":123}]}"#,
+                "not a string",
+            ),
+            (
+                r#"{"batchItemFailures":[{"itemIdentifier":"12"}]}"#,
+                "not a record of the batch",
+            ),
+            (
+                r#"{"batchItemFailures":[{"itemIdentifier":"abc"}]}"#,
+                "not a record of the batch",
+            ),
+        ] {
+            check_failure(body, reason);
+        }
     }
 
     #[test]
     fn undocumented_shapes_fail_the_batch() {
-        check_failure("garbage", "not JSON");
-        check_failure(r#""abc""#, "not a partial batch response");
-        check_failure("5", "not a partial batch response");
-        check_failure(r#"{"batchItemFailures":"x"}"#, "not a list");
+        for (body, reason) in [
+            ("garbage", "not JSON"),
+            (r#""abc""#, "not a partial batch response"),
+            ("5", "not a partial batch response"),
+            (r#"{"batchItemFailures":"x"}"#, "not a list"),
+        ] {
+            check_failure(body, reason);
+        }
     }
 
     #[test]
     fn the_lowest_reported_record_wins() {
-        check(
-            r#"{"batchItemFailures":[{"itemIdentifier":"11"}]}"#,
-            Verdict::PartialFailure { first_failed: 2 },
-        );
-        check(
-            r#"{"batchItemFailures":[{"itemIdentifier":"11"},{"itemIdentifier":"10"}]}"#,
-            Verdict::PartialFailure { first_failed: 1 },
-        );
-        check(
-            r#"{"batchItemFailures":[{"itemIdentifier":"9"}]}"#,
-            Verdict::PartialFailure { first_failed: 0 },
-        );
+        for (body, verdict) in [
+            (
+                r#"{"batchItemFailures":[{"itemIdentifier":"11"}]}"#,
+                Verdict::PartialFailure { first_failed: 2 },
+            ),
+            (
+                r#"{"batchItemFailures":[{"itemIdentifier":"11"},{"itemIdentifier":"10"}]}"#,
+                Verdict::PartialFailure { first_failed: 1 },
+            ),
+            (
+                r#"{"batchItemFailures":[{"itemIdentifier":"9"}]}"#,
+                Verdict::PartialFailure { first_failed: 0 },
+            ),
+        ] {
+            check(body, verdict);
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@ use clap::{Args, Subcommand};
 use lambda_kinesis::aggregate::{Aggregate, MAX_AGGREGATE_BYTES};
 use lambda_kinesis::testing::TestEvent;
 
+use super::control_client::{ask, control_uri};
 use crate::records_file::{
     RecordToPut, check_record_sizes, parse_records, put_records_batches, read_records,
 };
@@ -437,26 +438,8 @@ pub(super) struct StatusArgs {
 pub const STATUS_PATH: &str = "/kinesis-esm/status";
 
 pub(super) async fn status(args: StatusArgs) -> anyhow::Result<()> {
-    use http_body_util::BodyExt as _;
-    use hyper_util::client::legacy::Client;
-    use hyper_util::rt::TokioExecutor;
-
-    let uri = format!("{}{STATUS_PATH}", args.endpoint.trim_end_matches('/'));
-    let client = Client::builder(TokioExecutor::new()).build_http::<http_body_util::Empty<Bytes>>();
-    let response = client
-        .get(
-            uri.parse()
-                .with_context(|| format!("`{}` is not an endpoint URL", args.endpoint))?,
-        )
-        .await
-        .with_context(|| {
-            format!(
-                "nothing answers at {}: is `kinesis-esm run` running there?",
-                args.endpoint
-            )
-        })?;
-    let status = response.status();
-    let body = response.into_body().collect().await?.to_bytes();
+    let uri = control_uri(&args.endpoint, STATUS_PATH);
+    let (status, body) = ask(&args.endpoint, hyper::Method::GET, &uri, None).await?;
     if !status.is_success() {
         bail!(
             "{uri} answered {status}: {}",

@@ -4,9 +4,9 @@
 use std::io::Write as _;
 
 use anyhow::{Context as _, bail};
-use bytes::Bytes;
 use clap::{ArgGroup, Args};
 
+use super::control_client::{ask, control_uri};
 use crate::control::{MappingReplay, REPLAY_PATH, ReplayRequest};
 
 /// What `replay --help` adds.
@@ -69,10 +69,6 @@ fn parse_epoch_seconds(text: &str) -> Result<i64, String> {
 }
 
 pub(super) async fn replay(args: ReplayArgs) -> anyhow::Result<()> {
-    use http_body_util::{BodyExt as _, Full};
-    use hyper_util::client::legacy::Client;
-    use hyper_util::rt::TokioExecutor;
-
     let request = ReplayRequest {
         function: args.function.clone(),
         shard: args.shard.clone(),
@@ -80,20 +76,9 @@ pub(super) async fn replay(args: ReplayArgs) -> anyhow::Result<()> {
         at_epoch_millis: args.at,
         trim_horizon: args.trim_horizon,
     };
-    let uri = format!("{}{REPLAY_PATH}", args.endpoint.trim_end_matches('/'));
-    let http_request = hyper::Request::post(&uri)
-        .header(hyper::header::CONTENT_TYPE, "application/json")
-        .body(Full::new(Bytes::from(serde_json::to_vec(&request)?)))
-        .with_context(|| format!("`{}` is not an endpoint URL", args.endpoint))?;
-    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
-    let response = client.request(http_request).await.with_context(|| {
-        format!(
-            "nothing answers at {}: is `kinesis-esm run` running there?",
-            args.endpoint
-        )
-    })?;
-    let status = response.status();
-    let body = response.into_body().collect().await?.to_bytes();
+    let uri = control_uri(&args.endpoint, REPLAY_PATH);
+    let body = serde_json::to_vec(&request)?;
+    let (status, body) = ask(&args.endpoint, hyper::Method::POST, &uri, Some(body)).await?;
     if !status.is_success() {
         let error = serde_json::from_slice::<serde_json::Value>(&body)
             .ok()

@@ -128,57 +128,32 @@ fn is_capacity_provider_arn(arn: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::template::{Template, TemplateOptions};
+    use crate::template::test_templates::{check_errors, read, with_function_extra};
 
     /// A template with a capacity provider `Fleet` (of `provider_type`) and one function with
     /// `config` as its `CapacityProviderConfig` (a flow map's content).
     fn template(provider_type: &str, config: &str) -> String {
-        format!(
-            "Transform: AWS::Serverless-2016-10-31
-Resources:
-  Shipments:
-    Type: AWS::Kinesis::Stream
-    Properties: {{Name: shipments}}
-  Fleet:
-    Type: {provider_type}
-    Properties: {{CapacityProviderName: fleet}}
-  Unnamed:
-    Type: AWS::Lambda::CapacityProvider
-  ShippingFunction:
-    Type: AWS::Serverless::Function
-    Properties:
-      Handler: bootstrap
-      Runtime: provided.al2023
-      CapacityProviderConfig: {{{config}}}
-      Events: {{S: {{Type: Kinesis, Properties: {{Stream: !GetAtt Shipments.Arn, StartingPosition: LATEST}}}}}}
-"
-        )
-    }
-
-    fn parse(yaml: &str) -> Result<Template, crate::template::TemplateError> {
-        Template::parse("/work/app/template.yaml", yaml, &TemplateOptions::default())
+        with_function_extra(&format!("CapacityProviderConfig: {{{config}}}"))
+            + &format!(
+                "  Fleet:\n    Type: {provider_type}\n    Properties: {{CapacityProviderName: fleet}}\n  \
+                 Unnamed:\n    Type: AWS::Lambda::CapacityProvider\n"
+            )
     }
 
     #[track_caller]
     fn check(provider_type: &str, config: &str, expected: Option<ManagedInstances>) {
-        let yaml = template(provider_type, config);
-        let template = parse(&yaml).unwrap_or_else(|error| panic!("refused: {error}\n{yaml}"));
+        let template = read(&template(provider_type, config));
         assert_eq!(template.functions[0].managed_instances, expected);
     }
 
+    /// Checks each `(config, expected)` case: a function with that `CapacityProviderConfig` is
+    /// refused with a message containing `expected`.
     #[track_caller]
-    fn check_error(config: &str, expected: &str) {
-        let yaml = template("AWS::Serverless::CapacityProvider", config);
-        match parse(&yaml) {
-            Ok(template) => panic!("accepted: {:#?}\n{yaml}", template.functions),
-            Err(error) => {
-                let message = error.to_string();
-                assert!(
-                    message.contains(expected),
-                    "the message\n  {message}\ndoes not contain\n  {expected}"
-                );
-            }
-        }
+    fn check_config_errors(cases: &[(&str, &str)]) {
+        check_errors(
+            |config| template("AWS::Serverless::CapacityProvider", config),
+            cases,
+        );
     }
 
     fn managed(arn: &str, memory: Option<f64>, max_concurrency: u32) -> Option<ManagedInstances> {
@@ -239,36 +214,40 @@ Resources:
 
     #[test]
     fn out_of_range_values_are_refused_naming_resource_and_property() {
-        check_error(
-            "Arn: !GetAtt Fleet.Arn, PerExecutionEnvironmentMaxConcurrency: 0",
-            "ShippingFunction",
-        );
-        check_error(
-            "Arn: !GetAtt Fleet.Arn, PerExecutionEnvironmentMaxConcurrency: 1601",
-            "CapacityProviderConfig.PerExecutionEnvironmentMaxConcurrency",
-        );
-        check_error(
-            "LambdaManagedInstancesCapacityProviderConfig: {CapacityProviderArn: !GetAtt Fleet.Arn, ExecutionEnvironmentMemoryGiBPerVCpu: 16}",
-            "ExecutionEnvironmentMemoryGiBPerVCpu",
-        );
-        check_error(
-            "Arn: !GetAtt Fleet.Arn, ExecutionEnvironmentMemoryGiBPerVCpu: 1.5",
-            "2 to 8",
-        );
+        check_config_errors(&[
+            (
+                "Arn: !GetAtt Fleet.Arn, PerExecutionEnvironmentMaxConcurrency: 0",
+                "ShippingFunction",
+            ),
+            (
+                "Arn: !GetAtt Fleet.Arn, PerExecutionEnvironmentMaxConcurrency: 1601",
+                "CapacityProviderConfig.PerExecutionEnvironmentMaxConcurrency",
+            ),
+            (
+                "LambdaManagedInstancesCapacityProviderConfig: {CapacityProviderArn: !GetAtt Fleet.Arn, ExecutionEnvironmentMemoryGiBPerVCpu: 16}",
+                "ExecutionEnvironmentMemoryGiBPerVCpu",
+            ),
+            (
+                "Arn: !GetAtt Fleet.Arn, ExecutionEnvironmentMemoryGiBPerVCpu: 1.5",
+                "2 to 8",
+            ),
+        ]);
     }
 
     #[test]
     fn a_missing_or_malformed_arn_and_mixed_spellings_are_refused() {
-        check_error("PerExecutionEnvironmentMaxConcurrency: 4", "Arn");
-        check_error(
-            "Arn: arn:aws:lambda:us-east-1:123456789012:function:f",
-            "a capacity provider's ARN",
-        );
-        check_error("Arn: !Ref Shipments", "a capacity provider's ARN");
-        check_error(
-            "LambdaManagedInstancesCapacityProviderConfig: {Arn: !GetAtt Fleet.Arn}",
-            "Arn",
-        );
-        check_error("Arn: !GetAtt Fleet.Name", "has no attribute Name");
+        check_config_errors(&[
+            ("PerExecutionEnvironmentMaxConcurrency: 4", "Arn"),
+            (
+                "Arn: arn:aws:lambda:us-east-1:123456789012:function:f",
+                "a capacity provider's ARN",
+            ),
+            ("Arn: !Ref Shipments", "a capacity provider's ARN"),
+            (
+                "LambdaManagedInstancesCapacityProviderConfig: {Arn: !GetAtt Fleet.Arn}",
+                "Arn",
+            ),
+            ("Arn: !GetAtt Fleet.Name", "has no attribute Name"),
+        ]);
     }
 }

@@ -51,65 +51,16 @@ use kinesis_source::{
     ChildShard, GetRecordsOutput, HashKeyRange, IteratorPosition, Record, Shard, ShardSource,
     SourceError, StreamDescription,
 };
+pub use pacing::ReadPacing;
+use pacing::ShardPacer;
+
+mod pacing;
 
 /// The most records one `GetRecords` call may ask for.
 const MAX_RECORDS_PER_READ: usize = 10_000;
 
 /// How often a stream's status is asked for while waiting for it to become active.
 const STREAM_STATUS_POLL: Duration = Duration::from_millis(100);
-
-/// How fast one shard may be read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReadPacing {
-    /// The least time between two `GetRecords` calls on one shard.
-    pub min_interval: Duration,
-    /// The read rate to stay under, in bytes per second per shard; `None`: unlimited.
-    pub bytes_per_second: Option<u64>,
-}
-
-impl ReadPacing {
-    /// Kinesis' own limits: 5 calls/s and 2 MiB/s per shard.
-    pub const KINESIS_LIMITS: Self = Self {
-        min_interval: Duration::from_millis(200),
-        bytes_per_second: Some(2 * 1024 * 1024),
-    };
-
-    /// No pacing at all, for servers without limits.
-    pub const UNLIMITED: Self = Self {
-        min_interval: Duration::ZERO,
-        bytes_per_second: None,
-    };
-}
-
-impl Default for ReadPacing {
-    fn default() -> Self {
-        Self::KINESIS_LIMITS
-    }
-}
-
-/// When a shard may be read next.
-#[derive(Debug, Clone, Copy)]
-struct ShardPacer {
-    next_read: Instant,
-}
-
-impl ShardPacer {
-    /// Books the next read slot at or after `now`: returns how long to wait for it.
-    fn book(&mut self, now: Instant, pacing: &ReadPacing) -> Duration {
-        let start = self.next_read.max(now);
-        self.next_read = start + pacing.min_interval;
-        start - now
-    }
-
-    /// Accounts for a read that started at `started` and returned `bytes`: the shard rests
-    /// until the bytes fit the rate.
-    fn record_read(&mut self, started: Instant, bytes: usize, pacing: &ReadPacing) {
-        if let Some(rate) = pacing.bytes_per_second.filter(|&rate| rate > 0) {
-            let rest = Duration::from_secs_f64(bytes as f64 / rate as f64);
-            self.next_read = self.next_read.max(started + rest);
-        }
-    }
-}
 
 /// A shard iterator with the stream and shard it reads.
 #[derive(Debug, PartialEq, Eq)]
@@ -317,7 +268,7 @@ impl SdkKinesis {
             let now = Instant::now();
             pacers
                 .entry((stream.to_owned(), shard_id.to_owned()))
-                .or_insert(ShardPacer { next_read: now })
+                .or_insert(ShardPacer::from(now))
                 .book(now, &self.pacing)
         };
         if !wait.is_zero() {

@@ -6,6 +6,7 @@
 use async_trait::async_trait;
 use aws_sdk_kinesis::config::http::HttpResponse;
 use aws_sdk_kinesis::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_sns::operation::list_topics::ListTopicsError;
 use tokio::sync::OnceCell;
 
 use super::delivery::{DeliveryError, Destination, FailedBatch};
@@ -95,34 +96,43 @@ impl SdkDestination {
     async fn topic_arn(&self, sns: &aws_sdk_sns::Client) -> Result<&str, DeliveryError> {
         self.address
             .get_or_try_init(|| async {
-                let suffix = format!(":{}", self.target.name);
-                let mut next_token = None;
-                loop {
-                    let page = sns
-                        .list_topics()
-                        .set_next_token(next_token)
-                        .send()
-                        .await
-                        .map_err(|error| self.failed("looking up", &error))?;
-                    if let Some(arn) = page
-                        .topics()
-                        .iter()
-                        .filter_map(|topic| topic.topic_arn())
-                        .find(|arn| arn.ends_with(&suffix))
-                    {
-                        return Ok(arn.to_owned());
-                    }
-                    next_token = page.next_token;
-                    if next_token.is_none() {
-                        return Err(DeliveryError(format!(
+                find_topic_arn(sns, &self.target.name)
+                    .await
+                    .map_err(|error| self.failed("looking up", &error))?
+                    .ok_or_else(|| {
+                        DeliveryError(format!(
                             "looking up the {} at {}: no such topic",
                             self.target, self.endpoint
-                        )));
-                    }
-                }
+                        ))
+                    })
             })
             .await
             .map(String::as_str)
+    }
+}
+
+/// The ARN of the SNS topic `name`, looked up through every page of `ListTopics` (SNS has no
+/// lookup by name); `None` when the account has no such topic.
+pub async fn find_topic_arn(
+    sns: &aws_sdk_sns::Client,
+    name: &str,
+) -> Result<Option<String>, SdkError<ListTopicsError, HttpResponse>> {
+    let suffix = format!(":{name}");
+    let mut next_token = None;
+    loop {
+        let page = sns.list_topics().set_next_token(next_token).send().await?;
+        if let Some(arn) = page
+            .topics()
+            .iter()
+            .filter_map(|topic| topic.topic_arn())
+            .find(|arn| arn.ends_with(&suffix))
+        {
+            return Ok(Some(arn.to_owned()));
+        }
+        next_token = page.next_token;
+        if next_token.is_none() {
+            return Ok(None);
+        }
     }
 }
 

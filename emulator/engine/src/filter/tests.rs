@@ -68,6 +68,14 @@ fn check_refused(pattern: &str, message: &str) {
     }
 }
 
+/// Checks each `(pattern, message)` case as [`check_refused`] does.
+#[track_caller]
+fn check_each_refused(cases: &[(&str, &str)]) {
+    for (pattern, message) in cases {
+        check_refused(pattern, message);
+    }
+}
+
 // "Kinesis patterns": the Kinesis page's own example and the data format matrix.
 
 #[test]
@@ -436,46 +444,50 @@ fn duplicate_keys_keep_the_last_value() {
 
 #[test]
 fn patterns_that_are_not_json_objects_are_refused() {
-    check_refused(
-        "not json",
-        "at line 1, column 2: not valid JSON: expected ident",
-    );
-    check_refused(
-        "null",
-        r#"a pattern is a JSON object such as {"data": {"carrier": ["dhl"]}}, not null"#,
-    );
-    check_refused(
-        r#""simple string""#,
-        r#"a pattern is a JSON object such as {"data": {"carrier": ["dhl"]}}, not a string"#,
-    );
-    check_refused(
-        "{}",
-        "an empty object filters on nothing: name at least one field",
-    );
+    check_each_refused(&[
+        (
+            "not json",
+            "at line 1, column 2: not valid JSON: expected ident",
+        ),
+        (
+            "null",
+            r#"a pattern is a JSON object such as {"data": {"carrier": ["dhl"]}}, not null"#,
+        ),
+        (
+            r#""simple string""#,
+            r#"a pattern is a JSON object such as {"data": {"carrier": ["dhl"]}}, not a string"#,
+        ),
+        (
+            "{}",
+            "an empty object filters on nothing: name at least one field",
+        ),
+    ]);
 }
 
 #[test]
 fn every_leaf_must_be_a_non_empty_array() {
-    check_refused(
-        r#"{"data": {"k": "v"}}"#,
-        r#"at data.k: a field takes an array of values or rules, such as ["v"], or an object of fields; not a string"#,
-    );
-    check_refused(
-        r#"{"data": {"k": 42}}"#,
-        "at data.k: a field takes an array of values or rules, such as [42], or an object of fields; not a number",
-    );
-    check_refused(
-        r#"{"data": {"k": []}}"#,
-        "at data.k: an empty array matches nothing: give at least one value or rule",
-    );
-    check_refused(
-        r#"{"data": {"k": [["v"]]}}"#,
-        "at data.k[0]: an array cannot hold another array: list values and rules side by side",
-    );
-    check_refused(
-        r#"{"data": {}}"#,
-        "at data: an empty object filters on nothing: name at least one field",
-    );
+    check_each_refused(&[
+        (
+            r#"{"data": {"k": "v"}}"#,
+            r#"at data.k: a field takes an array of values or rules, such as ["v"], or an object of fields; not a string"#,
+        ),
+        (
+            r#"{"data": {"k": 42}}"#,
+            "at data.k: a field takes an array of values or rules, such as [42], or an object of fields; not a number",
+        ),
+        (
+            r#"{"data": {"k": []}}"#,
+            "at data.k: an empty array matches nothing: give at least one value or rule",
+        ),
+        (
+            r#"{"data": {"k": [["v"]]}}"#,
+            "at data.k[0]: an array cannot hold another array: list values and rules side by side",
+        ),
+        (
+            r#"{"data": {}}"#,
+            "at data: an empty object filters on nothing: name at least one field",
+        ),
+    ]);
 }
 
 #[test]
@@ -488,102 +500,110 @@ fn only_data_and_the_record_metadata_can_be_addressed() {
 
 #[test]
 fn operators_are_case_sensitive_and_take_well_formed_arguments() {
-    check_refused(
-        r#"{"data": {"k": [{"EXISTS": true}]}}"#,
-        "at data.k[0].EXISTS: unknown operator \"EXISTS\" (operators, case-sensitive: prefix, suffix, equals-ignore-case, wildcard, exists, numeric, cidr, anything-but)",
-    );
-    check_refused(
-        r#"{"data": {"k": [{"prefix": "a", "suffix": "b"}]}}"#,
-        "at data.k[0]: a rule is an object with exactly one operator (prefix, suffix, equals-ignore-case, wildcard, exists, numeric, cidr, anything-but)",
-    );
-    check_refused(
-        r#"{"data": {"k": [{"exists": "yes"}]}}"#,
-        "at data.k[0].exists: exists takes true or false, not a string",
-    );
-    check_refused(
-        r#"{"data": {"k": [{"prefix": 5}]}}"#,
-        r#"at data.k[0].prefix: takes a string, or {"equals-ignore-case": "..."}; not a number"#,
-    );
-    check_refused(
-        r#"{"data": {"k": [{"equals-ignore-case": ["a"]}]}}"#,
-        "at data.k[0].equals-ignore-case: takes a string, not an array",
-    );
-    check_refused(
-        r#"{"data": {"k": [{"wildcard": "a**b"}]}}"#,
-        "at data.k[0].wildcard: two stars in a row (**) are not allowed",
-    );
-    check_refused(
-        r#"{"data": {"k": [{"cidr": "10.0.0.0/33"}]}}"#,
-        "at data.k[0].cidr: \"10.0.0.0/33\" is not an IP network such as 10.0.0.0/24 or 2001:db8::/32",
-    );
+    check_each_refused(&[
+        (
+            r#"{"data": {"k": [{"EXISTS": true}]}}"#,
+            "at data.k[0].EXISTS: unknown operator \"EXISTS\" (operators, case-sensitive: prefix, suffix, equals-ignore-case, wildcard, exists, numeric, cidr, anything-but)",
+        ),
+        (
+            r#"{"data": {"k": [{"prefix": "a", "suffix": "b"}]}}"#,
+            "at data.k[0]: a rule is an object with exactly one operator (prefix, suffix, equals-ignore-case, wildcard, exists, numeric, cidr, anything-but)",
+        ),
+        (
+            r#"{"data": {"k": [{"exists": "yes"}]}}"#,
+            "at data.k[0].exists: exists takes true or false, not a string",
+        ),
+        (
+            r#"{"data": {"k": [{"prefix": 5}]}}"#,
+            r#"at data.k[0].prefix: takes a string, or {"equals-ignore-case": "..."}; not a number"#,
+        ),
+        (
+            r#"{"data": {"k": [{"equals-ignore-case": ["a"]}]}}"#,
+            "at data.k[0].equals-ignore-case: takes a string, not an array",
+        ),
+        (
+            r#"{"data": {"k": [{"wildcard": "a**b"}]}}"#,
+            "at data.k[0].wildcard: two stars in a row (**) are not allowed",
+        ),
+        (
+            r#"{"data": {"k": [{"cidr": "10.0.0.0/33"}]}}"#,
+            "at data.k[0].cidr: \"10.0.0.0/33\" is not an IP network such as 10.0.0.0/24 or 2001:db8::/32",
+        ),
+    ]);
 }
 
 #[test]
 fn numeric_ranges_must_be_well_formed() {
-    check_refused(
-        r#"{"data": {"n": [{"numeric": 10}]}}"#,
-        r#"at data.n[0].numeric: takes an array of comparisons and numbers, such as [">", 0, "<=", 5] or ["=", 5], not a number"#,
-    );
-    check_refused(
-        r#"{"data": {"n": [{"numeric": [">", 0, ">", 0]}]}}"#,
-        "at data.n[0].numeric[2]: a range has at most one lower bound (> or >=) and one upper bound (< or <=)",
-    );
-    check_refused(
-        r#"{"data": {"n": [{"numeric": [">", 0, "<"]}]}}"#,
-        r#"at data.n[0].numeric: takes an array of comparisons and numbers, such as [">", 0, "<=", 5] or ["=", 5]"#,
-    );
-    check_refused(
-        r#"{"data": {"n": [{"numeric": [">", "5"]}]}}"#,
-        "at data.n[0].numeric[1]: > takes a number, not a string",
-    );
-    check_refused(
-        r#"{"data": {"n": [{"numeric": ["=", 1, "<", 5]}]}}"#,
-        r#"at data.n[0].numeric[0]: = stands alone: ["=", 5]"#,
-    );
-    check_refused(
-        r#"{"data": {"n": [{"numeric": [">", 5, "<", 5]}]}}"#,
-        "at data.n[0].numeric: the range holds no number",
-    );
+    check_each_refused(&[
+        (
+            r#"{"data": {"n": [{"numeric": 10}]}}"#,
+            r#"at data.n[0].numeric: takes an array of comparisons and numbers, such as [">", 0, "<=", 5] or ["=", 5], not a number"#,
+        ),
+        (
+            r#"{"data": {"n": [{"numeric": [">", 0, ">", 0]}]}}"#,
+            "at data.n[0].numeric[2]: a range has at most one lower bound (> or >=) and one upper bound (< or <=)",
+        ),
+        (
+            r#"{"data": {"n": [{"numeric": [">", 0, "<"]}]}}"#,
+            r#"at data.n[0].numeric: takes an array of comparisons and numbers, such as [">", 0, "<=", 5] or ["=", 5]"#,
+        ),
+        (
+            r#"{"data": {"n": [{"numeric": [">", "5"]}]}}"#,
+            "at data.n[0].numeric[1]: > takes a number, not a string",
+        ),
+        (
+            r#"{"data": {"n": [{"numeric": ["=", 1, "<", 5]}]}}"#,
+            r#"at data.n[0].numeric[0]: = stands alone: ["=", 5]"#,
+        ),
+        (
+            r#"{"data": {"n": [{"numeric": [">", 5, "<", 5]}]}}"#,
+            "at data.n[0].numeric: the range holds no number",
+        ),
+    ]);
 }
 
 #[test]
 fn anything_but_must_be_well_formed() {
-    check_refused(
-        r#"{"data": {"k": [{"anything-but": [null]}]}}"#,
-        "at data.k[0].anything-but[0]: anything-but lists strings or numbers, not null",
-    );
-    check_refused(
-        r#"{"data": {"k": [{"anything-but": {"prefix": ""}}]}}"#,
-        "at data.k[0].anything-but.prefix: anything-but prefix takes a non-empty string",
-    );
-    check_refused(
-        r#"{"data": {"k": [{"anything-but": {"suffix": ""}}]}}"#,
-        "at data.k[0].anything-but.suffix: anything-but suffix takes a non-empty string",
-    );
-    check_refused(
-        r#"{"data": {"k": [{"anything-but": {"exists": true}}]}}"#,
-        "at data.k[0].anything-but.exists: takes a string or a list of strings, not a boolean",
-    );
-    check_refused(
-        r#"{"data": {"k": [{"anything-but": {"numeric": ["x"]}}]}}"#,
-        "at data.k[0].anything-but.numeric: anything-but takes prefix, suffix, equals-ignore-case or wildcard, not \"numeric\"",
-    );
+    check_each_refused(&[
+        (
+            r#"{"data": {"k": [{"anything-but": [null]}]}}"#,
+            "at data.k[0].anything-but[0]: anything-but lists strings or numbers, not null",
+        ),
+        (
+            r#"{"data": {"k": [{"anything-but": {"prefix": ""}}]}}"#,
+            "at data.k[0].anything-but.prefix: anything-but prefix takes a non-empty string",
+        ),
+        (
+            r#"{"data": {"k": [{"anything-but": {"suffix": ""}}]}}"#,
+            "at data.k[0].anything-but.suffix: anything-but suffix takes a non-empty string",
+        ),
+        (
+            r#"{"data": {"k": [{"anything-but": {"exists": true}}]}}"#,
+            "at data.k[0].anything-but.exists: takes a string or a list of strings, not a boolean",
+        ),
+        (
+            r#"{"data": {"k": [{"anything-but": {"numeric": ["x"]}}]}}"#,
+            "at data.k[0].anything-but.numeric: anything-but takes prefix, suffix, equals-ignore-case or wildcard, not \"numeric\"",
+        ),
+    ]);
 }
 
 #[test]
 fn or_takes_a_non_empty_array_of_objects() {
-    check_refused(
-        r#"{"data": {"$or": {"k": ["v"]}}}"#,
-        "at data.$or: $or takes an array of objects, not an object",
-    );
-    check_refused(
-        r#"{"$or": []}"#,
-        "at $or: $or takes at least one object to match",
-    );
-    check_refused(
-        r#"{"data": {"$or": [{"k": ["v"]}, ["x"]]}}"#,
-        "at data.$or[1]: $or takes objects, not an array",
-    );
+    check_each_refused(&[
+        (
+            r#"{"data": {"$or": {"k": ["v"]}}}"#,
+            "at data.$or: $or takes an array of objects, not an object",
+        ),
+        (
+            r#"{"$or": []}"#,
+            "at $or: $or takes at least one object to match",
+        ),
+        (
+            r#"{"data": {"$or": [{"k": ["v"]}, ["x"]]}}"#,
+            "at data.$or[1]: $or takes objects, not an array",
+        ),
+    ]);
 }
 
 #[test]

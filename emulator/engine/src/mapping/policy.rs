@@ -231,6 +231,23 @@ impl BatchRetry {
 }
 
 #[cfg(test)]
+impl Next {
+    /// The decision in a few words, for tests that compare sequences of them.
+    pub(super) fn describe(&self) -> String {
+        match self {
+            Next::Settle(range) => format!("settle {range:?}"),
+            Next::RetryAfterPause => "retry".to_owned(),
+            Next::Split => "split".to_owned(),
+            Next::Discard(Discard {
+                records,
+                condition,
+                invoke_count,
+            }) => format!("discard {records:?} {} {invoke_count}", condition.as_str()),
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use DiscardCondition::*;
@@ -285,18 +302,7 @@ mod tests {
                         None => format!("invoke {range:?}"),
                     });
                     let Some(&result) = results.next() else { break };
-                    seen.push(match batch.record(result) {
-                        Next::Settle(range) => format!("settle {range:?}"),
-                        Next::RetryAfterPause => "retry".to_owned(),
-                        Next::Split => "split".to_owned(),
-                        Next::Discard(Discard {
-                            records,
-                            condition,
-                            invoke_count,
-                        }) => {
-                            format!("discard {records:?} {} {invoke_count}", condition.as_str())
-                        }
-                    });
+                    seen.push(batch.record(result).describe());
                 }
             }
         }

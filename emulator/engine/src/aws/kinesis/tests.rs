@@ -116,13 +116,13 @@ fn error_codes_map_to_kinesis_terms() {
 fn pacing_keeps_five_reads_a_second_and_two_mib_a_second() {
     let pacing = ReadPacing::KINESIS_LIMITS;
     let start = Instant::now();
-    let mut pacer = ShardPacer { next_read: start };
+    let mut pacer = ShardPacer::from(start);
     let waits: Vec<u128> = (0..6)
         .map(|_| pacer.book(start, &pacing).as_millis())
         .collect();
     assert_eq!(waits, [0, 200, 400, 600, 800, 1000]);
 
-    let mut pacer = ShardPacer { next_read: start };
+    let mut pacer = ShardPacer::from(start);
     assert_eq!(pacer.book(start, &pacing), Duration::ZERO);
     pacer.record_read(start, 10 * 1024 * 1024, &pacing);
     assert_eq!(
@@ -156,7 +156,7 @@ fn times_read_through_an_f64_round_to_the_millisecond() {
 #[test]
 fn unlimited_pacing_never_waits() {
     let start = Instant::now();
-    let mut pacer = ShardPacer { next_read: start };
+    let mut pacer = ShardPacer::from(start);
     pacer.record_read(start, 100 * 1024 * 1024, &ReadPacing::UNLIMITED);
     assert_eq!(pacer.book(start, &ReadPacing::UNLIMITED), Duration::ZERO);
     assert_eq!(pacer.book(start, &ReadPacing::UNLIMITED), Duration::ZERO);

@@ -154,16 +154,7 @@ fn step(scenario: Scenario, outcome: Option<Result<InvokeOutcome, InvokeError>>)
 
 fn describe(judgement: &Judgement) -> String {
     let mut line = vec![
-        match &judgement.next {
-            Next::Settle(range) => format!("settle {range:?}"),
-            Next::RetryAfterPause => "retry".to_owned(),
-            Next::Split => "split".to_owned(),
-            Next::Discard(Discard {
-                records,
-                condition,
-                invoke_count,
-            }) => format!("discard {records:?} {} {invoke_count}", condition.as_str()),
-        },
+        judgement.next.describe(),
         match &judgement.verdict {
             InvocationVerdict::AllAcked { .. } => "all_acked".to_owned(),
             InvocationVerdict::HeldAt {

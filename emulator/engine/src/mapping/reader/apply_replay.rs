@@ -186,20 +186,25 @@ impl ShardReader {
 
     /// The first record at `position`, if the shard holds one there.
     async fn first_record(&mut self, position: IteratorPosition) -> Result<Option<Record>, Step> {
-        let iterator = match self
+        let iterator = self.iterator_at(&position).await?;
+        self.first_from(iterator).await
+    }
+
+    /// An iterator at `position` in this shard.
+    async fn iterator_at(&mut self, position: &IteratorPosition) -> Result<String, Step> {
+        match self
             .shared
             .source
             .shard_iterator(
                 &self.shared.config.stream_name,
                 &self.shard.shard_id,
-                &position,
+                position,
             )
             .await
         {
-            Ok(iterator) => iterator,
-            Err(error) => return Err(self.read_failed(error)),
-        };
-        self.first_from(iterator).await
+            Ok(iterator) => Ok(iterator),
+            Err(error) => Err(self.read_failed(error)),
+        }
     }
 
     /// The first record read from `iterator`, through empty pages.
@@ -237,19 +242,7 @@ impl ShardReader {
             .chain([IteratorPosition::TrimHorizon]);
         for position in windows {
             let from_oldest = position == IteratorPosition::TrimHorizon;
-            let iterator = match self
-                .shared
-                .source
-                .shard_iterator(
-                    &self.shared.config.stream_name,
-                    &self.shard.shard_id,
-                    &position,
-                )
-                .await
-            {
-                Ok(iterator) => iterator,
-                Err(error) => return Err(self.read_failed(error)),
-            };
+            let iterator = self.iterator_at(&position).await?;
             match self.last_before(iterator, &record.sequence_number).await? {
                 Some(before) => return Ok(Checkpoint::SequenceNumber(before)),
                 None if from_oldest => return Ok(Checkpoint::TrimHorizon),

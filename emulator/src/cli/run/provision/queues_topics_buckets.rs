@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use aws_sdk_sqs::types::QueueAttributeName;
 use esm_engine::aws::failure::{Observed, observe};
 use esm_engine::destination::DestinationKind;
+use esm_engine::destination::sdk::find_topic_arn;
 
 use super::plan::{Made, code, not_applied_note, start_line};
 use crate::cli::connection::connection_to;
@@ -115,23 +116,11 @@ async fn make_topic(
     resource: &DestinationResource,
 ) -> Result<Made, Failure> {
     let name = &resource.target.name;
-    let suffix = format!(":{name}");
-    let mut next_token = None;
-    loop {
-        let page = sns
-            .list_topics()
-            .set_next_token(next_token)
-            .send()
-            .await
-            .map_err(|error| ("describing", observe(&error)))?;
-        let arns = page.topics().iter().filter_map(|topic| topic.topic_arn());
-        if arns.into_iter().any(|arn| arn.ends_with(&suffix)) {
-            return Ok(Made::Exists);
-        }
-        next_token = page.next_token;
-        if next_token.is_none() {
-            break;
-        }
+    let existing = find_topic_arn(sns, name)
+        .await
+        .map_err(|error| ("describing", observe(&error)))?;
+    if existing.is_some() {
+        return Ok(Made::Exists);
     }
     let attributes: HashMap<String, String> = resource.attributes.clone().into_iter().collect();
     sns.create_topic()
