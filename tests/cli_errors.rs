@@ -62,6 +62,13 @@ async fn check_message(args: &[&str], fragments: &[&str], absent: &[&str]) {
     }
 }
 
+/// [`check_message`] for `put` and for `run` against `endpoint`: each with the fragments its
+/// message must hold, then those it must not.
+async fn check_put_and_run(endpoint: &str, put: [&[&str]; 2], run: [&[&str]; 2]) {
+    check_message(&put_hello(endpoint), put[0], put[1]).await;
+    check_message(&run_on_kinesis(endpoint), run[0], run[1]).await;
+}
+
 /// A loopback address where nothing listens: a port bound, then given up.
 async fn closed_endpoint() -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -84,16 +91,16 @@ async fn html_server() -> String {
 async fn nothing_answering_is_said_with_the_url_and_never_as_a_missing_stream() {
     let endpoint = closed_endpoint().await;
     let nothing_answers = format!("nothing answers at {endpoint} (connection refused)");
-    check_message(
-        &put_hello(&endpoint),
-        &[&nothing_answers, "DescribeStreamSummary on stream s"],
-        &[],
-    )
-    .await;
-    check_message(
-        &run_on_kinesis(&endpoint),
-        &[&nothing_answers, "stream shipments"],
-        &["does not exist", "--create-streams"],
+    check_put_and_run(
+        &endpoint,
+        [
+            &[&nothing_answers, "DescribeStreamSummary on stream s"],
+            &[],
+        ],
+        [
+            &[&nothing_answers, "stream shipments"],
+            &["does not exist", "--create-streams"],
+        ],
     )
     .await;
     check_message(
@@ -116,16 +123,10 @@ async fn nothing_answering_is_said_with_the_url_and_never_as_a_missing_stream() 
 async fn a_server_that_is_not_kinesis_is_said_to_be_one() {
     let endpoint = html_server().await;
     let not_kinesis = format!("something that is not Kinesis answers at {endpoint}: HTTP 404");
-    check_message(
-        &put_hello(&endpoint),
-        &[&not_kinesis, "text/html"],
-        &["<html>"],
-    )
-    .await;
-    check_message(
-        &run_on_kinesis(&endpoint),
-        &[&not_kinesis],
-        &["does not exist"],
+    check_put_and_run(
+        &endpoint,
+        [&[&not_kinesis, "text/html"], &["<html>"]],
+        [&[&not_kinesis], &["does not exist"]],
     )
     .await;
 }
