@@ -364,7 +364,7 @@ async fn a_body_declared_over_the_limit_is_answered_413_before_it_is_sent() {
     assert!(answer.contains("larger than 16777216 bytes"), "{answer}");
 
     // Under the limit, the same envelope is served.
-    let (status, _, _) = crate::sdk::exchange(
+    let (status, _, _) = crate::sdk::envelope::exchange(
         &server,
         "POST",
         &[
