@@ -183,8 +183,10 @@ fn run_saying(mut command: Command, function: Option<&str>) -> io::Result<Output
 /// The mark of a `compiler-artifact` message among cargo's JSON lines.
 const ARTIFACT: &[u8] = br#""reason":"compiler-artifact""#;
 
-/// The executable of the binary target `binary` among cargo's JSON messages, one per line.
-fn executable_in_messages(messages: &[u8], binary: &str) -> Option<PathBuf> {
+/// The executable of the binary target `binary` among cargo's JSON messages, one per line (the
+/// standard output of a cargo command given `--message-format=json`). Lines that are not such
+/// messages are passed over.
+pub fn executable_in_messages(messages: &[u8], binary: &str) -> Option<PathBuf> {
     #[derive(serde::Deserialize)]
     struct Message {
         reason: String,

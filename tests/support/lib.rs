@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kinesis_esm::config::{MappingConfig, StartingPosition};
-use kinesis_esm::function::build_function;
+use kinesis_esm::function::{build_function, executable_in_messages};
 use kinesis_esm::invoke::runtime_api::{FunctionDefinition, RuntimeApi};
 use kinesis_esm::invoke::{InProcess, Invoker};
 use kinesis_esm::kinesis::{EmbeddedKinesis, PutRecordOutput, PutRecordsEntry};
@@ -64,19 +64,25 @@ pub(crate) async fn built(
     crate_dir: PathBuf,
     binary: &'static str,
 ) -> &'static Path {
-    tokio::task::spawn_blocking(move || {
-        cell.get_or_init(|| {
-            build_function(&crate_dir, binary, false).unwrap_or_else(|error| {
-                panic!(
-                    "building {binary} of {} failed: {error}",
-                    crate_dir.display()
-                )
-            })
+    once_per_run(cell, move || {
+        build_function(&crate_dir, binary, false).unwrap_or_else(|error| {
+            panic!(
+                "building {binary} of {} failed: {error}",
+                crate_dir.display()
+            )
         })
-        .as_path()
     })
     .await
-    .expect("building does not panic")
+}
+
+/// The binary `build` makes, made once per test run (kept in `cell`), off the async runtime.
+async fn once_per_run(
+    cell: &'static OnceLock<PathBuf>,
+    build: impl FnOnce() -> PathBuf + Send + 'static,
+) -> &'static Path {
+    tokio::task::spawn_blocking(move || cell.get_or_init(build).as_path())
+        .await
+        .expect("building does not panic")
 }
 
 /// The `concurrent-sleeper` fixture's binary: a function on `lambda_runtime`'s
@@ -111,13 +117,10 @@ pub async fn shipping_bootstrap() -> &'static Path {
 /// binary is a no-op after `cargo test --workspace`, and builds what is missing otherwise.
 pub async fn kinesis_esm_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    tokio::task::spawn_blocking(|| {
-        BINARY
-            .get_or_init(|| workspace_test_binary("integration", "kinesis-esm"))
-            .as_path()
+    once_per_run(&BINARY, || {
+        workspace_test_binary("integration", "kinesis-esm")
     })
     .await
-    .expect("building does not panic")
 }
 
 /// The binary `binary` that the workspace's test build makes for the integration test `test`
@@ -136,12 +139,7 @@ fn workspace_test_binary(test: &str, binary: &str) -> PathBuf {
         "building the workspace's tests for {binary} failed:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-        .filter(|message| message["target"]["name"] == binary)
-        .filter(|message| message["target"]["kind"][0] == "bin")
-        .find_map(|message| message["executable"].as_str().map(PathBuf::from))
+    executable_in_messages(&output.stdout, binary)
         .unwrap_or_else(|| panic!("cargo's test build named no executable {binary}"))
 }
 
